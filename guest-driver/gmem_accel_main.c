@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: PCI binding, device identification and /dev/gmem_accelN life cycle.
+ */
+#include <linux/idr.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/slab.h>
+
+#include "gmem_accel.h"
+
+static dev_t gmem_accel_devt;
+static DEFINE_IDA(gmem_accel_minors);
+
+static const struct class gmem_accel_class = {
+	.name = GMEM_ACCEL_NAME,
+};
+
+static void gmem_accel_release(struct device *dev)
+{
+	struct gmem_accel *g = to_gmem_accel(dev);
+
+	ida_free(&gmem_accel_minors, MINOR(dev->devt));
+	kfree(g);
+}
+
+/* Check that BAR0 is a gmem-accel this driver speaks to, and read its identity. */
+static int gmem_accel_identify(struct gmem_accel *g)
+{
+	struct pci_dev *pdev = g->pdev;
+	u32 id = gmem_read(g, GMEM_REG_ID);
+	u32 version = gmem_read(g, GMEM_REG_VERSION);
+	u64 hbm_size;
+
+	if (id != GMEM_ID_MAGIC) {
+		pci_err(pdev, "BAR0 ID register reads %#x, expected %#x\n", id, GMEM_ID_MAGIC);
+		return -ENODEV;
+	}
+	if (GMEM_VERSION_MAJOR_OF(version) != GMEM_VERSION_MAJOR) {
+		pci_err(pdev, "hardware version %u.%u, driver speaks %u.x\n",
+			GMEM_VERSION_MAJOR_OF(version), GMEM_VERSION_MINOR_OF(version),
+			GMEM_VERSION_MAJOR);
+		return -ENODEV;
+	}
+	hbm_size = gmem_read(g, GMEM_REG_HBM_SIZE_LO) |
+		   (u64)gmem_read(g, GMEM_REG_HBM_SIZE_HI) << 32;
+	if (hbm_size != pci_resource_len(pdev, GMEM_BAR_HBM)) {
+		pci_err(pdev, "HBM_SIZE register %#llx disagrees with BAR%d size %#llx\n",
+			hbm_size, GMEM_BAR_HBM,
+			(u64)pci_resource_len(pdev, GMEM_BAR_HBM));
+		return -ENODEV;
+	}
+	if (!(gmem_read(g, GMEM_REG_STATUS) & GMEM_STATUS_READY)) {
+		pci_err(pdev, "device not ready (STATUS %#x)\n", gmem_read(g, GMEM_REG_STATUS));
+		return -EIO;
+	}
+
+	g->info.vendor_id = pdev->vendor;
+	g->info.device_id = pdev->device;
+	g->info.revision = pdev->revision;
+	g->info.version = version;
+	g->info.caps = gmem_read(g, GMEM_REG_CAP);
+	g->info.hbm_size = hbm_size;
+	return 0;
+}
+
+static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct gmem_accel *g;
+	int minor, nvec, ret;
+
+	ret = pcim_enable_device(pdev);
+	if (ret)
+		return ret;
+
+	g = kzalloc(sizeof(*g), GFP_KERNEL);
+	if (!g)
+		return -ENOMEM;
+	g->pdev = pdev;
+	init_rwsem(&g->lock);
+
+	g->regs = pcim_iomap_region(pdev, GMEM_BAR_REGS, GMEM_ACCEL_NAME);
+	if (IS_ERR(g->regs)) {
+		ret = PTR_ERR(g->regs);
+		pci_err(pdev, "cannot map BAR%d: %d\n", GMEM_BAR_REGS, ret);
+		goto err_free;
+	}
+	ret = gmem_accel_identify(g);
+	if (ret)
+		goto err_free;
+
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret)
+		goto err_free;
+	pci_set_master(pdev);
+
+	/* Managed by pcim_enable_device(): freed on unbind. */
+	nvec = pci_alloc_irq_vectors(pdev, GMEM_MSIX_VECTORS, GMEM_MSIX_VECTORS, PCI_IRQ_MSIX);
+	if (nvec < 0) {
+		ret = nvec;
+		pci_err(pdev, "cannot enable %d MSI-X vectors: %d\n", GMEM_MSIX_VECTORS, ret);
+		goto err_free;
+	}
+	g->info.num_vectors = nvec;
+
+	minor = ida_alloc_max(&gmem_accel_minors, GMEM_ACCEL_MAX_DEVICES - 1, GFP_KERNEL);
+	if (minor < 0) {
+		ret = minor;
+		goto err_free;
+	}
+	g->info.minor = minor;
+
+	/* From here the struct device's refcount owns g (and the minor). */
+	device_initialize(&g->dev);
+	g->dev.class = &gmem_accel_class;
+	g->dev.parent = &pdev->dev;
+	g->dev.devt = MKDEV(MAJOR(gmem_accel_devt), minor);
+	g->dev.groups = gmem_accel_groups;
+	g->dev.release = gmem_accel_release;
+	dev_set_drvdata(&g->dev, g);
+	ret = dev_set_name(&g->dev, GMEM_ACCEL_NAME "%d", minor);
+	if (ret)
+		goto err_put;
+
+	cdev_init(&g->cdev, &gmem_accel_fops);
+	g->cdev.owner = THIS_MODULE;
+	ret = cdev_device_add(&g->cdev, &g->dev);
+	if (ret)
+		goto err_put;
+
+	pci_set_drvdata(pdev, g);
+	pci_info(pdev, "%s: version %u.%u, HBM %llu MiB, caps %#x, %d MSI-X vectors\n",
+		 dev_name(&g->dev), GMEM_VERSION_MAJOR_OF(g->info.version),
+		 GMEM_VERSION_MINOR_OF(g->info.version), g->info.hbm_size >> 20,
+		 g->info.caps, nvec);
+	return 0;
+
+err_put:
+	put_device(&g->dev);
+	return ret;
+err_free:
+	kfree(g);
+	return ret;
+}
+
+static void gmem_accel_remove(struct pci_dev *pdev)
+{
+	struct gmem_accel *g = pci_get_drvdata(pdev);
+
+	cdev_device_del(&g->cdev, &g->dev);
+	/* Files still open keep g alive but must not touch the device any more. */
+	down_write(&g->lock);
+	g->pdev = NULL;
+	g->regs = NULL;
+	up_write(&g->lock);
+	put_device(&g->dev);
+}
+
+static const struct pci_device_id gmem_accel_ids[] = {
+	{ PCI_DEVICE(GMEM_PCI_VENDOR_ID, GMEM_PCI_DEVICE_ID) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, gmem_accel_ids);
+
+static struct pci_driver gmem_accel_driver = {
+	.name = GMEM_ACCEL_NAME,
+	.id_table = gmem_accel_ids,
+	.probe = gmem_accel_probe,
+	.remove = gmem_accel_remove,
+};
+
+static int __init gmem_accel_init(void)
+{
+	int ret;
+
+	ret = alloc_chrdev_region(&gmem_accel_devt, 0, GMEM_ACCEL_MAX_DEVICES, GMEM_ACCEL_NAME);
+	if (ret)
+		return ret;
+	ret = class_register(&gmem_accel_class);
+	if (ret)
+		goto err_region;
+	ret = pci_register_driver(&gmem_accel_driver);
+	if (ret)
+		goto err_class;
+	return 0;
+
+err_class:
+	class_unregister(&gmem_accel_class);
+err_region:
+	unregister_chrdev_region(gmem_accel_devt, GMEM_ACCEL_MAX_DEVICES);
+	return ret;
+}
+
+static void __exit gmem_accel_exit(void)
+{
+	pci_unregister_driver(&gmem_accel_driver);
+	class_unregister(&gmem_accel_class);
+	unregister_chrdev_region(gmem_accel_devt, GMEM_ACCEL_MAX_DEVICES);
+}
+
+module_init(gmem_accel_init);
+module_exit(gmem_accel_exit);
+MODULE_DESCRIPTION("gmem-accel heterogeneous-memory accelerator");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: device identity in sysfs, /sys/class/gmem_accel/gmem_accelN/.
+ */
+#include <linux/sysfs.h>
+
+#include "gmem_accel.h"
+
+static ssize_t hbm_size_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", to_gmem_accel(dev)->info.hbm_size);
+}
+static DEVICE_ATTR_RO(hbm_size);
+
+static ssize_t version_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	u32 v = to_gmem_accel(dev)->info.version;
+
+	return sysfs_emit(buf, "%u.%u\n", GMEM_VERSION_MAJOR_OF(v), GMEM_VERSION_MINOR_OF(v));
+}
+static DEVICE_ATTR_RO(version);
+
+static ssize_t capabilities_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%#x\n", to_gmem_accel(dev)->info.caps);
+}
+static DEVICE_ATTR_RO(capabilities);
+
+static ssize_t num_vectors_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_gmem_accel(dev)->info.num_vectors);
+}
+static DEVICE_ATTR_RO(num_vectors);
+
+static struct attribute *gmem_accel_attrs[] = {
+	&dev_attr_hbm_size.attr,
+	&dev_attr_version.attr,
+	&dev_attr_capabilities.attr,
+	&dev_attr_num_vectors.attr,
+	NULL,
+};
+
+static const struct attribute_group gmem_accel_group = {
+	.attrs = gmem_accel_attrs,
+};
+
+const struct attribute_group *gmem_accel_groups[] = {
+	&gmem_accel_group,
+	NULL,
+};

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gmem_accel_hw.h"
+#include "gmem_test_util.h"
+
+uint64_t gmem_expect(const char *name, uint64_t fallback)
+{
+	char cmdline[4096], key[64], *p, *end;
+	uint64_t val;
+	int fd = open("/proc/cmdline", O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return fallback;
+	n = read(fd, cmdline, sizeof(cmdline) - 1);
+	close(fd);
+	if (n <= 0)
+		return fallback;
+	cmdline[n] = '\0';
+	snprintf(key, sizeof(key), "gmemtest.%s=", name);
+	for (p = strstr(cmdline, key); p; p = strstr(p + 1, key)) {
+		if (p != cmdline && p[-1] != ' ')
+			continue;
+		errno = 0;
+		val = strtoull(p + strlen(key), &end, 0);
+		if (errno || (*end && *end != ' ' && *end != '\n'))
+			return fallback;
+		return val;
+	}
+	return fallback;
+}
+
+int read_sysfs(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	while (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	return 0;
+}
+
+int read_sysfs_u64(const char *path, uint64_t *val)
+{
+	char buf[64], *end;
+	int ret = read_sysfs(path, buf, sizeof(buf));
+
+	if (ret)
+		return ret;
+	errno = 0;
+	*val = strtoull(buf, &end, 0);
+	if (errno || end == buf || *end)
+		return -EINVAL;
+	return 0;
+}
+
+static int cmp_addr(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+int gmem_pci_devices(char addr[][32], int max)
+{
+	DIR *d = opendir("/sys/bus/pci/devices");
+	struct dirent *e;
+	char path[512];
+	uint64_t vendor, device;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)) && n < max) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vendor", e->d_name);
+		if (read_sysfs_u64(path, &vendor) || vendor != GMEM_PCI_VENDOR_ID)
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/device", e->d_name);
+		if (read_sysfs_u64(path, &device) || device != GMEM_PCI_DEVICE_ID)
+			continue;
+		snprintf(addr[n++], 32, "%s", e->d_name);
+	}
+	closedir(d);
+	qsort(addr, n, 32, cmp_addr);
+	return n;
+}
+
+int gmem_open(int n, int flags)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/dev/gmem_accel%d", n);
+	return open(path, flags);
+}
+
+bool path_exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by gmem-accel's guest tests: what the host asked QEMU for (passed on the
+ * kernel command line by scripts/run-vm.sh) and where each device shows up in sysfs.
+ */
+#ifndef GMEM_TEST_UTIL_H
+#define GMEM_TEST_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#define GMEM_MODULE_PATH "/lib/modules/gmem_accel.ko"
+#define GMEM_MAX_TEST_DEVICES 16
+
+/* Value of "gmemtest.<name>=" on /proc/cmdline, or @fallback if absent/unparsable. */
+uint64_t gmem_expect(const char *name, uint64_t fallback);
+
+/* PCI addresses ("0000:01:00.0") of all gmem-accel functions, sorted; returns the count. */
+int gmem_pci_devices(char addr[][32], int max);
+
+/* Read a sysfs file into @buf (trailing newline stripped); 0 or -errno. */
+int read_sysfs(const char *path, char *buf, size_t len);
+/* Read a sysfs file holding a number (any base strtoull accepts); 0 or -errno. */
+int read_sysfs_u64(const char *path, uint64_t *val);
+
+/* Open /dev/gmem_accel<n>; -1 with errno on failure. */
+int gmem_open(int n, int flags);
+
+/* Does a path exist? */
+bool path_exists(const char *path);
+
+#endif

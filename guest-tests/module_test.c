@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Driver life cycle: unload and reload the module, refuse to unload while a file is open,
+ * unbind a device under an open file and bind it again.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "gmem_accel_hw.h"
+#include "gmem_accel_uapi.h"
+#include "gmem_test_util.h"
+
+static int unload(void)
+{
+	return syscall(SYS_delete_module, "gmem_accel", O_NONBLOCK) ? -errno : 0;
+}
+
+static int load(void)
+{
+	int fd = open(GMEM_MODULE_PATH, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+static int write_sysfs(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static void expect_devices(struct __test_metadata *_metadata, int n, uint64_t hbm)
+{
+	char path[64];
+
+	for (int i = 0; i < n; i++) {
+		struct gmem_accel_info info = { 0 };
+		int fd = gmem_open(i, O_RDWR);
+
+		ASSERT_LE(0, fd) TH_LOG("/dev/gmem_accel%d: %s", i, strerror(errno));
+		ASSERT_EQ(0, ioctl(fd, GMEM_ACCEL_IOC_GET_INFO, &info));
+		EXPECT_EQ(hbm, info.hbm_size);
+		EXPECT_EQ(GMEM_VERSION, info.version);
+		close(fd);
+	}
+	snprintf(path, sizeof(path), "/dev/gmem_accel%d", n);
+	EXPECT_FALSE(path_exists(path));
+}
+
+TEST(unload_and_reload)
+{
+	int n = gmem_expect("devices", 1);
+	uint64_t hbm = gmem_expect("hbm_size", 256ull << 20);
+
+	ASSERT_EQ(0, unload());
+	EXPECT_FALSE(path_exists("/sys/module/gmem_accel"));
+	EXPECT_FALSE(path_exists("/dev/gmem_accel0"));
+	EXPECT_FALSE(path_exists("/sys/class/gmem_accel"));
+	ASSERT_EQ(0, load());
+	expect_devices(_metadata, n, hbm);
+	/* Twice more: nothing leaks across cycles (minors, regions, class). */
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(0, unload());
+		ASSERT_EQ(0, load());
+	}
+	expect_devices(_metadata, n, hbm);
+}
+
+TEST(load_twice_is_eexist)
+{
+	EXPECT_EQ(-EEXIST, load());
+}
+
+TEST(unload_refused_while_open)
+{
+	int fd = gmem_open(0, O_RDWR);
+	int ret;
+
+	ASSERT_LE(0, fd);
+	ret = unload();
+	EXPECT_TRUE(ret == -EWOULDBLOCK || ret == -EBUSY) TH_LOG("unload returned %d", ret);
+	close(fd);
+	EXPECT_TRUE(path_exists("/sys/module/gmem_accel"));
+}
+
+TEST(unbind_under_open_file_then_rebind)
+{
+	char addr[GMEM_MAX_TEST_DEVICES][32];
+	struct gmem_accel_info info = { 0 };
+	int n = gmem_pci_devices(addr, GMEM_MAX_TEST_DEVICES);
+	int fd;
+
+	ASSERT_LT(0, n);
+	fd = gmem_open(0, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, write_sysfs("/sys/bus/pci/drivers/gmem_accel/unbind", addr[0]));
+	EXPECT_FALSE(path_exists("/dev/gmem_accel0"));
+	/* The open file outlives the device and says so. */
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_GET_INFO, &info));
+	EXPECT_EQ(ENODEV, errno);
+	close(fd);
+	ASSERT_EQ(0, write_sysfs("/sys/bus/pci/drivers/gmem_accel/bind", addr[0]));
+	expect_devices(_metadata, n, gmem_expect("hbm_size", 256ull << 20));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,29 @@
+#!/bin/bash
+# The summary counts what the tests said and treats everything that went missing as a failure.
+. "$(dirname "$0")/tap.sh"
+: "${REPO:?set REPO to the source tree}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+summary() { /usr/bin/python3 "$REPO/scripts/lib/tap_summary.py" --name t "$1" | tail -n 1; }
+
+plan 6
+printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "TAP version 13" "1..3" "ok 1 x" \
+	"ok 2 y # SKIP no device" "ok 3 z" "GMEM-TEST-END a 0" GMEM-SUITE-END >"$tmp/good"
+check "all passing, one skipped" test "$(summary "$tmp/good")" = "2 passed, 0 failed, 1 skipped"
+
+printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "1..2" "ok 1 x" "not ok 2 y" \
+	"GMEM-TEST-END a 1" GMEM-SUITE-END >"$tmp/fail"
+check "a failing result" test "$(summary "$tmp/fail")" = "1 passed, 1 failed"
+
+printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "1..4" "ok 1 x" >"$tmp/crash"
+check "a crash mid-program: 3 missing results, unfinished program and suite" \
+	test "$(summary "$tmp/crash")" = "1 passed, 5 failed"
+
+printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "1..1" "ok 1 x" "GMEM-TEST-END a 139" \
+	GMEM-SUITE-END >"$tmp/status"
+check "non-zero exit with all results passing" test "$(summary "$tmp/status")" = "1 passed, 1 failed"
+
+printf 'kernel panic\n' >"$tmp/none"
+check "a suite that never started" test "$(summary "$tmp/none")" = "0 passed, 1 failed"
+check "exit status 1 on failure" bash -c "! /usr/bin/python3 '$REPO/scripts/lib/tap_summary.py' '$tmp/fail' >/dev/null"
+tap_done

@@ -1,0 +1,82 @@
+#!/bin/bash
+# Build qemu-system-x86_64 with hw/gmem-accel overlaid.
+#   Source: $GMEM_QEMU_SRC (a QEMU 10.0 tree of your own), else Debian trixie's `qemu` source
+#   package (apt-get source applies Debian's patches, which the +ds tarball needs).
+#   --install LINK: also point LINK at the binary (meson's output).
+#   Prints the path of the built binary on the last line.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$repo/scripts/lib/log.sh"
+. "$repo/scripts/lib/cache.sh"
+
+CONFIGURE_ARGS=(
+	--target-list=x86_64-softmmu --python=/usr/bin/python3
+	--without-default-features --without-default-devices --disable-download
+	--disable-install-blobs --disable-docs --disable-tools --disable-guest-agent
+	--disable-werror --enable-tcg --enable-kvm --enable-trace-backends=log
+	--with-devices-x86_64=gmem-accel
+)
+
+fetch_debian_source() {
+	local dir
+	dir=$(find "$GMEM_CACHE/src" -maxdepth 1 -type d -name 'qemu-10.0.*' 2>/dev/null | sort -V | tail -n 1)
+	if [ -n "$dir" ] && [ -f "$dir/.gmem-unpacked" ]; then
+		echo "$dir"
+		return
+	fi
+	step "fetching QEMU 10.0 source (Debian trixie 'qemu' source package, with Debian's patches)" >&2
+	mkdir -p "$GMEM_CACHE/src"
+	# A tree without the marker is a partial unpack from an interrupted run: start over.
+	[ -n "$dir" ] && rm -rf "$dir"
+	(cd "$GMEM_CACHE/src" && apt-get source -q qemu/trixie >apt-source-qemu.log 2>&1) ||
+		die "apt-get source qemu/trixie failed (log: $GMEM_CACHE/src/apt-source-qemu.log): run scripts/lib/apt-sources.sh && apt-get update (needs deb-src for trixie), or set GMEM_QEMU_SRC to a QEMU 10.0 tree."
+	dir=$(find "$GMEM_CACHE/src" -maxdepth 1 -type d -name 'qemu-10.0.*' | sort -V | tail -n 1)
+	[ -n "$dir" ] || die "apt-get source did not unpack a qemu-10.0.* tree into $GMEM_CACHE/src."
+	touch "$dir/.gmem-unpacked"
+	echo "$dir"
+}
+
+# Idempotent build glue: three lines in QEMU's own build files plus the overlay symlink.
+overlay_device() {
+	local src=$1
+	ln -sfn "$repo/hw/gmem-accel" "$src/hw/gmem-accel"
+	grep -q "subdir('gmem-accel')" "$src/hw/meson.build" ||
+		echo "subdir('gmem-accel')  # gmem-accel overlay" >>"$src/hw/meson.build"
+	grep -q "source gmem-accel/Kconfig" "$src/hw/Kconfig" ||
+		printf '# gmem-accel overlay\nsource gmem-accel/Kconfig\n' >>"$src/hw/Kconfig"
+	if ! grep -q "'hw/gmem-accel'" "$src/meson.build"; then
+		grep -q "^subdir('trace')" "$src/meson.build" ||
+			die "$src/meson.build has no subdir('trace') line; is this a QEMU 10.0 tree?"
+		sed -i "s|^subdir('trace')|trace_events_subdirs += ['hw/gmem-accel']  # gmem-accel overlay\n&|" "$src/meson.build"
+	fi
+	# Debian's device list for --without-default-devices: q35 plus our device.
+	mkdir -p "$src/configs/devices/x86_64-softmmu"
+	cp "$repo/hw/gmem-accel/gmem-accel.mak" "$src/configs/devices/x86_64-softmmu/gmem-accel.mak"
+}
+
+if [ -n "${GMEM_QEMU_SRC:-}" ]; then
+	src=$(cd "$GMEM_QEMU_SRC" && pwd) || die "GMEM_QEMU_SRC=$GMEM_QEMU_SRC is not a directory."
+	[ -f "$src/VERSION" ] && grep -q '^10\.0\.' "$src/VERSION" ||
+		die "GMEM_QEMU_SRC=$src is not a QEMU 10.0 tree (VERSION says '$(cat "$src/VERSION" 2>/dev/null)')."
+else
+	src=$(fetch_debian_source)
+fi
+version=$(cat "$src/VERSION")
+overlay_device "$src"
+
+key=$(hash_of "$src" "${CONFIGURE_ARGS[*]}" "$repo/hw/gmem-accel/gmem-accel.mak")
+build="$GMEM_CACHE/qemu-$version-$key"
+mkdir -p "$build"
+if [ ! -f "$build/build.ninja" ]; then
+	step "configuring QEMU $version (x86_64-softmmu, trimmed) in $build"
+	(cd "$build" && "$src/configure" "${CONFIGURE_ARGS[@]}" >configure.log 2>&1) ||
+		{ tail -n 30 "$build/configure.log" >&2; rm -f "$build/build.ninja"; die "QEMU configure failed; full log: $build/configure.log"; }
+fi
+step "building QEMU $version with gmem-accel (incremental; a cold build takes ~5 min on 2 cores)"
+set -o pipefail
+ninja -C "$build" qemu-system-x86_64 2>&1 | tee "$build/ninja.log" | progress_filter "qemu" ||
+	{ grep -B2 -A12 -m3 'error' "$build/ninja.log" >&2 || tail -n 40 "$build/ninja.log" >&2; die "QEMU build failed; full log: $build/ninja.log"; }
+if [ "${1:-}" = --install ]; then
+	ln -sfn "$build/qemu-system-x86_64" "$2"
+fi
+echo "$build/qemu-system-x86_64"

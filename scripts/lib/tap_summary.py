@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""Summarise gmem-accel test results.
+
+Each input file holds one suite: GMEM-SUITE-BEGIN, then per test program a block
+    GMEM-TEST-BEGIN <name>
+    <TAP: "1..N", "ok N desc", "not ok N desc", "ok N desc # SKIP why", "# comments">
+    GMEM-TEST-END <name> <exit status>
+and GMEM-SUITE-END. Anything that goes missing counts as a failure: a suite that never
+started or never ended (guest crash, timeout), a program that died before its plan was done or
+exited non-zero without saying why. Prints failures, one line per program, and last the line
+"N passed, N failed[, N skipped]". Exits 1 if anything failed.
+
+    tap_summary.py [--name LABEL] FILE...
+    tap_summary.py --run-host-tests BUILD_DIR OUTPUT   (run meson's host suite into OUTPUT)
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+RESULT = re.compile(r"^(not )?ok\b\s*(\d+)?\s*-?\s*([^#]*)(#\s*(\w+)(.*))?$")
+PLAN = re.compile(r"^1\.\.(\d+)")
+
+
+class Counts:
+    def __init__(self):
+        self.passed = self.failed = self.skipped = 0
+        self.failures = []
+
+    def fail(self, what):
+        self.failed += 1
+        self.failures.append(what)
+
+
+def parse_program(name, lines, exit_status, counts):
+    plan, seen = None, 0
+    before = counts.failed
+    for line in lines:
+        m = PLAN.match(line)
+        if m and plan is None:
+            plan = int(m.group(1))
+            continue
+        m = RESULT.match(line)
+        if not m:
+            continue
+        seen += 1
+        desc = m.group(3).strip()
+        directive = (m.group(5) or "").upper()
+        if directive == "SKIP":
+            counts.skipped += 1
+        elif m.group(1) and directive != "TODO":
+            counts.fail(f"{name}: {desc}")
+        else:
+            counts.passed += 1
+    if exit_status is None:
+        counts.fail(f"{name}: did not finish (crash or timeout)")
+    if plan is not None and seen < plan:
+        counts.fail(f"{name}: {plan - seen} of {plan} planned results missing")
+        counts.failed += plan - seen - 1  # each missing result is a failure
+    if exit_status not in (None, 0) and counts.failed == before:
+        counts.fail(f"{name}: exit status {exit_status} with no failing result")
+    if plan is None and seen == 0 and exit_status == 0:
+        counts.fail(f"{name}: printed no TAP results")
+    return seen
+
+
+def parse_suite(path, label, counts):
+    try:
+        with open(path, errors="replace") as f:
+            lines = [l.rstrip("\r\n") for l in f]
+    except OSError as e:
+        counts.fail(f"{label}: no results ({e.strerror}: {path})")
+        return
+    if "GMEM-SUITE-BEGIN" not in lines:
+        counts.fail(f"{label}: the suite never started (see the console output above)")
+        return
+    cur, body = None, []
+    for line in lines:
+        if line.startswith("GMEM-TEST-BEGIN "):
+            if cur:
+                parse_program(cur, body, None, counts)
+            cur, body = line.split(None, 1)[1].strip(), []
+        elif line.startswith("GMEM-TEST-END ") and cur:
+            parts = line.split()
+            status = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else 1
+            before = (counts.passed, counts.failed, counts.skipped)
+            parse_program(cur, body, status, counts)
+            after = (counts.passed, counts.failed, counts.skipped)
+            print(f"  {label}/{cur}: {after[0] - before[0]} passed, "
+                  f"{after[1] - before[1]} failed, {after[2] - before[2]} skipped")
+            cur, body = None, []
+        elif cur:
+            body.append(line)
+    if cur:
+        parse_program(cur, body, None, counts)
+    if "GMEM-SUITE-END" not in lines:
+        counts.fail(f"{label}: the suite did not finish (crash or timeout)")
+
+
+def run_host_tests(build_dir, output):
+    """Run every test meson knows in suite 'host', each as a TAP program, into OUTPUT."""
+    tests = json.loads(subprocess.run(["meson", "introspect", build_dir, "--tests"],
+                                      check=True, capture_output=True, text=True).stdout)
+    with open(output, "w") as out:
+        out.write("GMEM-SUITE-BEGIN\n")
+        for t in tests:
+            if "host" not in [s.split(":")[-1] for s in t.get("suite", [])]:
+                continue
+            env = dict(os.environ)
+            env.update(t.get("env") or {})
+            print(f"    host test: {t['name']}", flush=True)
+            try:
+                p = subprocess.run(t["cmd"], cwd=t.get("workdir") or build_dir, env=env,
+                                   capture_output=True, text=True, timeout=t.get("timeout") or 300)
+                status, text = p.returncode, p.stdout + p.stderr
+            except subprocess.TimeoutExpired as e:
+                status, text = 124, (e.stdout or b"").decode(errors="replace") + "\n# timed out\n"
+            out.write(f"GMEM-TEST-BEGIN {t['name']}\n{text}")
+            if not text.endswith("\n"):
+                out.write("\n")
+            out.write(f"GMEM-TEST-END {t['name']} {status}\n")
+        out.write("GMEM-SUITE-END\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--name", help="label for a single suite file")
+    ap.add_argument("--run-host-tests", nargs=2, metavar=("BUILD_DIR", "OUTPUT"))
+    ap.add_argument("files", nargs="*")
+    args = ap.parse_args()
+    if args.run_host_tests:
+        run_host_tests(*args.run_host_tests)
+        return 0
+    if not args.files:
+        ap.error("no result files given")
+    counts = Counts()
+    for path in args.files:
+        label = args.name or os.path.splitext(os.path.basename(path))[0]
+        parse_suite(path, label, counts)
+    for what in counts.failures:
+        print(f"  FAILED {what}")
+    line = f"{counts.passed} passed, {counts.failed} failed"
+    if counts.skipped:
+        line += f", {counts.skipped} skipped"
+    print(line)
+    return 1 if counts.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

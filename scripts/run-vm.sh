@@ -1,0 +1,170 @@
+#!/bin/bash
+# Boot a q35 VM with gmem-accel devices and run the guest test suite (default), one command
+# (--run) or an interactive shell (--shell). Builds whatever is missing first.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$repo/scripts/lib/log.sh"
+. "$repo/scripts/lib/cache.sh"
+. "$repo/scripts/lib/build.sh"
+
+usage() {
+	cat <<'TXT'
+Usage: scripts/run-vm.sh [OPTIONS]
+
+Builds what is missing, boots a q35 VM with gmem-accel devices, loads the driver and runs the
+guest test suite; prints a summary and exits non-zero on any failure.
+
+Modes (default: the guest test suite):
+  --shell              interactive shell on the guest console; 'exit' powers off
+  --run CMD            run CMD in the guest (sh -c) and return its exit status
+Options:
+  --extra DIR          add DIR's files to the guest under /extra (which is on PATH)
+  --devices N          number of gmem-accel devices, 1-16 (default 2)
+  --hbm-size SIZE      HBM per device, e.g. 256M or 1G (default 256M)
+  --accel tcg|kvm      accelerator (default tcg; nested KVM fails on some hosts)
+  --smp N              guest CPUs (default 2)
+  --memory SIZE        guest RAM, e.g. 2G (default 2G)
+  --qemu-args "ARGS"   extra QEMU arguments, split on spaces (e.g. "-trace gmem_accel_*")
+  --timeout SEC        power the VM off after SEC seconds, 0 = never (default 1200, shell 0)
+  --results FILE       keep the guest's TAP results in FILE (suite mode)
+  --no-build           boot what was built last, do not build
+  -h, --help           this text
+Environment: GMEM_QEMU_SRC (your QEMU 10.0 tree), GMEM_KERNEL_SRC (your Linux 6.12 tree),
+GMEM_CACHE (build cache, default ~/.cache/gmem-accel), GMEM_BUILD_DIR (default ./build).
+While the VM runs, its QMP and HMP monitor sockets are printed; connect with e.g.
+  socat - UNIX-CONNECT:<hmp socket>
+TXT
+}
+
+bad_option() {
+	echo "run-vm.sh: $*" >&2
+	echo "run-vm.sh: see scripts/run-vm.sh --help" >&2
+	exit 2
+}
+
+# SIZE with optional K/M/G/T suffix -> bytes
+parse_size() {
+	local v=$1 n unit
+	[[ $v =~ ^([0-9]+)([KkMmGgTt]?)(i?B)?$ ]] || return 1
+	n=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]^^}
+	case "$unit" in
+	K) n=$((n << 10)) ;; M) n=$((n << 20)) ;; G) n=$((n << 30)) ;; T) n=$((n << 40)) ;;
+	esac
+	echo "$n"
+}
+
+need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || bad_option "$1 needs a value"; }
+
+mode=suite run_cmd="" extra="" devices=2 hbm_size=256M accel=tcg smp=2 memory=2G
+qemu_args="" timeout="" results="" build=1
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--shell) mode=shell ;;
+	--run) need_arg "$@"; mode=run run_cmd=$2; shift ;;
+	--extra) need_arg "$@"; extra=$2; shift ;;
+	--devices) need_arg "$@"; devices=$2; shift ;;
+	--hbm-size) need_arg "$@"; hbm_size=$2; shift ;;
+	--accel) need_arg "$@"; accel=$2; shift ;;
+	--smp) need_arg "$@"; smp=$2; shift ;;
+	--memory) need_arg "$@"; memory=$2; shift ;;
+	--qemu-args) need_arg "$@"; qemu_args=$2; shift ;;
+	--timeout) need_arg "$@"; timeout=$2; shift ;;
+	--results) need_arg "$@"; results=$2; shift ;;
+	--no-build) build=0 ;;
+	-h | --help) usage; exit 0 ;;
+	*) bad_option "unknown option '$1'" ;;
+	esac
+	shift
+done
+
+[[ $devices =~ ^[0-9]+$ ]] && [ "$devices" -ge 1 ] && [ "$devices" -le 16 ] ||
+	bad_option "--devices '$devices': give a number from 1 to 16"
+hbm_bytes=$(parse_size "$hbm_size") ||
+	bad_option "--hbm-size '$hbm_size': give a size like 256M or 1G"
+mem_bytes=$(parse_size "$memory") && [ "$mem_bytes" -ge $((256 << 20)) ] ||
+	bad_option "--memory '$memory': give a size of at least 256M, like 2G"
+[[ $smp =~ ^[0-9]+$ ]] && [ "$smp" -ge 1 ] && [ "$smp" -le 8 ] ||
+	bad_option "--smp '$smp': give a number from 1 to 8"
+case "$accel" in
+tcg) accel_args=(-accel tcg -cpu max) ;;
+kvm)
+	[ -w /dev/kvm ] || bad_option "--accel kvm: /dev/kvm is missing or not writable; use --accel tcg"
+	accel_args=(-accel kvm -cpu host)
+	;;
+*) bad_option "--accel '$accel': give tcg or kvm" ;;
+esac
+[ -z "$extra" ] || [ -d "$extra" ] || bad_option "--extra '$extra' is not a directory"
+if [ -z "$timeout" ]; then
+	[ "$mode" = shell ] && timeout=0 || timeout=1200
+fi
+[[ $timeout =~ ^[0-9]+$ ]] || bad_option "--timeout '$timeout': give seconds, 0 for none"
+read -ra extra_qemu <<<"$qemu_args"
+
+if [ "$build" = 1 ]; then
+	gmem_build
+fi
+qemu="$GMEM_BUILD/qemu-system-x86_64"
+for f in "$qemu" "$GMEM_BUILD/bzImage" "$GMEM_BUILD/initramfs.cpio"; do
+	[ -e "$f" ] || die "$f is missing: run scripts/run-vm.sh without --no-build."
+done
+
+run_dir=$(mktemp -d "${TMPDIR:-/tmp}/gmem-accel-vm.XXXXXX")
+# The extras (--extra DIR, the --run command) ride in a second cpio appended to the first.
+initrd="$GMEM_BUILD/initramfs.cpio"
+if [ -n "$extra" ] || [ "$mode" = run ]; then
+	stage="$run_dir/extra-root"
+	mkdir -p "$stage/extra" "$stage/etc"
+	[ -z "$extra" ] || cp -a "$extra/." "$stage/extra/"
+	[ "$mode" != run ] || printf '%s\n' "$run_cmd" >"$stage/etc/gmem-run-cmd"
+	(cd "$stage" && find . -mindepth 1 | cpio --quiet -o -H newc -R 0:0) >"$run_dir/extra.cpio"
+	cat "$GMEM_BUILD/initramfs.cpio" "$run_dir/extra.cpio" >"$run_dir/initrd.cpio"
+	initrd="$run_dir/initrd.cpio"
+fi
+
+device_args=()
+for ((i = 0; i < devices; i++)); do
+	device_args+=(-device "pcie-root-port,id=gmem_rp$i,chassis=$((i + 1))"
+		      -device "gmem-accel,id=gmem$i,bus=gmem_rp$i,hbm-size=$hbm_bytes")
+done
+results_log="$run_dir/results.log"
+append="console=ttyS0 panic=-1 quiet gmem.mode=$mode gmemtest.devices=$devices gmemtest.hbm_size=$hbm_bytes"
+qmp="$run_dir/qmp.sock" hmp="$run_dir/hmp.sock"
+cmd=("$qemu" -machine q35 "${accel_args[@]}" -smp "$smp" -m "$((mem_bytes >> 20))M"
+	-nodefaults -no-reboot -display none
+	-L /usr/share/seabios -L /usr/share/qemu
+	-kernel "$GMEM_BUILD/bzImage" -initrd "$initrd" -append "$append"
+	-serial stdio -serial "file:$results_log"
+	-qmp "unix:$qmp,server=on,wait=off" -monitor "unix:$hmp,server=on,wait=off"
+	"${device_args[@]}" "${extra_qemu[@]}")
+
+step "booting q35 ($accel, $smp CPUs, $memory) with $devices gmem-accel device(s), HBM $hbm_size each"
+note "QMP monitor: $qmp"
+note "HMP monitor: $hmp   (socat - UNIX-CONNECT:$hmp)"
+note "run directory: $run_dir"
+status=0
+if [ "$mode" = shell ]; then
+	"${cmd[@]}" || status=$?
+else
+	tmo=()
+	[ "$timeout" = 0 ] || tmo=(timeout --foreground -k 10 "$timeout")
+	"${tmo[@]}" "${cmd[@]}" </dev/null || status=$?
+	[ "$status" != 124 ] || echo "run-vm.sh: the VM did not finish within --timeout $timeout s" >&2
+fi
+
+case "$mode" in
+suite)
+	[ -z "$results" ] || cp "$results_log" "$results"
+	/usr/bin/python3 "$repo/scripts/lib/tap_summary.py" --name guest "$results_log" || status=1
+	;;
+run)
+	rc=$(sed -n 's/^GMEM-RUN-EXIT \([0-9]*\).*/\1/p' "$results_log" | tail -n 1)
+	if [ -z "$rc" ]; then
+		echo "run-vm.sh: the guest did not report an exit status for --run (crash or timeout)" >&2
+		status=1
+	else
+		status=$rc
+	fi
+	;;
+esac
+[ "$status" = 0 ] && rm -rf "$run_dir"
+exit "$status"
