@@ -30,7 +30,7 @@
 /* PCI address of /dev/gmem_accel<n>, from the class device's parent link. */
 static int class_dev_pci_addr(int n, char *addr, size_t len)
 {
-	char path[128], target[PATH_MAX];
+	char path[PATH_MAX], target[PATH_MAX];
 	ssize_t r;
 
 	snprintf(path, sizeof(path), "/sys/class/gmem_accel/gmem_accel%d/device", n);
@@ -77,7 +77,7 @@ static unsigned int find_ext_cap(const uint8_t *cfg, unsigned int id)
 
 static int read_config(const char *addr, uint8_t *cfg)
 {
-	char path[128];
+	char path[PATH_MAX];
 	int fd;
 	ssize_t n;
 
@@ -104,7 +104,7 @@ static int get_info(int n, struct gmem_accel_info *info)
 
 TEST(every_device_bound_with_a_node)
 {
-	char addr[GMEM_MAX_TEST_DEVICES][32], path[128], link[PATH_MAX], pci[32];
+	char addr[GMEM_MAX_TEST_DEVICES][32], path[PATH_MAX], link[PATH_MAX], pci[32];
 	int expected = gmem_expect("devices", 1);
 	unsigned int major = char_major("gmem_accel");
 	int n = gmem_pci_devices(addr, GMEM_MAX_TEST_DEVICES);
@@ -162,7 +162,7 @@ TEST(sysfs_matches_ioctl)
 
 	for (int i = 0; i < n; i++) {
 		struct gmem_accel_info info;
-		char path[128], buf[64], want[64];
+		char path[PATH_MAX], buf[64], want[64];
 		uint64_t v;
 
 		ASSERT_EQ(0, get_info(i, &info));
@@ -230,7 +230,7 @@ TEST(pci_config_space)
 
 TEST(hbm_bar_is_64bit_prefetchable)
 {
-	char addr[GMEM_MAX_TEST_DEVICES][32], path[128], line[256];
+	char addr[GMEM_MAX_TEST_DEVICES][32], path[PATH_MAX], line[256];
 	uint64_t hbm = gmem_expect("hbm_size", 256ull << 20);
 	int n = gmem_pci_devices(addr, GMEM_MAX_TEST_DEVICES);
 
@@ -255,7 +255,7 @@ TEST(hbm_bar_is_64bit_prefetchable)
 
 TEST(msix_vectors_allocated)
 {
-	char addr[GMEM_MAX_TEST_DEVICES][32], path[128];
+	char addr[GMEM_MAX_TEST_DEVICES][32], path[PATH_MAX];
 	int n = gmem_pci_devices(addr, GMEM_MAX_TEST_DEVICES);
 
 	ASSERT_LT(0, n);

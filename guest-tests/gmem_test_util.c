@@ -86,7 +86,7 @@ int gmem_pci_devices(char addr[][32], int max)
 	if (!d)
 		return -errno;
 	while ((e = readdir(d)) && n < max) {
-		if (e->d_name[0] == '.')
+		if (e->d_name[0] == '.' || strlen(e->d_name) >= 32)
 			continue;
 		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vendor", e->d_name);
 		if (read_sysfs_u64(path, &vendor) || vendor != GMEM_PCI_VENDOR_ID)
@@ -94,7 +94,7 @@ int gmem_pci_devices(char addr[][32], int max)
 		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/device", e->d_name);
 		if (read_sysfs_u64(path, &device) || device != GMEM_PCI_DEVICE_ID)
 			continue;
-		snprintf(addr[n++], 32, "%s", e->d_name);
+		memcpy(addr[n++], e->d_name, strlen(e->d_name) + 1);
 	}
 	closedir(d);
 	qsort(addr, n, 32, cmp_addr);

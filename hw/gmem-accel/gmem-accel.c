@@ -1,9 +1,10 @@
 /*
  * gmem-accel: emulated PCIe accelerator with its own HBM
  *
- * PCIe endpoint with BAR0 = registers + MSI-X, BAR2 = HBM (RAM-backed, 64-bit prefetchable)
- * and ATS, PASID and PRI extended capabilities. The register layout is the shared contract in
- * gmem_accel_hw.h; docs/hardware-spec.md describes it.
+ * PCIe endpoint: BAR0 = registers + MSI-X, BAR2 = HBM (RAM-backed, 64-bit
+ * prefetchable), ATS, PASID and PRI extended capabilities. The register
+ * layout is the shared contract in gmem_accel_hw.h; docs/hardware-spec.md
+ * describes it.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -21,8 +22,8 @@
 #include "gmem-accel.h"
 #include "trace.h"
 
-static void gmem_accel_set_error(GmemAccelState *s, uint32_t code, uint64_t info,
-                                 const char *what)
+static void gmem_accel_set_error(GmemAccelState *s, uint32_t code,
+                                 uint64_t info, const char *what)
 {
     qemu_log_mask(LOG_GUEST_ERROR, "%s: %s (offset/value 0x%" PRIx64 ")\n",
                   TYPE_GMEM_ACCEL, what, info);
@@ -89,7 +90,8 @@ static uint64_t gmem_accel_mmio_read(void *opaque, hwaddr addr, unsigned size)
     case GMEM_REG_RESET:
         break; /* write-only, reads as zero */
     default:
-        gmem_accel_set_error(s, GMEM_ERR_BAD_REG, addr, "read of unknown register");
+        gmem_accel_set_error(s, GMEM_ERR_BAD_REG, addr,
+                             "read of unknown register");
         break;
     }
     trace_gmem_accel_mmio_read(addr, val);
@@ -131,7 +133,8 @@ static void gmem_accel_mmio_write(void *opaque, hwaddr addr, uint64_t val,
                              "write to read-only register");
         break;
     default:
-        gmem_accel_set_error(s, GMEM_ERR_BAD_REG, addr, "write to unknown register");
+        gmem_accel_set_error(s, GMEM_ERR_BAD_REG, addr,
+                             "write to unknown register");
         break;
     }
 }
@@ -141,9 +144,10 @@ static bool gmem_accel_mmio_accepts(void *opaque, hwaddr addr, unsigned size,
 {
     GmemAccelState *s = opaque;
 
-    /* 8-byte accesses are split in two by .impl; anything narrower is a guest error. */
+    /* .impl splits 8-byte accesses; anything narrower is a guest error */
     if (size < 4 || (addr & 3)) {
-        gmem_accel_set_error(s, GMEM_ERR_BAD_ACCESS, addr, "register access not 4/8 bytes aligned");
+        gmem_accel_set_error(s, GMEM_ERR_BAD_ACCESS, addr,
+                             "register access not 4/8 bytes, aligned");
         return false;
     }
     return true;
@@ -166,7 +170,8 @@ static const MemoryRegionOps gmem_accel_mmio_ops = {
 
 static void gmem_accel_init_pasid(PCIDevice *pdev, uint16_t offset)
 {
-    pcie_add_capability(pdev, PCI_EXT_CAP_ID_PASID, 1, offset, PCI_EXT_CAP_PASID_SIZEOF);
+    pcie_add_capability(pdev, PCI_EXT_CAP_ID_PASID, 1, offset,
+                        PCI_EXT_CAP_PASID_SIZEOF);
     pci_set_word(pdev->config + offset + PCI_PASID_CAP,
                  (GMEM_PASID_WIDTH << 8) & PCI_PASID_CAP_WIDTH);
     pci_set_word(pdev->wmask + offset + PCI_PASID_CTRL, PCI_PASID_CTRL_ENABLE);
@@ -174,11 +179,14 @@ static void gmem_accel_init_pasid(PCIDevice *pdev, uint16_t offset)
 
 static void gmem_accel_init_pri(PCIDevice *pdev, uint16_t offset)
 {
-    pcie_add_capability(pdev, PCI_EXT_CAP_ID_PRI, 1, offset, PCI_EXT_CAP_PRI_SIZEOF);
+    pcie_add_capability(pdev, PCI_EXT_CAP_ID_PRI, 1, offset,
+                        PCI_EXT_CAP_PRI_SIZEOF);
     pci_set_word(pdev->wmask + offset + PCI_PRI_CTRL, PCI_PRI_CTRL_ENABLE);
-    /* Stopped until enabled, as the PCIe spec says for a device with no outstanding requests. */
-    pci_set_word(pdev->config + offset + PCI_PRI_STATUS, PCI_PRI_STATUS_STOPPED);
-    pci_set_long(pdev->config + offset + PCI_PRI_MAX_REQ, GMEM_PRI_MAX_REQUESTS);
+    /* Stopped while disabled with nothing outstanding, as PCIe says */
+    pci_set_word(pdev->config + offset + PCI_PRI_STATUS,
+                 PCI_PRI_STATUS_STOPPED);
+    pci_set_long(pdev->config + offset + PCI_PRI_MAX_REQ,
+                 GMEM_PRI_MAX_REQUESTS);
     pci_set_long(pdev->wmask + offset + PCI_PRI_ALLOC_REQ, UINT32_MAX);
 }
 
@@ -218,9 +226,8 @@ static void gmem_accel_realize(PCIDevice *pdev, Error **errp)
     memory_region_init_io(&s->regs, OBJECT(s), &gmem_accel_mmio_ops, s,
                           "gmem-accel-regs", GMEM_REGS_SIZE);
     memory_region_add_subregion(&s->bar0, 0, &s->regs);
-    pci_register_bar(pdev, GMEM_BAR_REGS,
-                     PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64,
-                     &s->bar0);
+    pci_register_bar(pdev, GMEM_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->bar0);
     if (msix_init(pdev, GMEM_MSIX_VECTORS, &s->bar0, GMEM_BAR_REGS,
                   GMEM_MSIX_TABLE_OFFSET, &s->bar0, GMEM_BAR_REGS,
                   GMEM_MSIX_PBA_OFFSET, GMEM_CFG_MSIX_OFFSET, errp) < 0) {
@@ -230,15 +237,16 @@ static void gmem_accel_realize(PCIDevice *pdev, Error **errp)
         msix_vector_use(pdev, i);
     }
 
-    if (!memory_region_init_ram(&s->hbm, OBJECT(s), "gmem-accel-hbm", s->hbm_size, errp)) {
+    if (!memory_region_init_ram(&s->hbm, OBJECT(s), "gmem-accel-hbm",
+                                s->hbm_size, errp)) {
         msix_uninit(pdev, &s->bar0, &s->bar0);
         return;
     }
-    pci_register_bar(pdev, GMEM_BAR_HBM,
-                     PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64 |
+    pci_register_bar(pdev, GMEM_BAR_HBM, PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64 |
                      PCI_BASE_ADDRESS_MEM_PREFETCH, &s->hbm);
 
-    /* pcie_add_capability() needs the first extended capability at 0x100: pack them. */
+    /* pcie_add_capability() wants the first one at 0x100: pack them */
     ext_cap = GMEM_CFG_EXT_CAP_BASE;
     if (s->ats) {
         pcie_ats_init(pdev, ext_cap, true);
@@ -253,7 +261,8 @@ static void gmem_accel_realize(PCIDevice *pdev, Error **errp)
     }
 
     gmem_accel_reset_state(s, "realize");
-    trace_gmem_accel_realize(DEVICE(s)->id ?: "", s->hbm_size, GMEM_MSIX_VECTORS);
+    trace_gmem_accel_realize(DEVICE(s)->id ?: "", s->hbm_size,
+                             GMEM_MSIX_VECTORS);
 }
 
 static void gmem_accel_exit(PCIDevice *pdev)
@@ -304,13 +313,15 @@ static void gmem_accel_class_init(ObjectClass *klass, void *data)
     k->class_id = GMEM_PCI_CLASS_CODE;
     rc->phases.hold = gmem_accel_reset_hold;
 
-    dc->desc = "gmem-accel heterogeneous-memory accelerator (HBM, MMU, replayable faults)";
+    dc->desc = "gmem-accel heterogeneous-memory accelerator with HBM";
     dc->vmsd = &gmem_accel_vmstate;
     device_class_set_props(dc, gmem_accel_props);
     object_class_property_set_description(klass, "hbm-size",
         "device memory (BAR2) size, a power of two from 2M to 64G");
-    object_class_property_set_description(klass, "ats", "ATS extended capability");
-    object_class_property_set_description(klass, "pasid", "PASID extended capability");
+    object_class_property_set_description(klass, "ats",
+        "ATS extended capability");
+    object_class_property_set_description(klass, "pasid",
+        "PASID extended capability");
     object_class_property_set_description(klass, "pri",
         "PRI (page request) extended capability, needs ats=on");
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);

@@ -1,5 +1,5 @@
 /*
- * gmem-accel: emulated PCIe accelerator with its own HBM (device state shared by its files)
+ * gmem-accel: emulated PCIe accelerator with its own HBM (device state)
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
