@@ -20,5 +20,5 @@ progress_filter() {
 			if (pct >= last + 10 || nm[1] == nm[2]) { printf "    %s: %d%% (%d/%d)\n", what, pct, nm[1], nm[2]; last = pct; fflush() }
 			next
 		}
-		/error|Error|ERROR|warning: / { print; fflush() }'
+		/(error|warning): |^FAILED: / { print; fflush() }'
 }
