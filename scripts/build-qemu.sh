@@ -72,6 +72,12 @@ if [ ! -f "$build/build.ninja" ]; then
 	(cd "$build" && "$src/configure" "${CONFIGURE_ARGS[@]}" >configure.log 2>&1) ||
 		{ tail -n 30 "$build/configure.log" >&2; rm -f "$build/build.ninja"; die "QEMU configure failed; full log: $build/configure.log"; }
 fi
+# ninja compares mtimes only: when the overlay now points at another checkout, whose files may
+# be older than the objects, drop the device's objects so they are rebuilt from it.
+if [ "$(cat "$build/.gmem-overlay-src" 2>/dev/null)" != "$repo" ]; then
+	find "$build" -name '*hw_gmem-accel_*.o' -delete
+	echo "$repo" >"$build/.gmem-overlay-src"
+fi
 step "building QEMU $version with gmem-accel (incremental; a cold build takes ~5 min on 2 cores)"
 set -o pipefail
 ninja -C "$build" qemu-system-x86_64 2>&1 | tee "$build/ninja.log" | progress_filter "qemu" ||
