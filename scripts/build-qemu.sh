@@ -73,9 +73,10 @@ if [ ! -f "$build/build.ninja" ]; then
 		{ tail -n 30 "$build/configure.log" >&2; rm -f "$build/build.ninja"; die "QEMU configure failed; full log: $build/configure.log"; }
 fi
 # ninja compares mtimes only: when the overlay now points at another checkout, whose files may
-# be older than the objects, drop the device's objects so they are rebuilt from it.
+# be older than the outputs, drop everything made from the device's files (objects and the
+# generated trace code) so it is rebuilt from that checkout.
 if [ "$(cat "$build/.gmem-overlay-src" 2>/dev/null)" != "$repo" ]; then
-	find "$build" -name '*hw_gmem-accel_*.o' -delete
+	find "$build" \( -name '*hw_gmem-accel_*.o' -o -name 'trace-hw_gmem_accel.*' \) -delete
 	echo "$repo" >"$build/.gmem-overlay-src"
 fi
 step "building QEMU $version with gmem-accel (incremental; a cold build takes ~5 min on 2 cores)"
