@@ -57,10 +57,15 @@
 #define GMEM_REG_ERROR_CODE         0x020   /* RW: GMEM_ERR_*, write clears */
 #define GMEM_REG_ERROR_INFO         0x024   /* RO: offset/value at fault */
 #define GMEM_REG_SCRATCH            0x028   /* RW: driver's, reset clears */
+#define GMEM_REG_ERROR_ADDR_LO      0x030   /* RO: address at fault */
+#define GMEM_REG_ERROR_ADDR_HI      0x034
+#define GMEM_REG_NUM_CONTEXTS       0x038   /* RO: GMEM_NUM_CONTEXTS */
+#define GMEM_REG_NUM_QUEUES         0x03c   /* RO: GMEM_NUM_QUEUES */
+#define GMEM_REG_TLB_ENTRIES        0x040   /* RO: device TLB size */
 
 #define GMEM_ID_MAGIC               0x4d454d47  /* "GMEM" little-endian */
 #define GMEM_VERSION_MAJOR          0
-#define GMEM_VERSION_MINOR          1
+#define GMEM_VERSION_MINOR          2
 #define GMEM_VERSION \
 	((GMEM_VERSION_MAJOR << 16) | GMEM_VERSION_MINOR)
 #define GMEM_VERSION_MAJOR_OF(v)    (((v) >> 16) & 0xffff)
@@ -71,7 +76,10 @@
 #define GMEM_CAP_ATS                (1u << 1)   /* ATS ext. capability */
 #define GMEM_CAP_PASID              (1u << 2)   /* PASID ext. capability */
 #define GMEM_CAP_PRI                (1u << 3)   /* PRI ext. capability */
-#define GMEM_CAP_KNOWN_MASK         0x0000000fu
+#define GMEM_CAP_MMU                (1u << 4)   /* contexts, walker, TLB */
+#define GMEM_CAP_DMA                (1u << 5)   /* command queues */
+#define GMEM_CAP_FAULTS             (1u << 6)   /* replayable faults */
+#define GMEM_CAP_KNOWN_MASK         0x0000007fu
 
 /* GMEM_REG_STATUS */
 #define GMEM_STATUS_READY           (1u << 0)
@@ -79,15 +87,259 @@
 
 #define GMEM_RESET_MAGIC            0x54455352  /* "RSET" */
 
-/* GMEM_REG_ERROR_CODE values, with what ERROR_INFO holds */
+/*
+ * GMEM_REG_ERROR_CODE values. ERROR_INFO and ERROR_ADDR hold what the
+ * comment says; the error also raises GMEM_VEC_ERROR.
+ */
 #define GMEM_ERR_NONE               0
 #define GMEM_ERR_BAD_REG            1   /* unknown register: offset */
 #define GMEM_ERR_BAD_ACCESS         2   /* bad width/alignment: offset */
 #define GMEM_ERR_READ_ONLY          3   /* write to RO register: offset */
 #define GMEM_ERR_BAD_RESET          4   /* RESET without magic: value */
+#define GMEM_ERR_BAD_VALUE          5   /* bad register value: offset; addr value */
+#define GMEM_ERR_BAD_TAIL           6   /* doorbell past ring: queue; addr tail */
+#define GMEM_ERR_BAD_COMMAND        7   /* queue << 16 | GMEM_CMD_ST_*; addr desc */
+#define GMEM_ERR_PT_RESERVED        8   /* ctx << 16 | level; addr PTE address */
+#define GMEM_ERR_PT_ADDRESS         9   /* ctx << 16 | level; addr table/page */
+#define GMEM_ERR_PT_LOOP            10  /* ctx << 16 | level; addr table */
+#define GMEM_ERR_BAD_CONTEXT        11  /* ctx; addr VA */
+#define GMEM_ERR_BAD_RESPONSE       12  /* value written to FAULT_RESPONSE */
+#define GMEM_ERR_DMA                13  /* queue; addr bus/HBM address */
+#define GMEM_ERR_FAULT_OVERFLOW     14  /* group; fault queue full */
 
 /* HBM size limits (BAR2 is a power of two) */
 #define GMEM_HBM_MIN_SIZE           (2ull << 20)
 #define GMEM_HBM_MAX_SIZE           (64ull << 30)
+
+/* MSI-X vectors */
+#define GMEM_VEC_FAULT              0   /* fault records posted */
+#define GMEM_VEC_QUEUE(q)           (1 + (q))  /* command with NOTIFY done */
+#define GMEM_VEC_ERROR              5   /* ERROR_CODE set */
+
+/*
+ * Fault queue: a ring of GMEM_FAULT_RECORD_SIZE records in system memory
+ * (bus address). The device writes at TAIL, the driver consumes at HEAD;
+ * both are indices in [0, 1 << ENTRIES_LOG2). Full when TAIL + 1 == HEAD.
+ */
+#define GMEM_REG_FQ_BASE_LO         0x100   /* RW: ring base, record aligned */
+#define GMEM_REG_FQ_BASE_HI         0x104
+#define GMEM_REG_FQ_ENTRIES_LOG2    0x108   /* RW: 1..GMEM_RING_MAX_LOG2 */
+#define GMEM_REG_FQ_CTRL            0x10c   /* RW: GMEM_FQ_CTRL_* */
+#define GMEM_REG_FQ_HEAD            0x110   /* RW: driver's consumer index */
+#define GMEM_REG_FQ_TAIL            0x114   /* RO: device's producer index */
+#define GMEM_REG_FQ_STATUS          0x118   /* RO: GMEM_FQ_STATUS_* */
+#define GMEM_REG_FAULT_RESPONSE     0x11c   /* WO: group | GMEM_RESP_* << 16 */
+#define GMEM_REG_FQ_PENDING         0x120   /* RO: groups awaiting response */
+
+#define GMEM_FQ_CTRL_ENABLE         (1u << 0)   /* 0 -> 1 zeroes HEAD/TAIL */
+#define GMEM_FQ_STATUS_ENABLED      (1u << 0)
+#define GMEM_FQ_STATUS_OVERFLOW     (1u << 1)   /* a group waits for room */
+
+#define GMEM_RESP_GROUP_MASK        0xffffu
+#define GMEM_RESP_SHIFT             16
+#define GMEM_RESP_REPLAY            1   /* translate again and continue */
+#define GMEM_RESP_CANCEL            2   /* fail the command: ST_FAULT */
+
+/*
+ * TLB invalidation through registers, usable while every queue is stalled:
+ * write INV_VA/INV_SIZE/INV_CTX, then a sequence number to INV_TRIGGER;
+ * the invalidation is complete when INV_DONE reads that number.
+ * INV_SIZE 0 means the whole context; INV_CTX GMEM_INV_ALL_CONTEXTS, all.
+ */
+#define GMEM_REG_INV_VA_LO          0x140
+#define GMEM_REG_INV_VA_HI          0x144
+#define GMEM_REG_INV_SIZE_LO        0x148
+#define GMEM_REG_INV_SIZE_HI        0x14c
+#define GMEM_REG_INV_CTX            0x150
+#define GMEM_REG_INV_TRIGGER        0x154   /* RW: sequence number */
+#define GMEM_REG_INV_DONE           0x158   /* RO: last sequence completed */
+#define GMEM_INV_ALL_CONTEXTS       0xffffu
+
+/*
+ * Command queues: GMEM_NUM_QUEUES rings of GMEM_CMD_SIZE descriptors in
+ * system memory, one engine each. The driver writes descriptors, then the
+ * index past the last one to TAIL (doorbell); the device consumes at HEAD
+ * and writes each descriptor's status word back when it is done with it.
+ */
+#define GMEM_NUM_QUEUES             4
+#define GMEM_REG_QUEUE_BASE         0x200
+#define GMEM_REG_QUEUE_STRIDE       0x40
+#define GMEM_REG_QUEUE(q, r)        (GMEM_REG_QUEUE_BASE + \
+				     (q) * GMEM_REG_QUEUE_STRIDE + (r))
+#define GMEM_CQ_BASE_LO             0x00    /* RW: ring base, 64-byte aligned */
+#define GMEM_CQ_BASE_HI             0x04
+#define GMEM_CQ_ENTRIES_LOG2        0x08    /* RW: 1..GMEM_RING_MAX_LOG2 */
+#define GMEM_CQ_CTRL                0x0c    /* RW: GMEM_CQ_CTRL_* */
+#define GMEM_CQ_TAIL                0x10    /* RW: doorbell */
+#define GMEM_CQ_HEAD                0x14    /* RO */
+#define GMEM_CQ_STATE               0x18    /* RO: GMEM_CQ_STATE_* */
+#define GMEM_CQ_COMPLETED           0x1c    /* RO: commands completed */
+
+#define GMEM_CQ_CTRL_ENABLE         (1u << 0)   /* 0 -> 1 zeroes HEAD/TAIL */
+#define GMEM_CQ_STATE_DISABLED      0
+#define GMEM_CQ_STATE_IDLE          1   /* HEAD == TAIL */
+#define GMEM_CQ_STATE_RUNNING       2
+#define GMEM_CQ_STATE_STALLED       3   /* waiting for a fault response */
+#define GMEM_CQ_STATE_BROKEN        4   /* bad ring; disable to recover */
+
+#define GMEM_RING_MAX_LOG2          16
+
+/* Address-space contexts: one register block each */
+#define GMEM_NUM_CONTEXTS           64
+#define GMEM_REG_CTX_BASE           0x800
+#define GMEM_REG_CTX_STRIDE         0x10
+#define GMEM_REG_CTX(c, r)          (GMEM_REG_CTX_BASE + \
+				     (c) * GMEM_REG_CTX_STRIDE + (r))
+#define GMEM_CTX_ROOT_LO            0x00    /* RW: level-4 table, 4K aligned */
+#define GMEM_CTX_ROOT_HI            0x04
+#define GMEM_CTX_CTRL               0x08    /* RW: GMEM_CTX_CTRL_* */
+/* Writing ROOT or CTRL drops the context's TLB entries. */
+#define GMEM_CTX_CTRL_ENABLE        (1u << 0)
+#define GMEM_CTX_CTRL_ROOT_HBM      (1u << 1)   /* root table lives in HBM */
+#define GMEM_CTX_CTRL_MASK          0x3u
+
+/* Counters: RO 64-bit LO/HI pairs, zeroed by reset */
+#define GMEM_REG_COUNTER_BASE       0x400
+#define GMEM_REG_COUNTER(i)         (GMEM_REG_COUNTER_BASE + (i) * 8)
+#define GMEM_CNT_FAULTS             0   /* fault records posted */
+#define GMEM_CNT_REPLAYS            1
+#define GMEM_CNT_CANCELS            2
+#define GMEM_CNT_TLB_HITS           3
+#define GMEM_CNT_TLB_MISSES         4
+#define GMEM_CNT_WALKS              5   /* page-table walks */
+#define GMEM_CNT_BYTES              6   /* bytes copied/filled */
+#define GMEM_CNT_COMMANDS           7   /* commands completed */
+#define GMEM_NUM_COUNTERS           8
+
+/*
+ * Page tables: 4 levels of 512 64-bit entries (4 KiB tables), 48-bit VA.
+ * Level 4 indexes VA[47:39], level 3 VA[38:30], level 2 VA[29:21],
+ * level 1 VA[20:12]. A level-2 entry with HUGE maps 2 MiB; level-1 entries
+ * map 4 KiB. Tables and pages live in system memory (bus address) or HBM
+ * (offset into BAR2), as the entry's HBM bit says.
+ */
+#define GMEM_VA_BITS                48
+#define GMEM_PT_LEVELS              4
+#define GMEM_PT_ENTRIES             512
+#define GMEM_PAGE_SHIFT             12
+#define GMEM_PAGE_SIZE              (1ull << GMEM_PAGE_SHIFT)
+#define GMEM_HUGE_SHIFT             21
+#define GMEM_HUGE_SIZE              (1ull << GMEM_HUGE_SHIFT)
+#define GMEM_PT_SHIFT(level)        (GMEM_PAGE_SHIFT + 9 * ((level) - 1))
+#define GMEM_PT_INDEX(va, level)    (((va) >> GMEM_PT_SHIFT(level)) & 0x1ff)
+
+#define GMEM_PTE_VALID              (1ull << 0)
+#define GMEM_PTE_READ               (1ull << 1)  /* leaf only */
+#define GMEM_PTE_WRITE              (1ull << 2)  /* leaf only */
+#define GMEM_PTE_ATOMIC             (1ull << 3)  /* leaf only */
+#define GMEM_PTE_HUGE               (1ull << 4)  /* level 2: 2 MiB leaf */
+#define GMEM_PTE_HBM                (1ull << 5)  /* target is in HBM */
+#define GMEM_PTE_SW_MASK            (0xfull << 8)   /* ignored: software's */
+#define GMEM_PTE_ADDR_MASK          0x000ffffffffff000ull  /* bits 51:12 */
+#define GMEM_PTE_PERM_MASK \
+	(GMEM_PTE_READ | GMEM_PTE_WRITE | GMEM_PTE_ATOMIC)
+/* Bits that must be zero: in a leaf, and in a table pointer */
+#define GMEM_PTE_LEAF_RSVD \
+	(~(GMEM_PTE_VALID | GMEM_PTE_PERM_MASK | GMEM_PTE_HUGE | \
+	   GMEM_PTE_HBM | GMEM_PTE_SW_MASK | GMEM_PTE_ADDR_MASK))
+#define GMEM_PTE_TABLE_RSVD \
+	(~(GMEM_PTE_VALID | GMEM_PTE_HBM | GMEM_PTE_SW_MASK | \
+	   GMEM_PTE_ADDR_MASK))
+
+/* Access types (fault records, permission checks) */
+#define GMEM_ACCESS_READ            (1u << 0)
+#define GMEM_ACCESS_WRITE           (1u << 1)
+#define GMEM_ACCESS_ATOMIC          (1u << 2)   /* needs R, W and A */
+
+/*
+ * Fault record, GMEM_FAULT_RECORD_SIZE bytes, little-endian:
+ *   0  u64 va          page-aligned VA that missed
+ *   8  u16 ctx         context
+ *  10  u16 group       answer with FAULT_RESPONSE
+ *  12  u8  access      GMEM_ACCESS_*
+ *  13  u8  reason      GMEM_FAULT_*
+ *  14  u8  engine      queue that faulted
+ *  15  u8  flags       GMEM_FAULT_F_*
+ *  16  u64 pte         the entry that stopped the walk (0 if none)
+ *  24  u32 seq         device-wide record number
+ *  28  u32 reserved    0
+ */
+#define GMEM_FAULT_RECORD_SIZE      32
+#define GMEM_FAULT_OFF_VA           0
+#define GMEM_FAULT_OFF_CTX          8
+#define GMEM_FAULT_OFF_GROUP        10
+#define GMEM_FAULT_OFF_ACCESS       12
+#define GMEM_FAULT_OFF_REASON       13
+#define GMEM_FAULT_OFF_ENGINE       14
+#define GMEM_FAULT_OFF_FLAGS        15
+#define GMEM_FAULT_OFF_PTE          16
+#define GMEM_FAULT_OFF_SEQ          24
+#define GMEM_FAULT_NOT_PRESENT      1   /* an entry on the walk is invalid */
+#define GMEM_FAULT_PERMISSION       2   /* leaf lacks the access's bits */
+#define GMEM_FAULT_F_LAST           (1u << 0)   /* last record of its group */
+#define GMEM_FAULT_GROUP_MAX        16  /* pages coalesced into one group */
+
+/*
+ * Command descriptor, GMEM_CMD_SIZE bytes, little-endian:
+ *   0  u8  opcode      GMEM_OP_*
+ *   1  u8  flags       GMEM_CMD_F_*
+ *   2  u16 ctx         context for GMEM_ADDR_VA operands
+ *   4  u32 status      driver writes 0; device writes GMEM_CMD_ST_*
+ *   8  u64 dst
+ *  16  u64 src
+ *  24  u64 size        bytes (COPY, FILL, TLB_INV) or elements (compute)
+ *  32  u64 value       FILL pattern, FENCE value, ATOMIC_ADD/SCALE_ADD a
+ *  40  u64 value2      SCALE_ADD b
+ *  48  u32 dst_stride  compute: bytes between elements
+ *  52  u32 src_stride
+ *  56  u64 reserved    0
+ */
+#define GMEM_CMD_SIZE               64
+#define GMEM_CMD_OFF_OPCODE         0
+#define GMEM_CMD_OFF_FLAGS          1
+#define GMEM_CMD_OFF_CTX            2
+#define GMEM_CMD_OFF_STATUS         4
+#define GMEM_CMD_OFF_DST            8
+#define GMEM_CMD_OFF_SRC            16
+#define GMEM_CMD_OFF_SIZE           24
+#define GMEM_CMD_OFF_VALUE          32
+#define GMEM_CMD_OFF_VALUE2         40
+#define GMEM_CMD_OFF_DST_STRIDE     48
+#define GMEM_CMD_OFF_SRC_STRIDE     52
+#define GMEM_CMD_OFF_RESERVED       56
+
+#define GMEM_OP_NOP                 1
+#define GMEM_OP_COPY                2   /* dst[0..size) = src[0..size) */
+#define GMEM_OP_FILL                3   /* dst bytes = value's, repeated */
+#define GMEM_OP_FENCE               4   /* u64 value to dst */
+#define GMEM_OP_TLB_INV             5   /* ctx, VA dst, size (0: all) */
+#define GMEM_OP_ATOMIC_ADD          6   /* dst[i*ds] += value, atomic */
+#define GMEM_OP_SCALE_ADD           7   /* dst[i*ds] = src[i*ss]*value+value2 */
+
+/* flags: operand kinds, notify, element width */
+#define GMEM_CMD_F_DST_KIND(f)      ((f) & 3)
+#define GMEM_CMD_F_SRC_KIND(f)      (((f) >> 2) & 3)
+#define GMEM_CMD_F_DST(kind)        (kind)
+#define GMEM_CMD_F_SRC(kind)        ((kind) << 2)
+#define GMEM_CMD_F_NOTIFY           (1u << 4)   /* GMEM_VEC_QUEUE when done */
+#define GMEM_CMD_F_WIDE             (1u << 5)   /* compute on u64, not u32 */
+#define GMEM_CMD_F_KNOWN            0x3fu
+#define GMEM_ADDR_VA                0   /* device VA in the command's ctx */
+#define GMEM_ADDR_HBM               1   /* offset into HBM */
+#define GMEM_ADDR_SYS               2   /* system bus address (DMA) */
+
+#define GMEM_CMD_MAX_BYTES          (1ull << 32)    /* COPY/FILL size */
+#define GMEM_CMD_MAX_ELEMENTS       (1ull << 24)    /* compute size */
+#define GMEM_CMD_MAX_STRIDE         (1u << 24)
+
+/* Status words */
+#define GMEM_CMD_ST_PENDING         0
+#define GMEM_CMD_ST_OK              1
+#define GMEM_CMD_ST_FAULT           2   /* fault cancelled or unanswerable */
+#define GMEM_CMD_ST_BAD_OPCODE      3
+#define GMEM_CMD_ST_BAD_FIELD       4   /* flags, kind, size, stride, rsvd */
+#define GMEM_CMD_ST_BAD_CONTEXT     5   /* out of range or disabled */
+#define GMEM_CMD_ST_BAD_ADDRESS     6   /* HBM/system address unusable */
+#define GMEM_CMD_ST_PT_ERROR        7   /* malformed page table */
 
 #endif /* GMEM_ACCEL_HW_H */
