@@ -1,0 +1,499 @@
+/*
+ * Unit tests of gmem-accel's QEMU-free core: the page-table walker over
+ * tables in fake system memory and HBM, the TLB, and command descriptors
+ * (decoding, validation of every field, splitting into steps).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"     /* host-tests/shim: GLib and the C library */
+#include "gmem-accel-core.h"
+
+#define SYS_SIZE    (8u << 20)
+#define HBM_SIZE    (4u << 20)
+
+static uint8_t sys_mem[SYS_SIZE];
+static uint8_t hbm_mem[HBM_SIZE];
+static unsigned pte_reads;
+
+static bool fake_read_pte(void *opaque G_GNUC_UNUSED, bool hbm, uint64_t addr,
+                          uint64_t *pte)
+{
+    uint64_t size = hbm ? HBM_SIZE : SYS_SIZE;
+    const uint8_t *mem = hbm ? hbm_mem : sys_mem;
+
+    pte_reads++;
+    if (addr >= size || size - addr < 8) {
+        return false;
+    }
+    *pte = 0;
+    for (int i = 7; i >= 0; i--) {
+        *pte = *pte << 8 | mem[addr + i];
+    }
+    return true;
+}
+
+static void set_pte(bool hbm, uint64_t table, uint64_t va, int level,
+                    uint64_t pte)
+{
+    uint8_t *mem = hbm ? hbm_mem : sys_mem;
+    uint64_t addr = table + GMEM_PT_INDEX(va, level) * 8;
+
+    for (int i = 0; i < 8; i++) {
+        mem[addr + i] = pte >> (8 * i);
+    }
+}
+
+/* System-memory tables at 0x1000 (L4), 0x2000 (L3), 0x3000 (L2), 0x4000 (L1) */
+#define L4 0x1000
+#define L3 0x2000
+#define L2 0x3000
+#define L1 0x4000
+#define TABLE(a) ((a) | GMEM_PTE_VALID)
+#define RW (GMEM_PTE_VALID | GMEM_PTE_READ | GMEM_PTE_WRITE)
+
+static void map_tables(uint64_t va)
+{
+    memset(sys_mem, 0, 0x10000);
+    set_pte(false, L4, va, 4, TABLE(L3));
+    set_pte(false, L3, va, 3, TABLE(L2));
+    set_pte(false, L2, va, 2, TABLE(L1));
+}
+
+static GmemWalkStatus walk(uint64_t va, GmemTranslation *t)
+{
+    return gmem_pt_walk(fake_read_pte, NULL, L4, false, HBM_SIZE, va, t);
+}
+
+static void test_walk_4k(void)
+{
+    const uint64_t va = 0x7f1234567000ull;
+    GmemTranslation t;
+
+    map_tables(va);
+    set_pte(false, L1, va, 1, 0x5000 | RW);
+    pte_reads = 0;
+    g_assert_cmpint(walk(va + 0x123, &t), ==, GMEM_WALK_OK);
+    g_assert_cmpuint(pte_reads, ==, 4);
+    g_assert_cmphex(t.va_base, ==, va);
+    g_assert_cmphex(t.page_size, ==, GMEM_PAGE_SIZE);
+    g_assert_cmphex(t.target, ==, 0x5000);
+    g_assert_false(t.target_hbm);
+    g_assert_cmpuint(t.perms, ==, GMEM_ACCESS_READ | GMEM_ACCESS_WRITE);
+    g_assert_cmpint(t.level, ==, 1);
+    g_assert_cmphex(t.pte_addr, ==, L1 + GMEM_PT_INDEX(va, 1) * 8);
+    g_assert_cmpint(gmem_pt_check(&t, GMEM_ACCESS_WRITE), ==, GMEM_WALK_OK);
+    g_assert_cmpint(gmem_pt_check(&t, GMEM_ACCESS_ATOMIC), ==,
+                    GMEM_WALK_PERMISSION);
+
+    /* The neighbouring page is not mapped: a fault at level 1. */
+    g_assert_cmpint(walk(va + GMEM_PAGE_SIZE, &t), ==, GMEM_WALK_NOT_PRESENT);
+    g_assert_cmpint(t.level, ==, 1);
+    g_assert_cmphex(t.pte, ==, 0);
+}
+
+static void test_walk_perms(void)
+{
+    const uint64_t va = 0x400000;
+    GmemTranslation t;
+
+    map_tables(va);
+    set_pte(false, L1, va, 1, 0x5000 | GMEM_PTE_VALID | GMEM_PTE_READ);
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_OK);
+    g_assert_cmpuint(t.perms, ==, GMEM_ACCESS_READ);
+    g_assert_cmpint(gmem_pt_check(&t, GMEM_ACCESS_WRITE), ==,
+                    GMEM_WALK_PERMISSION);
+
+    set_pte(false, L1, va, 1, 0x5000 | RW | GMEM_PTE_ATOMIC);
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_OK);
+    g_assert_cmpuint(t.perms, ==, GMEM_ACCESS_READ | GMEM_ACCESS_WRITE |
+                     GMEM_ACCESS_ATOMIC);
+
+    /* Atomic needs R and W too, and a valid entry with no bits allows none */
+    set_pte(false, L1, va, 1, 0x5000 | GMEM_PTE_VALID | GMEM_PTE_ATOMIC);
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_OK);
+    g_assert_cmpuint(t.perms, ==, 0);
+}
+
+static void test_walk_2m_and_hbm(void)
+{
+    const uint64_t va = 0x40000000ull + 5 * GMEM_HUGE_SIZE;
+    GmemTranslation t;
+
+    map_tables(va);
+    set_pte(false, L2, va, 2, GMEM_HUGE_SIZE | RW | GMEM_PTE_HUGE |
+            GMEM_PTE_HBM);
+    g_assert_cmpint(walk(va + 0x1234f, &t), ==, GMEM_WALK_OK);
+    g_assert_cmpint(t.level, ==, 2);
+    g_assert_cmphex(t.va_base, ==, va);
+    g_assert_cmphex(t.page_size, ==, GMEM_HUGE_SIZE);
+    g_assert_cmphex(t.target, ==, GMEM_HUGE_SIZE);
+    g_assert_true(t.target_hbm);
+
+    /* A 2 MiB page whose address is not 2 MiB aligned is malformed. */
+    set_pte(false, L2, va, 2, (GMEM_HUGE_SIZE + 0x1000) | RW |
+            GMEM_PTE_HUGE | GMEM_PTE_HBM);
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_RESERVED);
+
+    /* A 2 MiB page running past the end of HBM is a bad address. */
+    set_pte(false, L2, va, 2, (uint64_t)HBM_SIZE | RW | GMEM_PTE_HUGE |
+            GMEM_PTE_HBM);
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_BAD_ADDRESS);
+
+    /* Tables may live in HBM: L1 at HBM offset 0x10000. */
+    set_pte(false, L2, va, 2, 0x10000 | GMEM_PTE_VALID | GMEM_PTE_HBM);
+    memset(hbm_mem + 0x10000, 0, 0x1000);
+    set_pte(true, 0x10000, va + 0x3000, 1, 0x7000 | RW);
+    g_assert_cmpint(walk(va + 0x3000, &t), ==, GMEM_WALK_OK);
+    g_assert_true(t.pte_hbm);
+    g_assert_cmphex(t.target, ==, 0x7000);
+    g_assert_false(t.target_hbm);
+}
+
+static void test_walk_malformed(void)
+{
+    const uint64_t va = 0x12345000;
+    GmemTranslation t;
+
+    /* Reserved bit 6 in a leaf, bit 1 (R) in a table pointer. */
+    map_tables(va);
+    set_pte(false, L1, va, 1, 0x5000 | RW | (1ull << 6));
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_RESERVED);
+    g_assert_cmpint(t.level, ==, 1);
+    set_pte(false, L1, va, 1, 0x5000 | RW | (1ull << 60));
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_RESERVED);
+    set_pte(false, L3, va, 3, TABLE(L2) | GMEM_PTE_READ);
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_RESERVED);
+    g_assert_cmpint(t.level, ==, 3);
+
+    /* HUGE at level 3 (no 1 GiB pages) and at level 1. */
+    set_pte(false, L3, va, 3, TABLE(L2) | GMEM_PTE_HUGE);
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_RESERVED);
+    set_pte(false, L3, va, 3, TABLE(L2));
+    set_pte(false, L1, va, 1, 0x5000 | RW | GMEM_PTE_HUGE);
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_RESERVED);
+
+    /* Software bits 11:8 are ignored. */
+    set_pte(false, L1, va, 1, 0x5000 | RW | GMEM_PTE_SW_MASK);
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_OK);
+
+    /* A table past the end of system memory or of HBM. */
+    set_pte(false, L2, va, 2, TABLE(0x100000000ull));
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_BAD_ADDRESS);
+    set_pte(false, L2, va, 2, TABLE((uint64_t)HBM_SIZE) | GMEM_PTE_HBM);
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_BAD_ADDRESS);
+    g_assert_cmpint(t.level, ==, 1);
+
+    /* Root past the end of HBM. */
+    g_assert_cmpint(gmem_pt_walk(fake_read_pte, NULL, HBM_SIZE, true,
+                                 HBM_SIZE, va, &t), ==,
+                    GMEM_WALK_BAD_ADDRESS);
+
+    /* VA beyond 48 bits cannot be mapped, and reads no entry. */
+    pte_reads = 0;
+    g_assert_cmpint(walk(1ull << 48, &t), ==, GMEM_WALK_NOT_PRESENT);
+    g_assert_cmpuint(pte_reads, ==, 0);
+}
+
+static void test_walk_loops(void)
+{
+    const uint64_t va = 0x12345000;
+    GmemTranslation t;
+
+    /* L4 points at itself. */
+    map_tables(va);
+    set_pte(false, L4, va, 4, TABLE(L4));
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_LOOP);
+    g_assert_cmphex(t.pte_addr, ==, L4);
+
+    /* L2 points back at L3. */
+    map_tables(va);
+    set_pte(false, L2, va, 2, TABLE(L3));
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_LOOP);
+
+    /* The same address in the other aperture is another table, not a loop */
+    map_tables(va);
+    set_pte(false, L2, va, 2, TABLE(L3) | GMEM_PTE_HBM);
+    memset(hbm_mem + L3, 0, 0x1000);
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_NOT_PRESENT);
+}
+
+static GmemTranslation xlat(uint64_t va_base, uint64_t size, uint64_t target)
+{
+    return (GmemTranslation) {
+        .va_base = va_base, .page_size = size, .target = target,
+        .perms = GMEM_ACCESS_READ,
+    };
+}
+
+static void test_tlb(void)
+{
+    GmemTlb tlb;
+    GmemTranslation a = xlat(0x10000, GMEM_PAGE_SIZE, 0xa000);
+    GmemTranslation b = xlat(0x200000, GMEM_HUGE_SIZE, 0x400000);
+    const GmemTlbEntry *e;
+
+    gmem_tlb_init(&tlb, 64);
+    g_assert_null(gmem_tlb_lookup(&tlb, 1, 0x10000));
+    gmem_tlb_insert(&tlb, 1, &a);
+    gmem_tlb_insert(&tlb, 1, &b);
+    gmem_tlb_insert(&tlb, 2, &a);
+    g_assert_cmpuint(gmem_tlb_count(&tlb), ==, 3);
+
+    e = gmem_tlb_lookup(&tlb, 1, 0x10fff);
+    g_assert_nonnull(e);
+    g_assert_cmphex(e->t.target, ==, 0xa000);
+    g_assert_null(gmem_tlb_lookup(&tlb, 1, 0x11000));
+    g_assert_null(gmem_tlb_lookup(&tlb, 3, 0x10000));
+    e = gmem_tlb_lookup(&tlb, 1, 0x3fffff);
+    g_assert_nonnull(e);
+    g_assert_cmphex(e->t.page_size, ==, GMEM_HUGE_SIZE);
+
+    /* A range touching the 2M page's last byte drops it, not the 4K one. */
+    g_assert_cmpuint(gmem_tlb_invalidate(&tlb, 1, 0x3ff000, 0x1000), ==, 1);
+    g_assert_null(gmem_tlb_lookup(&tlb, 1, 0x200000));
+    g_assert_nonnull(gmem_tlb_lookup(&tlb, 1, 0x10000));
+    /* A range ending where a page starts leaves it. */
+    g_assert_cmpuint(gmem_tlb_invalidate(&tlb, 1, 0, 0x10000), ==, 0);
+    /* Whole context 1, then every context. */
+    g_assert_cmpuint(gmem_tlb_invalidate(&tlb, 1, 0, 0), ==, 1);
+    g_assert_nonnull(gmem_tlb_lookup(&tlb, 2, 0x10000));
+    g_assert_cmpuint(gmem_tlb_invalidate(&tlb, GMEM_INV_ALL_CONTEXTS, 0, 0),
+                     ==, 1);
+    g_assert_cmpuint(gmem_tlb_count(&tlb), ==, 0);
+
+    /* A range that wraps around the address space reaches the top. */
+    gmem_tlb_insert(&tlb, 1, &a);
+    g_assert_cmpuint(gmem_tlb_invalidate(&tlb, 1, 0x8000, UINT64_MAX), ==, 1);
+    gmem_tlb_free(&tlb);
+}
+
+static void test_tlb_capacity(void)
+{
+    GmemTlb tlb;
+    unsigned hits = 0;
+
+    /* A one-entry TLB holds exactly the last translation. */
+    gmem_tlb_init(&tlb, 1);
+    for (uint64_t p = 0; p < 8; p++) {
+        GmemTranslation t = xlat(p << 12, GMEM_PAGE_SIZE, p << 20);
+
+        gmem_tlb_insert(&tlb, 0, &t);
+    }
+    g_assert_cmpuint(gmem_tlb_count(&tlb), ==, 1);
+    for (uint64_t p = 0; p < 8; p++) {
+        hits += gmem_tlb_lookup(&tlb, 0, p << 12) != NULL;
+    }
+    g_assert_cmpuint(hits, ==, 1);
+    g_assert_nonnull(gmem_tlb_lookup(&tlb, 0, 7 << 12));
+    gmem_tlb_free(&tlb);
+}
+
+static GmemCmd cmd_copy(unsigned dkind, uint64_t dst, unsigned skind,
+                        uint64_t src, uint64_t size)
+{
+    return (GmemCmd) {
+        .opcode = GMEM_OP_COPY, .ctx = 3,
+        .flags = GMEM_CMD_F_DST(dkind) | GMEM_CMD_F_SRC(skind),
+        .dst = dst, .src = src, .size = size,
+    };
+}
+
+static void test_cmd_roundtrip(void)
+{
+    GmemCmd c = {
+        .opcode = GMEM_OP_SCALE_ADD, .flags = GMEM_CMD_F_WIDE, .ctx = 0x1234,
+        .status = 0xa5a5a5a5, .dst = 0x1122334455667788ull,
+        .src = 0x99aabbccddeeff00ull, .size = 42, .value = 7, .value2 = 9,
+        .dst_stride = 0x10, .src_stride = 0x20, .reserved = 0x55,
+    }, d;
+    uint8_t raw[GMEM_CMD_SIZE];
+
+    gmem_cmd_encode(&c, raw);
+    /* Spot-check the byte layout the spec gives. */
+    g_assert_cmpuint(raw[GMEM_CMD_OFF_OPCODE], ==, GMEM_OP_SCALE_ADD);
+    g_assert_cmpuint(raw[GMEM_CMD_OFF_CTX], ==, 0x34);
+    g_assert_cmpuint(raw[GMEM_CMD_OFF_CTX + 1], ==, 0x12);
+    g_assert_cmpuint(raw[GMEM_CMD_OFF_DST], ==, 0x88);
+    g_assert_cmpuint(raw[GMEM_CMD_OFF_DST + 7], ==, 0x11);
+    g_assert_cmpuint(raw[GMEM_CMD_OFF_SRC_STRIDE], ==, 0x20);
+    gmem_cmd_decode(raw, &d);
+    g_assert_cmpmem(&c, sizeof(c), &d, sizeof(d));
+}
+
+static void test_cmd_validate(void)
+{
+    GmemCmd c;
+
+#define EXPECT(cmd, st) \
+    g_assert_cmpuint(gmem_cmd_validate(&(cmd), HBM_SIZE), ==, (st))
+
+    c = cmd_copy(GMEM_ADDR_VA, 0x1000, GMEM_ADDR_HBM, 0, 4096);
+    EXPECT(c, GMEM_CMD_ST_OK);
+    c.opcode = 0;
+    EXPECT(c, GMEM_CMD_ST_BAD_OPCODE);
+    c.opcode = 200;
+    EXPECT(c, GMEM_CMD_ST_BAD_OPCODE);
+
+    c = cmd_copy(GMEM_ADDR_VA, 0x1000, GMEM_ADDR_HBM, 0, 4096);
+    c.flags |= 0x80;
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+    c = cmd_copy(GMEM_ADDR_VA, 0x1000, GMEM_ADDR_HBM, 0, 4096);
+    c.reserved = 1;
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+    c = cmd_copy(GMEM_ADDR_VA, 0x1000, GMEM_ADDR_HBM, 0, 4096);
+    c.value = 1;                            /* COPY has no value */
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+    c = cmd_copy(GMEM_ADDR_VA, 0x1000, 3, 0, 4096);    /* kind 3 */
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+    c = cmd_copy(GMEM_ADDR_VA, 0x1000, GMEM_ADDR_HBM, 0,
+                 GMEM_CMD_MAX_BYTES + 1);
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+
+    /* Ranges: HBM end, HBM overflow, VA beyond 48 bits, bus wrap. */
+    c = cmd_copy(GMEM_ADDR_HBM, HBM_SIZE - 4096, GMEM_ADDR_SYS, 0, 4096);
+    EXPECT(c, GMEM_CMD_ST_OK);
+    c.size = 4097;
+    EXPECT(c, GMEM_CMD_ST_BAD_ADDRESS);
+    c = cmd_copy(GMEM_ADDR_HBM, UINT64_MAX - 10, GMEM_ADDR_SYS, 0, 4096);
+    EXPECT(c, GMEM_CMD_ST_BAD_ADDRESS);
+    c = cmd_copy(GMEM_ADDR_VA, (1ull << 48) - 4096, GMEM_ADDR_SYS, 0, 4097);
+    EXPECT(c, GMEM_CMD_ST_BAD_ADDRESS);
+    c = cmd_copy(GMEM_ADDR_SYS, UINT64_MAX - 10, GMEM_ADDR_SYS, 0, 4096);
+    EXPECT(c, GMEM_CMD_ST_BAD_ADDRESS);
+    c = cmd_copy(GMEM_ADDR_VA, 0, GMEM_ADDR_SYS, 0, 4096);
+    c.ctx = GMEM_NUM_CONTEXTS;
+    EXPECT(c, GMEM_CMD_ST_BAD_CONTEXT);
+    c = cmd_copy(GMEM_ADDR_HBM, 0, GMEM_ADDR_SYS, 0, 4096);
+    c.ctx = GMEM_NUM_CONTEXTS;              /* ctx unused without VA */
+    EXPECT(c, GMEM_CMD_ST_OK);
+
+    /* FENCE: 8-byte aligned, no size. */
+    c = (GmemCmd) { .opcode = GMEM_OP_FENCE, .dst = 0x1008, .value = 5,
+                    .flags = GMEM_CMD_F_DST(GMEM_ADDR_SYS) |
+                             GMEM_CMD_F_NOTIFY };
+    EXPECT(c, GMEM_CMD_ST_OK);
+    c.dst = 0x1004;
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+    c.dst = 0x1000;
+    c.size = 8;
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+
+    /* TLB_INV: VA kind only; a context or ALL. */
+    c = (GmemCmd) { .opcode = GMEM_OP_TLB_INV, .ctx = GMEM_INV_ALL_CONTEXTS };
+    EXPECT(c, GMEM_CMD_ST_OK);
+    c.ctx = 64;
+    EXPECT(c, GMEM_CMD_ST_BAD_CONTEXT);
+    c.ctx = 1;
+    c.flags = GMEM_CMD_F_DST(GMEM_ADDR_HBM);
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+
+    /* ATOMIC_ADD: element alignment, stride limits, extent. */
+    c = (GmemCmd) { .opcode = GMEM_OP_ATOMIC_ADD, .flags = GMEM_CMD_F_WIDE,
+                    .dst = 0x10000, .size = 1000, .dst_stride = 4096,
+                    .value = 3 };
+    EXPECT(c, GMEM_CMD_ST_OK);
+    c.dst = 0x10004;                        /* u64 at a 4-byte offset */
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+    c.flags = 0;                            /* u32: fine */
+    EXPECT(c, GMEM_CMD_ST_OK);
+    c.dst_stride = GMEM_CMD_MAX_STRIDE + 4;
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+    c.dst_stride = 4;
+    c.size = GMEM_CMD_MAX_ELEMENTS + 1;
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+    c.size = 1000;
+    c.src = 8;                              /* no source operand */
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+    c = (GmemCmd) { .opcode = GMEM_OP_ATOMIC_ADD,
+                    .flags = GMEM_CMD_F_DST(GMEM_ADDR_HBM),
+                    .dst = HBM_SIZE - 4 * 1024, .size = 1025,
+                    .dst_stride = 4 };
+    EXPECT(c, GMEM_CMD_ST_BAD_ADDRESS);
+    c.size = 1024;
+    EXPECT(c, GMEM_CMD_ST_OK);
+
+    /* SCALE_ADD: source alignment too. */
+    c = (GmemCmd) { .opcode = GMEM_OP_SCALE_ADD, .dst = 0x1000, .src = 0x2002,
+                    .size = 4, .dst_stride = 4, .src_stride = 4 };
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+    c.src = 0x2000;
+    EXPECT(c, GMEM_CMD_ST_OK);
+
+    /* NOP takes nothing. */
+    c = (GmemCmd) { .opcode = GMEM_OP_NOP };
+    EXPECT(c, GMEM_CMD_ST_OK);
+    c.dst = 1;
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+#undef EXPECT
+}
+
+static void test_cmd_steps(void)
+{
+    GmemCmd c = cmd_copy(GMEM_ADDR_VA, 0x10800, GMEM_ADDR_VA, 0x20f00,
+                         0x3000);
+    GmemStep st;
+    uint64_t p = 0, total = 0;
+    unsigned steps = 0;
+
+    /* Copy steps never cross a page of either VA operand. */
+    while (p < gmem_cmd_length(&c)) {
+        gmem_cmd_step(&c, p, &st);
+        g_assert_cmpuint(st.op[0].len, ==, st.op[1].len);
+        g_assert_cmphex(st.op[0].addr, ==, 0x20f00 + p);
+        g_assert_cmphex(st.op[1].addr, ==, 0x10800 + p);
+        g_assert_cmpuint(st.op[0].addr / 4096, ==,
+                         (st.op[0].addr + st.op[0].len - 1) / 4096);
+        g_assert_cmpuint(st.op[1].addr / 4096, ==,
+                         (st.op[1].addr + st.op[1].len - 1) / 4096);
+        g_assert_cmpuint(st.op[0].access, ==, GMEM_ACCESS_READ);
+        g_assert_cmpuint(st.op[1].access, ==, GMEM_ACCESS_WRITE);
+        total += st.op[1].len;
+        p = st.next;
+        steps++;
+    }
+    g_assert_cmpuint(total, ==, 0x3000);
+    g_assert_cmpuint(steps, ==, 7);     /* 0x100, 0x700, 0x100, ... */
+
+    /* HBM to HBM moves GMEM_STEP_MAX_BYTES at a time. */
+    c = cmd_copy(GMEM_ADDR_HBM, 0, GMEM_ADDR_HBM, 0x100000, 0x30000);
+    gmem_cmd_step(&c, 0, &st);
+    g_assert_cmpuint(st.op[1].len, ==, GMEM_STEP_MAX_BYTES);
+
+    /* FILL has no source. */
+    c = (GmemCmd) { .opcode = GMEM_OP_FILL, .dst = 0xff0, .size = 0x20,
+                    .value = 1 };
+    gmem_cmd_step(&c, 0, &st);
+    g_assert_cmpuint(st.op[0].len, ==, 0);
+    g_assert_cmpuint(st.op[1].len, ==, 0x10);
+
+    /* Compute: element i at base + i * stride. */
+    c = (GmemCmd) { .opcode = GMEM_OP_SCALE_ADD, .flags = GMEM_CMD_F_WIDE,
+                    .dst = 0x100000, .src = 0x200000, .size = 10,
+                    .dst_stride = 4096, .src_stride = 8 };
+    g_assert_cmpuint(gmem_cmd_length(&c), ==, 10);
+    gmem_cmd_step(&c, 7, &st);
+    g_assert_cmphex(st.op[0].addr, ==, 0x200000 + 7 * 8);
+    g_assert_cmphex(st.op[1].addr, ==, 0x100000 + 7 * 4096);
+    g_assert_cmpuint(st.op[1].len, ==, 8);
+    g_assert_cmpuint(st.next, ==, 8);
+    c.opcode = GMEM_OP_ATOMIC_ADD;
+    gmem_cmd_step(&c, 2, &st);
+    g_assert_cmpuint(st.op[0].len, ==, 0);
+    g_assert_cmpuint(st.op[1].access, ==, GMEM_ACCESS_ATOMIC);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/gmem-accel/core/walk/4k", test_walk_4k);
+    g_test_add_func("/gmem-accel/core/walk/perms", test_walk_perms);
+    g_test_add_func("/gmem-accel/core/walk/2m-and-hbm", test_walk_2m_and_hbm);
+    g_test_add_func("/gmem-accel/core/walk/malformed", test_walk_malformed);
+    g_test_add_func("/gmem-accel/core/walk/loops", test_walk_loops);
+    g_test_add_func("/gmem-accel/core/tlb/basic", test_tlb);
+    g_test_add_func("/gmem-accel/core/tlb/capacity", test_tlb_capacity);
+    g_test_add_func("/gmem-accel/core/cmd/roundtrip", test_cmd_roundtrip);
+    g_test_add_func("/gmem-accel/core/cmd/validate", test_cmd_validate);
+    g_test_add_func("/gmem-accel/core/cmd/steps", test_cmd_steps);
+    return g_test_run();
+}

@@ -1,0 +1,115 @@
+/*
+ * gmem-accel: the device's logic that needs no QEMU object — page-table
+ * walker, TLB, command decoding. The device (gmem-accel-*.c) and the host
+ * unit tests (host-tests/unit_core.c) both build it.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_GMEM_ACCEL_CORE_H
+#define HW_GMEM_ACCEL_CORE_H
+
+#include "gmem_accel_hw.h"
+
+/* ---- page-table walker (gmem-accel-pt.c) ---- */
+
+typedef enum GmemWalkStatus {
+    GMEM_WALK_OK,
+    GMEM_WALK_NOT_PRESENT,      /* a recoverable fault */
+    GMEM_WALK_PERMISSION,       /* a recoverable fault */
+    GMEM_WALK_RESERVED,         /* malformed entry: an error */
+    GMEM_WALK_BAD_ADDRESS,      /* table/page not backed: an error */
+    GMEM_WALK_LOOP,             /* a table points back at itself: error */
+} GmemWalkStatus;
+
+/* A translation, or where and why the walk stopped. */
+typedef struct GmemTranslation {
+    uint64_t va_base;       /* VA of the page (4K or 2M aligned) */
+    uint64_t page_size;     /* GMEM_PAGE_SIZE or GMEM_HUGE_SIZE */
+    uint64_t target;        /* page's HBM offset or bus address */
+    bool target_hbm;
+    uint8_t perms;          /* GMEM_ACCESS_* the leaf allows */
+    int level;              /* level of the entry that ended the walk */
+    uint64_t pte;           /* that entry */
+    uint64_t pte_addr;      /* and where it lives */
+    bool pte_hbm;
+} GmemTranslation;
+
+/* Read one little-endian PTE at @addr of HBM or system memory. */
+typedef bool (*GmemPteReader)(void *opaque, bool hbm, uint64_t addr,
+                              uint64_t *pte);
+
+GmemWalkStatus gmem_pt_walk(GmemPteReader read_pte, void *opaque,
+                            uint64_t root, bool root_hbm, uint64_t hbm_size,
+                            uint64_t va, GmemTranslation *t);
+/* GMEM_WALK_OK or GMEM_WALK_PERMISSION for @access on translation @t. */
+GmemWalkStatus gmem_pt_check(const GmemTranslation *t, unsigned access);
+uint8_t gmem_pte_perms(uint64_t pte);
+const char *gmem_walk_status_name(GmemWalkStatus st);
+
+/* ---- device TLB (gmem-accel-tlb.c): direct-mapped, 4K and 2M entries ---- */
+
+typedef struct GmemTlbEntry {
+    bool valid;
+    uint16_t ctx;
+    GmemTranslation t;
+} GmemTlbEntry;
+
+typedef struct GmemTlb {
+    GmemTlbEntry *entries;
+    uint32_t size;          /* a power of two */
+} GmemTlb;
+
+void gmem_tlb_init(GmemTlb *tlb, uint32_t size);
+void gmem_tlb_free(GmemTlb *tlb);
+const GmemTlbEntry *gmem_tlb_lookup(const GmemTlb *tlb, uint16_t ctx,
+                                    uint64_t va);
+void gmem_tlb_insert(GmemTlb *tlb, uint16_t ctx, const GmemTranslation *t);
+/* Drop entries of @ctx (or every context) overlapping [va, va + size). */
+unsigned gmem_tlb_invalidate(GmemTlb *tlb, uint16_t ctx, uint64_t va,
+                             uint64_t size);
+unsigned gmem_tlb_count(const GmemTlb *tlb);
+
+/* ---- command descriptors (gmem-accel-cmd.c) ---- */
+
+typedef struct GmemCmd {
+    uint8_t opcode;
+    uint8_t flags;
+    uint16_t ctx;
+    uint32_t status;
+    uint64_t dst;
+    uint64_t src;
+    uint64_t size;
+    uint64_t value;
+    uint64_t value2;
+    uint32_t dst_stride;
+    uint32_t src_stride;
+    uint64_t reserved;
+} GmemCmd;
+
+/* One operand a command step touches. */
+typedef struct GmemOperand {
+    unsigned kind;          /* GMEM_ADDR_* */
+    uint64_t addr;
+    uint32_t len;
+    unsigned access;        /* GMEM_ACCESS_* */
+} GmemOperand;
+
+/* One step of a command, done as a unit once both operands translate. */
+typedef struct GmemStep {
+    GmemOperand op[2];      /* op[0] source (len 0: none), op[1] dest */
+    uint64_t next;          /* progress after this step */
+} GmemStep;
+
+#define GMEM_STEP_MAX_BYTES (64 * 1024)
+
+void gmem_cmd_decode(const uint8_t raw[GMEM_CMD_SIZE], GmemCmd *cmd);
+void gmem_cmd_encode(const GmemCmd *cmd, uint8_t raw[GMEM_CMD_SIZE]);
+/* GMEM_CMD_ST_OK, or the status a malformed descriptor completes with. */
+uint32_t gmem_cmd_validate(const GmemCmd *cmd, uint64_t hbm_size);
+/* Progress is bytes (COPY, FILL) or elements; done at gmem_cmd_length(). */
+uint64_t gmem_cmd_length(const GmemCmd *cmd);
+/* The operands of the step starting at @progress (< gmem_cmd_length). */
+void gmem_cmd_step(const GmemCmd *cmd, uint64_t progress, GmemStep *step);
+const char *gmem_op_name(unsigned opcode);
+
+#endif
