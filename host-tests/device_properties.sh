@@ -12,9 +12,9 @@ qemu_try() {
 			-device pcie-root-port,id=rp0,chassis=1 "$@"
 }
 
-plan 10
+plan 13
 help=$("$QEMU" -device gmem-accel,help 2>&1)
-for p in hbm-size ats pasid pri; do
+for p in hbm-size tlb-entries ats pasid pri; do
 	check "-device gmem-accel,help lists $p" grep -q "^  $p=" <<<"$help"
 done
 expect_fail "hbm-size=3M is refused (not a power of two)" 1 "hbm-size=3 MiB is invalid: it must be a power of two" \
@@ -25,6 +25,10 @@ expect_fail "hbm-size=128G is refused (above 64 GiB)" 1 "hbm-size=128 GiB is inv
 	qemu_try -device gmem-accel,bus=rp0,hbm-size=128G
 expect_fail "hbm-size=lots is refused by the size parser" 1 "hbm-size" \
 	qemu_try -device gmem-accel,bus=rp0,hbm-size=lots
+expect_fail "tlb-entries=3 is refused (not a power of two)" 1 "tlb-entries=3 is invalid: it must be a power of two" \
+	qemu_try -device gmem-accel,bus=rp0,tlb-entries=3
+expect_fail "tlb-entries=0 is refused" 1 "tlb-entries=0 is invalid" \
+	qemu_try -device gmem-accel,bus=rp0,tlb-entries=0
 expect_fail "pri=on with ats=off is refused" 1 "pri=on needs ats=on" \
 	qemu_try -device gmem-accel,bus=rp0,ats=off
 qemu_quiet() { qemu_try "$@" >/dev/null 2>&1; }

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,12 @@ struct QTest {
     FILE *in;       /* our commands -> QEMU's stdin */
     FILE *out;      /* QEMU's stdout -> replies */
 };
+
+/* QEMU dies with the test, so a failed assertion does not leave it behind. */
+static void qt_child_setup(gpointer data)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
 
 QTest *qt_start(const char *extra_args)
 {
@@ -35,7 +42,7 @@ QTest *qt_start(const char *extra_args)
                           "-qtest stdio %s", qemu, extra_args);
     argv = g_strsplit(cmd, " ", -1);
     if (!g_spawn_async_with_pipes(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
-                                  NULL, NULL, &qt->pid, &fd_in, &fd_out, NULL,
+                                  qt_child_setup, NULL, &qt->pid, &fd_in, &fd_out, NULL,
                                   &err)) {
         g_error("cannot start %s: %s", qemu, err->message);
     }
@@ -59,7 +66,8 @@ void qt_quit(QTest *qt)
 /* Send one command; return the reply line after "OK" (caller frees). */
 static char *G_GNUC_PRINTF(2, 3) qt_cmd(QTest *qt, const char *fmt, ...)
 {
-    char line[65536];
+    g_autofree char *line = NULL;
+    size_t cap = 0;
     va_list ap;
 
     va_start(ap, fmt);
@@ -68,7 +76,8 @@ static char *G_GNUC_PRINTF(2, 3) qt_cmd(QTest *qt, const char *fmt, ...)
     fputc('\n', qt->in);
     fflush(qt->in);
     for (;;) {
-        if (!fgets(line, sizeof(line), qt->out)) {
+        /* Any length: a b64read reply holds the whole buffer. */
+        if (getline(&line, &cap, qt->out) < 0) {
             g_error("QEMU closed the qtest connection (crashed?)");
         }
         g_strchomp(line);

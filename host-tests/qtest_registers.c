@@ -9,164 +9,134 @@
 #include <string.h>
 
 #include "gmem_accel_hw.h"
-#include "qtest_client.h"
-
-#define DEVFN       (4 << 3)            /* -device gmem-accel,addr=04.0 */
-#define BAR0_ADDR   0xe0000000ull
-#define BAR2_ADDR   0x1000000000ull     /* 64 GiB, above any RAM here */
-
-#define PCI_COMMAND_MEMORY  0x2
-#define PCI_COMMAND_MASTER  0x4
-
-static uint32_t reg(QTest *qt, uint32_t off)
-{
-    return qt_readl(qt, BAR0_ADDR + off);
-}
-
-static void set_reg(QTest *qt, uint32_t off, uint32_t val)
-{
-    qt_writel(qt, BAR0_ADDR + off, val);
-}
-
-/* Start QEMU with one device on pcie.0 and its BARs mapped. */
-static QTest *start(const char *props)
-{
-    g_autofree char *args = g_strdup_printf("-device gmem-accel,addr=04.0%s%s",
-                                            props ? "," : "",
-                                            props ? props : "");
-    QTest *qt = qt_start(args);
-
-    g_assert_cmphex(qt_pci_cfg_readl(qt, DEVFN, 0x00), ==,
-                    GMEM_PCI_DEVICE_ID << 16 | GMEM_PCI_VENDOR_ID);
-    qt_pci_cfg_writel(qt, DEVFN, 0x10, (uint32_t)BAR0_ADDR);
-    qt_pci_cfg_writel(qt, DEVFN, 0x14, BAR0_ADDR >> 32);
-    qt_pci_cfg_writel(qt, DEVFN, 0x18, (uint32_t)BAR2_ADDR);
-    qt_pci_cfg_writel(qt, DEVFN, 0x1c, BAR2_ADDR >> 32);
-    qt_pci_cfg_writel(qt, DEVFN, 0x04, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
-    return qt;
-}
-
-/* Error state must be exactly (code, info); then clear it. */
-static void expect_error(QTest *qt, uint32_t code, uint32_t info)
-{
-    g_assert_cmphex(reg(qt, GMEM_REG_STATUS), ==,
-                    GMEM_STATUS_READY | GMEM_STATUS_ERROR);
-    g_assert_cmpuint(reg(qt, GMEM_REG_ERROR_CODE), ==, code);
-    g_assert_cmphex(reg(qt, GMEM_REG_ERROR_INFO), ==, info);
-    set_reg(qt, GMEM_REG_ERROR_CODE, 0);
-    g_assert_cmphex(reg(qt, GMEM_REG_STATUS), ==, GMEM_STATUS_READY);
-    g_assert_cmpuint(reg(qt, GMEM_REG_ERROR_CODE), ==, GMEM_ERR_NONE);
-    g_assert_cmphex(reg(qt, GMEM_REG_ERROR_INFO), ==, 0);
-}
+#include "gmem_qtest.h"
 
 static void test_identity(void)
 {
-    QTest *qt = start(NULL);
+    GmemQTest *g = gq_start(NULL);
 
-    g_assert_cmphex(reg(qt, GMEM_REG_ID), ==, GMEM_ID_MAGIC);
-    g_assert_cmphex(reg(qt, GMEM_REG_VERSION), ==, GMEM_VERSION);
-    g_assert_cmphex(reg(qt, GMEM_REG_CAP), ==, GMEM_CAP_HBM | GMEM_CAP_ATS |
-                    GMEM_CAP_PASID | GMEM_CAP_PRI);
-    g_assert_cmpuint(reg(qt, GMEM_REG_NUM_VECTORS), ==, GMEM_MSIX_VECTORS);
-    g_assert_cmphex(reg(qt, GMEM_REG_STATUS), ==, GMEM_STATUS_READY);
-    g_assert_cmphex(qt_pci_cfg_readl(qt, DEVFN, 0x08) >> 8, ==,
+    g_assert_cmphex(gq_reg(g, GMEM_REG_ID), ==, GMEM_ID_MAGIC);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_VERSION), ==, GMEM_VERSION);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_CAP), ==, GMEM_CAP_KNOWN_MASK);
+    g_assert_cmpuint(gq_reg(g, GMEM_REG_NUM_CONTEXTS), ==, GMEM_NUM_CONTEXTS);
+    g_assert_cmpuint(gq_reg(g, GMEM_REG_NUM_QUEUES), ==, GMEM_NUM_QUEUES);
+    g_assert_cmpuint(gq_reg(g, GMEM_REG_TLB_ENTRIES), ==, 256);
+    g_assert_cmpuint(gq_reg(g, GMEM_REG_NUM_VECTORS), ==, GMEM_MSIX_VECTORS);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_STATUS), ==, GMEM_STATUS_READY);
+    g_assert_cmphex(qt_pci_cfg_readl(g->qt, DEVFN, 0x08) >> 8, ==,
                     GMEM_PCI_CLASS_CODE << 8);
-    g_assert_cmphex(qt_pci_cfg_readl(qt, DEVFN, 0x08) & 0xff, ==,
+    g_assert_cmphex(qt_pci_cfg_readl(g->qt, DEVFN, 0x08) & 0xff, ==,
                     GMEM_PCI_REVISION);
-    qt_quit(qt);
+    gq_quit(g);
 
-    qt = start("ats=off,pasid=off,pri=off");
-    g_assert_cmphex(reg(qt, GMEM_REG_CAP), ==, GMEM_CAP_HBM);
-    qt_quit(qt);
+    g = gq_start("ats=off,pasid=off,pri=off");
+    g_assert_cmphex(gq_reg(g, GMEM_REG_CAP), ==, GMEM_CAP_HBM | GMEM_CAP_MMU |
+                    GMEM_CAP_DMA | GMEM_CAP_FAULTS);
+    gq_quit(g);
+
+    g = gq_start("tlb-entries=16");
+    g_assert_cmpuint(gq_reg(g, GMEM_REG_TLB_ENTRIES), ==, 16);
+    gq_quit(g);
 }
 
 static void test_hbm_size_registers(void)
 {
-    QTest *qt = start("hbm-size=64M");
+    GmemQTest *g = gq_start("hbm-size=64M");
 
-    g_assert_cmphex(reg(qt, GMEM_REG_HBM_SIZE_LO), ==, 64 << 20);
-    g_assert_cmphex(reg(qt, GMEM_REG_HBM_SIZE_HI), ==, 0);
-    g_assert_cmphex(qt_readq(qt, BAR0_ADDR + GMEM_REG_HBM_SIZE_LO), ==,
+    g_assert_cmphex(gq_reg(g, GMEM_REG_HBM_SIZE_LO), ==, 64 << 20);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_HBM_SIZE_HI), ==, 0);
+    g_assert_cmphex(qt_readq(g->qt, BAR0_ADDR + GMEM_REG_HBM_SIZE_LO), ==,
                     64 << 20);
-    qt_quit(qt);
+    gq_quit(g);
 
-    qt = start("hbm-size=8G");
-    g_assert_cmphex(reg(qt, GMEM_REG_HBM_SIZE_LO), ==, 0);
-    g_assert_cmphex(reg(qt, GMEM_REG_HBM_SIZE_HI), ==, 2);
-    g_assert_cmphex(qt_readq(qt, BAR0_ADDR + GMEM_REG_HBM_SIZE_LO), ==,
+    g = gq_start("hbm-size=8G");
+    g_assert_cmphex(gq_reg(g, GMEM_REG_HBM_SIZE_LO), ==, 0);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_HBM_SIZE_HI), ==, 2);
+    g_assert_cmphex(qt_readq(g->qt, BAR0_ADDR + GMEM_REG_HBM_SIZE_LO), ==,
                     8ull << 30);
-    qt_quit(qt);
+    gq_quit(g);
 }
 
 static void test_scratch_and_reset(void)
 {
-    QTest *qt = start(NULL);
+    GmemQTest *g = gq_start(NULL);
 
-    set_reg(qt, GMEM_REG_SCRATCH, 0xdeadbeef);
-    g_assert_cmphex(reg(qt, GMEM_REG_SCRATCH), ==, 0xdeadbeef);
-    g_assert_cmphex(reg(qt, GMEM_REG_RESET), ==, 0);    /* write-only */
-    set_reg(qt, GMEM_REG_RESET, GMEM_RESET_MAGIC);
-    g_assert_cmphex(reg(qt, GMEM_REG_SCRATCH), ==, 0);
-    g_assert_cmphex(reg(qt, GMEM_REG_STATUS), ==, GMEM_STATUS_READY);
-    qt_quit(qt);
+    gq_set_reg(g, GMEM_REG_SCRATCH, 0xdeadbeef);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_SCRATCH), ==, 0xdeadbeef);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_RESET), ==, 0);    /* write-only */
+    gq_set_reg(g, GMEM_REG_RESET, GMEM_RESET_MAGIC);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_SCRATCH), ==, 0);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_STATUS), ==, GMEM_STATUS_READY);
+    gq_quit(g);
 }
 
 static void test_register_errors(void)
 {
-    QTest *qt = start(NULL);
+    GmemQTest *g = gq_start(NULL);
 
-    set_reg(qt, GMEM_REG_SCRATCH, 0x12345678);
+    gq_set_reg(g, GMEM_REG_SCRATCH, 0x12345678);
 
-    g_assert_cmphex(reg(qt, 0x800), ==, 0);
-    expect_error(qt, GMEM_ERR_BAD_REG, 0x800);
-    set_reg(qt, 0xffc, 1);
-    expect_error(qt, GMEM_ERR_BAD_REG, 0xffc);
+    g_assert_cmphex(gq_reg(g, 0x044), ==, 0);
+    gq_expect_error(g, GMEM_ERR_BAD_REG, 0x044);
+    g_assert_true(gq_log_has(g, "read of unknown register 0x44"));
+    g_assert_cmphex(gq_reg(g, GMEM_REG_CTX(5, 0xc)), ==, 0);
+    gq_expect_error(g, GMEM_ERR_BAD_REG, GMEM_REG_CTX(5, 0xc));
+    gq_set_reg(g, GMEM_REG_QUEUE(2, 0x20), 1);
+    gq_expect_error(g, GMEM_ERR_BAD_REG, GMEM_REG_QUEUE(2, 0x20));
+    gq_set_reg(g, 0xffc, 1);
+    gq_expect_error(g, GMEM_ERR_BAD_REG, 0xffc);
 
-    set_reg(qt, GMEM_REG_ID, 0);
-    expect_error(qt, GMEM_ERR_READ_ONLY, GMEM_REG_ID);
-    g_assert_cmphex(reg(qt, GMEM_REG_ID), ==, GMEM_ID_MAGIC);
-    set_reg(qt, GMEM_REG_HBM_SIZE_LO, 1);
-    expect_error(qt, GMEM_ERR_READ_ONLY, GMEM_REG_HBM_SIZE_LO);
-    g_assert_cmphex(reg(qt, GMEM_REG_HBM_SIZE_LO), ==, 256 << 20);
+    gq_set_reg(g, GMEM_REG_ID, 0);
+    gq_expect_error(g, GMEM_ERR_READ_ONLY, GMEM_REG_ID);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_ID), ==, GMEM_ID_MAGIC);
+    gq_set_reg(g, GMEM_REG_HBM_SIZE_LO, 1);
+    gq_expect_error(g, GMEM_ERR_READ_ONLY, GMEM_REG_HBM_SIZE_LO);
+    gq_set_reg(g, GMEM_REG_COUNTER(GMEM_CNT_FAULTS), 1);
+    gq_expect_error(g, GMEM_ERR_READ_ONLY, GMEM_REG_COUNTER(GMEM_CNT_FAULTS));
+    gq_set_reg(g, GMEM_REG_QUEUE(1, GMEM_CQ_HEAD), 1);
+    gq_expect_error(g, GMEM_ERR_READ_ONLY, GMEM_REG_QUEUE(1, GMEM_CQ_HEAD));
+    gq_set_reg(g, GMEM_REG_FQ_TAIL, 1);
+    gq_expect_error(g, GMEM_ERR_READ_ONLY, GMEM_REG_FQ_TAIL);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_HBM_SIZE_LO), ==, 256 << 20);
 
-    qt_writeb(qt, BAR0_ADDR + GMEM_REG_SCRATCH, 0xff);
-    expect_error(qt, GMEM_ERR_BAD_ACCESS, GMEM_REG_SCRATCH);
-    qt_readb(qt, BAR0_ADDR + GMEM_REG_SCRATCH + 1);
-    expect_error(qt, GMEM_ERR_BAD_ACCESS, GMEM_REG_SCRATCH + 1);
+    qt_writeb(g->qt, BAR0_ADDR + GMEM_REG_SCRATCH, 0xff);
+    gq_expect_error(g, GMEM_ERR_BAD_ACCESS, GMEM_REG_SCRATCH);
+    qt_readb(g->qt, BAR0_ADDR + GMEM_REG_SCRATCH + 1);
+    gq_expect_error(g, GMEM_ERR_BAD_ACCESS, GMEM_REG_SCRATCH + 1);
 
-    set_reg(qt, GMEM_REG_RESET, 1);
-    expect_error(qt, GMEM_ERR_BAD_RESET, 1);
+    gq_set_reg(g, GMEM_REG_RESET, 1);
+    gq_expect_error(g, GMEM_ERR_BAD_RESET, 1);
 
     /* None of it reached the scratch register or reset the device. */
-    g_assert_cmphex(reg(qt, GMEM_REG_SCRATCH), ==, 0x12345678);
-    qt_quit(qt);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_SCRATCH), ==, 0x12345678);
+    gq_quit(g);
 }
 
 static void test_hbm_data(void)
 {
     const uint64_t size = 16 << 20;
     const uint64_t offsets[] = { 0, size / 2 + 123, size - 4096 };
-    QTest *qt = start("hbm-size=16M");
+    GmemQTest *g = gq_start("hbm-size=16M");
     uint8_t out[4096], in[4096];
 
     for (unsigned i = 0; i < G_N_ELEMENTS(offsets); i++) {
         for (unsigned j = 0; j < sizeof(out); j++) {
             out[j] = (uint8_t)(j * 7 + i * 13 + 1);
         }
-        qt_memwrite(qt, BAR2_ADDR + offsets[i], out, sizeof(out));
+        qt_memwrite(g->qt, BAR2_ADDR + offsets[i], out, sizeof(out));
     }
     for (unsigned i = 0; i < G_N_ELEMENTS(offsets); i++) {
         for (unsigned j = 0; j < sizeof(out); j++) {
             out[j] = (uint8_t)(j * 7 + i * 13 + 1);
         }
-        qt_memread(qt, BAR2_ADDR + offsets[i], in, sizeof(in));
+        qt_memread(g->qt, BAR2_ADDR + offsets[i], in, sizeof(in));
         g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
     }
     /* HBM is memory: a device reset does not clear it. */
-    set_reg(qt, GMEM_REG_RESET, GMEM_RESET_MAGIC);
-    qt_memread(qt, BAR2_ADDR + offsets[2], in, sizeof(in));
+    gq_set_reg(g, GMEM_REG_RESET, GMEM_RESET_MAGIC);
+    qt_memread(g->qt, BAR2_ADDR + offsets[2], in, sizeof(in));
     g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
-    qt_quit(qt);
+    gq_quit(g);
 }
 
 static void test_bar_sizing(void)
@@ -191,16 +161,16 @@ static void test_bar_sizing(void)
 
 static void test_msix_capability(void)
 {
-    QTest *qt = start(NULL);
-    uint32_t cap = qt_pci_cfg_readl(qt, DEVFN, GMEM_CFG_MSIX_OFFSET);
+    GmemQTest *g = gq_start(NULL);
+    uint32_t cap = qt_pci_cfg_readl(g->qt, DEVFN, GMEM_CFG_MSIX_OFFSET);
 
     g_assert_cmphex(cap & 0xff, ==, 0x11);                      /* MSI-X */
     g_assert_cmpuint((cap >> 16) & 0x7ff, ==, GMEM_MSIX_VECTORS - 1);
-    g_assert_cmphex(qt_pci_cfg_readl(qt, DEVFN, GMEM_CFG_MSIX_OFFSET + 4),
+    g_assert_cmphex(qt_pci_cfg_readl(g->qt, DEVFN, GMEM_CFG_MSIX_OFFSET + 4),
                     ==, GMEM_MSIX_TABLE_OFFSET | GMEM_BAR_REGS);
-    g_assert_cmphex(qt_pci_cfg_readl(qt, DEVFN, GMEM_CFG_MSIX_OFFSET + 8),
+    g_assert_cmphex(qt_pci_cfg_readl(g->qt, DEVFN, GMEM_CFG_MSIX_OFFSET + 8),
                     ==, GMEM_MSIX_PBA_OFFSET | GMEM_BAR_REGS);
-    qt_quit(qt);
+    gq_quit(g);
 }
 
 int main(int argc, char **argv)

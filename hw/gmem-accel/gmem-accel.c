@@ -2,9 +2,10 @@
  * gmem-accel: emulated PCIe accelerator with its own HBM
  *
  * PCIe endpoint: BAR0 = registers + MSI-X, BAR2 = HBM (RAM-backed, 64-bit
- * prefetchable), ATS, PASID and PRI extended capabilities. The register
- * layout is the shared contract in gmem_accel_hw.h; docs/hardware-spec.md
- * describes it.
+ * prefetchable), ATS, PASID and PRI extended capabilities. This file holds
+ * the PCI side and the identity/error registers; gmem-accel-engine.c the
+ * MMU, queues and faults. The register layout is the shared contract in
+ * gmem_accel_hw.h; docs/hardware-spec.md describes it.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -22,20 +23,45 @@
 #include "gmem-accel.h"
 #include "trace.h"
 
-static void gmem_accel_set_error(GmemAccelState *s, uint32_t code,
-                                 uint64_t info, const char *what)
+/* Record a guest error in ERROR_CODE/INFO/ADDR, log it, raise its vector. */
+void gmem_accel_set_error(GmemAccelState *s, uint32_t code, uint32_t info,
+                          uint64_t addr, const char *fmt, ...)
 {
-    qemu_log_mask(LOG_GUEST_ERROR, "%s: %s (offset/value 0x%" PRIx64 ")\n",
-                  TYPE_GMEM_ACCEL, what, info);
-    trace_gmem_accel_error(code, info);
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    qemu_log_mask(LOG_GUEST_ERROR, "%s %s: %s\n", TYPE_GMEM_ACCEL,
+                  DEVICE(s)->id ?: "", msg);
+    trace_gmem_accel_error(code, info, addr);
     s->status |= GMEM_STATUS_ERROR;
     s->error_code = code;
     s->error_info = info;
+    s->error_addr = addr;
+    if (msix_enabled(PCI_DEVICE(s))) {
+        msix_notify(PCI_DEVICE(s), GMEM_VEC_ERROR);
+    }
+}
+
+/* The registers of the identity/error block, 0x000-0x0ff. */
+static void gmem_accel_bad_reg(GmemAccelState *s, hwaddr addr, bool write)
+{
+    gmem_accel_set_error(s, GMEM_ERR_BAD_REG, addr, 0,
+                         "%s of unknown register 0x%" HWADDR_PRIx,
+                         write ? "write" : "read", addr);
+}
+
+static void gmem_accel_read_only(GmemAccelState *s, hwaddr addr)
+{
+    gmem_accel_set_error(s, GMEM_ERR_READ_ONLY, addr, 0,
+                         "write to read-only register 0x%" HWADDR_PRIx, addr);
 }
 
 static uint32_t gmem_accel_caps(GmemAccelState *s)
 {
-    return GMEM_CAP_HBM |
+    return GMEM_CAP_HBM | GMEM_CAP_MMU | GMEM_CAP_DMA | GMEM_CAP_FAULTS |
            (s->ats ? GMEM_CAP_ATS : 0) |
            (s->pasid ? GMEM_CAP_PASID : 0) |
            (s->pri ? GMEM_CAP_PRI : 0);
@@ -48,7 +74,9 @@ static void gmem_accel_reset_state(GmemAccelState *s, const char *why)
     s->status = GMEM_STATUS_READY;
     s->error_code = GMEM_ERR_NONE;
     s->error_info = 0;
+    s->error_addr = 0;
     s->scratch = 0;
+    gmem_engine_reset(s);
 }
 
 static uint64_t gmem_accel_mmio_read(void *opaque, hwaddr addr, unsigned size)
@@ -87,11 +115,27 @@ static uint64_t gmem_accel_mmio_read(void *opaque, hwaddr addr, unsigned size)
     case GMEM_REG_SCRATCH:
         val = s->scratch;
         break;
+    case GMEM_REG_ERROR_ADDR_LO:
+        val = extract64(s->error_addr, 0, 32);
+        break;
+    case GMEM_REG_ERROR_ADDR_HI:
+        val = extract64(s->error_addr, 32, 32);
+        break;
+    case GMEM_REG_NUM_CONTEXTS:
+        val = GMEM_NUM_CONTEXTS;
+        break;
+    case GMEM_REG_NUM_QUEUES:
+        val = GMEM_NUM_QUEUES;
+        break;
+    case GMEM_REG_TLB_ENTRIES:
+        val = s->tlb_entries;
+        break;
     case GMEM_REG_RESET:
         break; /* write-only, reads as zero */
     default:
-        gmem_accel_set_error(s, GMEM_ERR_BAD_REG, addr,
-                             "read of unknown register");
+        if (!gmem_engine_reg_read(s, addr, &val)) {
+            gmem_accel_bad_reg(s, addr, false);
+        }
         break;
     }
     trace_gmem_accel_mmio_read(addr, val);
@@ -111,14 +155,16 @@ static void gmem_accel_mmio_write(void *opaque, hwaddr addr, uint64_t val,
     case GMEM_REG_ERROR_CODE:
         s->error_code = GMEM_ERR_NONE;
         s->error_info = 0;
+        s->error_addr = 0;
         s->status &= ~GMEM_STATUS_ERROR;
         break;
     case GMEM_REG_RESET:
         if (val == GMEM_RESET_MAGIC) {
             gmem_accel_reset_state(s, "register");
         } else {
-            gmem_accel_set_error(s, GMEM_ERR_BAD_RESET, val,
-                                 "RESET written without GMEM_RESET_MAGIC");
+            gmem_accel_set_error(s, GMEM_ERR_BAD_RESET, val, 0,
+                                 "RESET written with 0x%" PRIx64 ", not "
+                                 "GMEM_RESET_MAGIC", val);
         }
         break;
     case GMEM_REG_ID:
@@ -129,12 +175,17 @@ static void gmem_accel_mmio_write(void *opaque, hwaddr addr, uint64_t val,
     case GMEM_REG_HBM_SIZE_HI:
     case GMEM_REG_STATUS:
     case GMEM_REG_ERROR_INFO:
-        gmem_accel_set_error(s, GMEM_ERR_READ_ONLY, addr,
-                             "write to read-only register");
+    case GMEM_REG_ERROR_ADDR_LO:
+    case GMEM_REG_ERROR_ADDR_HI:
+    case GMEM_REG_NUM_CONTEXTS:
+    case GMEM_REG_NUM_QUEUES:
+    case GMEM_REG_TLB_ENTRIES:
+        gmem_accel_read_only(s, addr);
         break;
     default:
-        gmem_accel_set_error(s, GMEM_ERR_BAD_REG, addr,
-                             "write to unknown register");
+        if (!gmem_engine_reg_write(s, addr, val)) {
+            gmem_accel_bad_reg(s, addr, true);
+        }
         break;
     }
 }
@@ -146,8 +197,10 @@ static bool gmem_accel_mmio_accepts(void *opaque, hwaddr addr, unsigned size,
 
     /* .impl splits 8-byte accesses; anything narrower is a guest error */
     if (size < 4 || (addr & 3)) {
-        gmem_accel_set_error(s, GMEM_ERR_BAD_ACCESS, addr,
-                             "register access not 4/8 bytes, aligned");
+        gmem_accel_set_error(s, GMEM_ERR_BAD_ACCESS, addr, 0,
+                             "%u-byte %s at 0x%" HWADDR_PRIx ": registers "
+                             "take aligned 4- or 8-byte accesses", size,
+                             is_write ? "write" : "read", addr);
         return false;
     }
     return true;
@@ -198,6 +251,13 @@ static bool gmem_accel_check_props(GmemAccelState *s, Error **errp)
 
         error_setg(errp, "hbm-size=%s is invalid: it must be a power of two "
                    "between 2 MiB and 64 GiB (e.g. hbm-size=256M)", given);
+        return false;
+    }
+    if (!is_power_of_2(s->tlb_entries) || s->tlb_entries < 1 ||
+        s->tlb_entries > GMEM_TLB_MAX_ENTRIES) {
+        error_setg(errp, "tlb-entries=%u is invalid: it must be a power of "
+                   "two from 1 to %u (e.g. tlb-entries=256)", s->tlb_entries,
+                   GMEM_TLB_MAX_ENTRIES);
         return false;
     }
     if (s->pri && !s->ats) {
@@ -260,6 +320,7 @@ static void gmem_accel_realize(PCIDevice *pdev, Error **errp)
         gmem_accel_init_pri(pdev, ext_cap);
     }
 
+    gmem_engine_realize(s);
     gmem_accel_reset_state(s, "realize");
     trace_gmem_accel_realize(DEVICE(s)->id ?: "", s->hbm_size,
                              GMEM_MSIX_VECTORS);
@@ -269,6 +330,7 @@ static void gmem_accel_exit(PCIDevice *pdev)
 {
     GmemAccelState *s = GMEM_ACCEL(pdev);
 
+    gmem_engine_unrealize(s);
     msix_uninit(pdev, &s->bar0, &s->bar0);
 }
 
@@ -277,23 +339,55 @@ static void gmem_accel_reset_hold(Object *obj, ResetType type)
     gmem_accel_reset_state(GMEM_ACCEL(obj), "bus");
 }
 
+static int gmem_accel_post_load(void *opaque, int version_id)
+{
+    GmemAccelState *s = opaque;
+
+    if (s->fq_entries_log2 > GMEM_RING_MAX_LOG2 ||
+        s->fq_head >> s->fq_entries_log2 || s->fq_tail >> s->fq_entries_log2) {
+        return -EINVAL;
+    }
+    gmem_engine_post_load(s);
+    return 0;
+}
+
 static const VMStateDescription gmem_accel_vmstate = {
     .name = TYPE_GMEM_ACCEL,
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .version_id = 2,
+    .minimum_version_id = 2,
+    .post_load = gmem_accel_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_PCI_DEVICE(parent_obj, GmemAccelState),
         VMSTATE_MSIX(parent_obj, GmemAccelState),
         VMSTATE_UINT32(status, GmemAccelState),
         VMSTATE_UINT32(error_code, GmemAccelState),
         VMSTATE_UINT32(error_info, GmemAccelState),
+        VMSTATE_UINT64(error_addr, GmemAccelState),
         VMSTATE_UINT32(scratch, GmemAccelState),
+        VMSTATE_STRUCT_ARRAY(ctx, GmemAccelState, GMEM_NUM_CONTEXTS, 1,
+                             gmem_vmstate_context, GmemContext),
+        VMSTATE_STRUCT_ARRAY(queue, GmemAccelState, GMEM_NUM_QUEUES, 1,
+                             gmem_vmstate_queue, GmemQueue),
+        VMSTATE_UINT64(fq_base, GmemAccelState),
+        VMSTATE_UINT32(fq_entries_log2, GmemAccelState),
+        VMSTATE_UINT32(fq_ctrl, GmemAccelState),
+        VMSTATE_UINT32(fq_head, GmemAccelState),
+        VMSTATE_UINT32(fq_tail, GmemAccelState),
+        VMSTATE_BOOL(fq_overflow, GmemAccelState),
+        VMSTATE_UINT32(fault_seq, GmemAccelState),
+        VMSTATE_UINT16(next_group, GmemAccelState),
+        VMSTATE_UINT64(inv_va, GmemAccelState),
+        VMSTATE_UINT64(inv_size, GmemAccelState),
+        VMSTATE_UINT32(inv_ctx, GmemAccelState),
+        VMSTATE_UINT32(inv_done, GmemAccelState),
+        VMSTATE_UINT64_ARRAY(counters, GmemAccelState, GMEM_NUM_COUNTERS),
         VMSTATE_END_OF_LIST()
     },
 };
 
 static const Property gmem_accel_props[] = {
     DEFINE_PROP_SIZE("hbm-size", GmemAccelState, hbm_size, 256 * MiB),
+    DEFINE_PROP_UINT32("tlb-entries", GmemAccelState, tlb_entries, 256),
     DEFINE_PROP_BOOL("ats", GmemAccelState, ats, true),
     DEFINE_PROP_BOOL("pasid", GmemAccelState, pasid, true),
     DEFINE_PROP_BOOL("pri", GmemAccelState, pri, true),
@@ -318,6 +412,8 @@ static void gmem_accel_class_init(ObjectClass *klass, void *data)
     device_class_set_props(dc, gmem_accel_props);
     object_class_property_set_description(klass, "hbm-size",
         "device memory (BAR2) size, a power of two from 2M to 64G");
+    object_class_property_set_description(klass, "tlb-entries",
+        "device TLB size in translations, a power of two");
     object_class_property_set_description(klass, "ats",
         "ATS extended capability");
     object_class_property_set_description(klass, "pasid",

@@ -1,0 +1,111 @@
+/*
+ * gmem-accel over qtest; see gmem_qtest.h.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmem_accel_hw.h"
+#include "gmem_qtest.h"
+
+#define PCI_COMMAND_MEMORY  0x2
+#define PCI_COMMAND_MASTER  0x4
+#define MSIX_CTRL_ENABLE    0x80000000u /* message control bit 15, as dword */
+
+uint32_t gq_reg(GmemQTest *g, uint32_t off)
+{
+    return qt_readl(g->qt, BAR0_ADDR + off);
+}
+
+void gq_set_reg(GmemQTest *g, uint32_t off, uint32_t val)
+{
+    qt_writel(g->qt, BAR0_ADDR + off, val);
+}
+
+void gq_set_reg64(GmemQTest *g, uint32_t lo_off, uint64_t val)
+{
+    gq_set_reg(g, lo_off, (uint32_t)val);
+    gq_set_reg(g, lo_off + 4, val >> 32);
+}
+
+uint64_t gq_reg64(GmemQTest *g, uint32_t lo_off)
+{
+    return gq_reg(g, lo_off) | (uint64_t)gq_reg(g, lo_off + 4) << 32;
+}
+
+GmemQTest *gq_start(const char *props)
+{
+    GmemQTest *g = g_new0(GmemQTest, 1);
+    g_autofree char *args = NULL;
+    int fd = g_file_open_tmp("gmem-qtest-XXXXXX.log", &g->log_path, NULL);
+
+    g_assert_cmpint(fd, >=, 0);
+    close(fd);
+    args = g_strdup_printf("-d guest_errors -D %s "
+                           "-device gmem-accel,addr=04.0%s%s", g->log_path,
+                           props ? "," : "", props ? props : "");
+    g->qt = qt_start(args);
+    g_assert_cmphex(qt_pci_cfg_readl(g->qt, DEVFN, 0x00), ==,
+                    GMEM_PCI_DEVICE_ID << 16 | GMEM_PCI_VENDOR_ID);
+    qt_pci_cfg_writel(g->qt, DEVFN, 0x10, (uint32_t)BAR0_ADDR);
+    qt_pci_cfg_writel(g->qt, DEVFN, 0x14, BAR0_ADDR >> 32);
+    qt_pci_cfg_writel(g->qt, DEVFN, 0x18, (uint32_t)BAR2_ADDR);
+    qt_pci_cfg_writel(g->qt, DEVFN, 0x1c, BAR2_ADDR >> 32);
+    qt_pci_cfg_writel(g->qt, DEVFN, 0x04,
+                      PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+
+    /* MSI-X on, each vector a 4-byte write of MSI_DATA(v) into RAM. */
+    for (unsigned v = 0; v < GMEM_MSIX_VECTORS; v++) {
+        uint64_t entry = BAR0_ADDR + GMEM_MSIX_TABLE_OFFSET + 16 * v;
+
+        qt_writel(g->qt, entry, MSI_ADDR + 4 * v);
+        qt_writel(g->qt, entry + 4, 0);
+        qt_writel(g->qt, entry + 8, MSI_DATA(v));
+        qt_writel(g->qt, entry + 12, 0);
+        qt_writel(g->qt, MSI_ADDR + 4 * v, 0);
+    }
+    qt_pci_cfg_writel(g->qt, DEVFN, GMEM_CFG_MSIX_OFFSET,
+                      qt_pci_cfg_readl(g->qt, DEVFN, GMEM_CFG_MSIX_OFFSET) |
+                      MSIX_CTRL_ENABLE);
+    return g;
+}
+
+void gq_quit(GmemQTest *g)
+{
+    qt_quit(g->qt);
+    g_unlink(g->log_path);
+    g_free(g->log_path);
+    g_free(g);
+}
+
+void gq_expect_error(GmemQTest *g, uint32_t code, uint32_t info)
+{
+    g_assert_cmphex(gq_reg(g, GMEM_REG_STATUS), ==,
+                    GMEM_STATUS_READY | GMEM_STATUS_ERROR);
+    g_assert_cmpuint(gq_reg(g, GMEM_REG_ERROR_CODE), ==, code);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_ERROR_INFO), ==, info);
+    g_assert_true(gq_msi_fired(g, GMEM_VEC_ERROR));
+    gq_set_reg(g, GMEM_REG_ERROR_CODE, 0);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_STATUS), ==, GMEM_STATUS_READY);
+    g_assert_cmpuint(gq_reg(g, GMEM_REG_ERROR_CODE), ==, GMEM_ERR_NONE);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_ERROR_INFO), ==, 0);
+}
+
+bool gq_log_has(GmemQTest *g, const char *needle)
+{
+    g_autofree char *log = NULL;
+
+    g_assert_true(g_file_get_contents(g->log_path, &log, NULL, NULL));
+    return strstr(log, needle) != NULL;
+}
+
+bool gq_msi_fired(GmemQTest *g, unsigned v)
+{
+    uint32_t data = qt_readl(g->qt, MSI_ADDR + 4 * v);
+
+    qt_writel(g->qt, MSI_ADDR + 4 * v, 0);
+    return data == MSI_DATA(v);
+}

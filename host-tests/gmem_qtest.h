@@ -1,0 +1,43 @@
+/*
+ * gmem-accel over qtest: one device at 00:04.0 on q35 with its BARs mapped,
+ * bus mastering on and MSI-X vectors that write into guest RAM, so a test
+ * sees each interrupt as a memory write.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef GMEM_QTEST_H
+#define GMEM_QTEST_H
+
+#include <stdbool.h>
+
+#include "qtest_client.h"
+
+#define DEVFN       (4 << 3)            /* -device gmem-accel,addr=04.0 */
+#define BAR0_ADDR   0xe0000000ull
+#define BAR2_ADDR   0x1000000000ull     /* 64 GiB, above any RAM here */
+#define MSI_ADDR    0x00080000ull       /* vector v writes MSI_DATA(v) here + 4v */
+#define MSI_DATA(v) (0x5a00u + (v))
+
+typedef struct GmemQTest {
+    QTest *qt;
+    char *log_path;     /* QEMU's -d guest_errors log */
+} GmemQTest;
+
+/* Start QEMU with one device (extra -device properties in @props, or NULL). */
+GmemQTest *gq_start(const char *props);
+void gq_quit(GmemQTest *g);
+
+uint32_t gq_reg(GmemQTest *g, uint32_t off);
+void gq_set_reg(GmemQTest *g, uint32_t off, uint32_t val);
+void gq_set_reg64(GmemQTest *g, uint32_t lo_off, uint64_t val);
+uint64_t gq_reg64(GmemQTest *g, uint32_t lo_off);
+
+/* ERROR state must be exactly (code, info); then clear it. */
+void gq_expect_error(GmemQTest *g, uint32_t code, uint32_t info);
+/* Does the guest-error log contain @needle? */
+bool gq_log_has(GmemQTest *g, const char *needle);
+
+/* Did vector @v fire since the last call? (clears its RAM flag) */
+bool gq_msi_fired(GmemQTest *g, unsigned v);
+
+#endif

@@ -1,0 +1,892 @@
+/*
+ * gmem-accel MMU, DMA engine and replayable faults through qtest, no guest:
+ * page tables built in guest RAM, commands on the rings, fault records read
+ * back, interrupts seen as MSI-X writes into RAM, and every malformed input
+ * ending in an error status while QEMU keeps running.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"     /* host-tests/shim: GLib and the C library */
+#include "gmem-accel-core.h"
+#include "gmem_qtest.h"
+
+#define PT_POOL     0x00100000ull   /* page tables, 4 KiB each */
+#define CQ_RING(q)  (0x00200000ull + (q) * 0x1000)
+#define CQ_LOG2     4
+#define FQ_RING     0x00210000ull
+#define FQ_LOG2     6
+#define FENCE_ADDR  0x00220000ull
+#define SYS_DATA    0x00400000ull   /* data pages in system memory */
+#define HBM_SIZE    (64ull << 20)
+#define CTX         1
+#define UNBACKED    0x7000000000ull /* no RAM or device there */
+
+#define RW  (GMEM_PTE_VALID | GMEM_PTE_READ | GMEM_PTE_WRITE)
+#define RWA (RW | GMEM_PTE_ATOMIC)
+#define RO  (GMEM_PTE_VALID | GMEM_PTE_READ)
+
+typedef struct Env {
+    GmemQTest *g;
+    QTest *qt;
+    uint64_t pt_next;
+    uint64_t root;
+    uint32_t tail[GMEM_NUM_QUEUES];
+    uint32_t fq_head;
+} Env;
+
+static uint64_t pt_alloc(Env *e)
+{
+    static const uint8_t zero[4096];
+    uint64_t t = e->pt_next;
+
+    e->pt_next += 4096;
+    qt_memwrite(e->qt, t, zero, sizeof(zero));
+    return t;
+}
+
+static void queue_setup(Env *e, unsigned q)
+{
+    gq_set_reg64(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_BASE_LO), CQ_RING(q));
+    gq_set_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_ENTRIES_LOG2), CQ_LOG2);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_CTRL), GMEM_CQ_CTRL_ENABLE);
+    e->tail[q] = 0;
+}
+
+static void fq_setup(Env *e, unsigned log2)
+{
+    gq_set_reg64(e->g, GMEM_REG_FQ_BASE_LO, FQ_RING);
+    gq_set_reg(e->g, GMEM_REG_FQ_ENTRIES_LOG2, log2);
+    gq_set_reg(e->g, GMEM_REG_FQ_CTRL, GMEM_FQ_CTRL_ENABLE);
+    e->fq_head = 0;
+}
+
+/* Device with context CTX enabled over an empty table, queues, fault queue */
+static Env *env_start(const char *props)
+{
+    g_autofree char *all = g_strdup_printf("hbm-size=64M%s%s",
+                                           props ? "," : "",
+                                           props ? props : "");
+    Env *e = g_new0(Env, 1);
+
+    e->g = gq_start(all);
+    e->qt = e->g->qt;
+    e->pt_next = PT_POOL;
+    e->root = pt_alloc(e);
+    gq_set_reg64(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_ROOT_LO), e->root);
+    gq_set_reg(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_CTRL), GMEM_CTX_CTRL_ENABLE);
+    for (unsigned q = 0; q < GMEM_NUM_QUEUES; q++) {
+        queue_setup(e, q);
+    }
+    fq_setup(e, FQ_LOG2);
+    g_assert_cmphex(gq_reg(e->g, GMEM_REG_STATUS), ==, GMEM_STATUS_READY);
+    return e;
+}
+
+static void env_quit(Env *e)
+{
+    /* Whatever the test did, QEMU is still alive and answering. */
+    g_assert_cmphex(gq_reg(e->g, GMEM_REG_ID), ==, GMEM_ID_MAGIC);
+    gq_quit(e->g);
+    g_free(e);
+}
+
+/* Address of the entry for @va at @level, creating tables above it. */
+static uint64_t pte_slot(Env *e, uint64_t va, int level)
+{
+    uint64_t table = e->root;
+
+    for (int l = GMEM_PT_LEVELS; l > level; l--) {
+        uint64_t slot = table + GMEM_PT_INDEX(va, l) * 8;
+        uint64_t pte = qt_readq(e->qt, slot);
+
+        if (!(pte & GMEM_PTE_VALID)) {
+            pte = pt_alloc(e) | GMEM_PTE_VALID;
+            qt_writeq(e->qt, slot, pte);
+        }
+        table = pte & GMEM_PTE_ADDR_MASK;
+    }
+    return table + GMEM_PT_INDEX(va, level) * 8;
+}
+
+static void map4k(Env *e, uint64_t va, uint64_t target, uint64_t bits)
+{
+    qt_writeq(e->qt, pte_slot(e, va, 1), target | bits);
+}
+
+static void map2m(Env *e, uint64_t va, uint64_t target, uint64_t bits)
+{
+    qt_writeq(e->qt, pte_slot(e, va, 2), target | bits | GMEM_PTE_HUGE);
+}
+
+static uint64_t counter(Env *e, unsigned i)
+{
+    return gq_reg64(e->g, GMEM_REG_COUNTER(i));
+}
+
+static uint32_t submit(Env *e, unsigned q, GmemCmd c)
+{
+    uint8_t raw[GMEM_CMD_SIZE];
+    uint32_t idx = e->tail[q];
+
+    gmem_cmd_encode(&c, raw);
+    qt_memwrite(e->qt, CQ_RING(q) + idx * GMEM_CMD_SIZE, raw, sizeof(raw));
+    e->tail[q] = (idx + 1) & ((1u << CQ_LOG2) - 1);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_TAIL), e->tail[q]);
+    return idx;
+}
+
+static uint32_t status_of(Env *e, unsigned q, uint32_t idx)
+{
+    return qt_readl(e->qt, CQ_RING(q) + idx * GMEM_CMD_SIZE +
+                    GMEM_CMD_OFF_STATUS);
+}
+
+/* Poll (each qtest command lets the main loop run the engines). */
+static uint32_t wait_done(Env *e, unsigned q, uint32_t idx)
+{
+    for (int i = 0; i < 200000; i++) {
+        uint32_t st = status_of(e, q, idx);
+
+        if (st != GMEM_CMD_ST_PENDING) {
+            return st;
+        }
+    }
+    g_error("queue %u command %u never completed", q, idx);
+}
+
+static void wait_state(Env *e, unsigned q, uint32_t state)
+{
+    for (int i = 0; i < 200000; i++) {
+        if (gq_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_STATE)) == state) {
+            return;
+        }
+    }
+    g_error("queue %u never reached state %u (is %u)", q, state,
+            gq_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_STATE)));
+}
+
+static uint32_t run(Env *e, unsigned q, GmemCmd c)
+{
+    return wait_done(e, q, submit(e, q, c));
+}
+
+typedef struct Rec {
+    uint64_t va, pte;
+    uint16_t ctx, group;
+    uint8_t access, reason, engine, flags;
+    uint32_t seq;
+} Rec;
+
+static Rec fault_record(Env *e, uint32_t i)
+{
+    uint8_t raw[GMEM_FAULT_RECORD_SIZE];
+    Rec r;
+
+    qt_memread(e->qt, FQ_RING + i * GMEM_FAULT_RECORD_SIZE, raw, sizeof(raw));
+    memcpy(&r.va, raw + GMEM_FAULT_OFF_VA, 8);
+    memcpy(&r.ctx, raw + GMEM_FAULT_OFF_CTX, 2);
+    memcpy(&r.group, raw + GMEM_FAULT_OFF_GROUP, 2);
+    r.access = raw[GMEM_FAULT_OFF_ACCESS];
+    r.reason = raw[GMEM_FAULT_OFF_REASON];
+    r.engine = raw[GMEM_FAULT_OFF_ENGINE];
+    r.flags = raw[GMEM_FAULT_OFF_FLAGS];
+    memcpy(&r.pte, raw + GMEM_FAULT_OFF_PTE, 8);
+    memcpy(&r.seq, raw + GMEM_FAULT_OFF_SEQ, 4);
+    g_assert_cmpuint(raw[28] | raw[29] | raw[30] | raw[31], ==, 0);
+    return r;
+}
+
+/* Consume every posted record (moving FQ_HEAD); returns how many. */
+static uint32_t fq_take(Env *e, Rec *out, uint32_t max)
+{
+    uint32_t tail = gq_reg(e->g, GMEM_REG_FQ_TAIL), n = 0;
+    uint32_t mask = (1u << gq_reg(e->g, GMEM_REG_FQ_ENTRIES_LOG2)) - 1;
+
+    while (e->fq_head != tail) {
+        g_assert_cmpuint(n, <, max);
+        out[n++] = fault_record(e, e->fq_head);
+        e->fq_head = (e->fq_head + 1) & mask;
+    }
+    gq_set_reg(e->g, GMEM_REG_FQ_HEAD, e->fq_head);
+    return n;
+}
+
+static void respond(Env *e, uint16_t group, uint32_t code)
+{
+    gq_set_reg(e->g, GMEM_REG_FAULT_RESPONSE,
+               group | code << GMEM_RESP_SHIFT);
+}
+
+static void pattern(uint8_t *buf, size_t len, unsigned seed)
+{
+    for (size_t i = 0; i < len; i++) {
+        buf[i] = (uint8_t)(i * 31 + seed * 17 + (i >> 8));
+    }
+}
+
+static GmemCmd copy_cmd(unsigned dk, uint64_t dst, unsigned sk, uint64_t src,
+                        uint64_t size)
+{
+    return (GmemCmd) {
+        .opcode = GMEM_OP_COPY, .ctx = CTX,
+        .flags = GMEM_CMD_F_DST(dk) | GMEM_CMD_F_SRC(sk),
+        .dst = dst, .src = src, .size = size,
+    };
+}
+
+/* Where an operand of each kind lives, for checking through the back door */
+#define VA_SYS      0x10000000ull   /* VA -> SYS_DATA + 0x100000 */
+#define VA_HBM      0x20000000ull   /* VA -> HBM 0x200000 */
+#define NPAGES      4
+
+static void map_windows(Env *e)
+{
+    for (int p = 0; p < NPAGES; p++) {
+        map4k(e, VA_SYS + p * 4096, SYS_DATA + 0x100000 + p * 4096, RWA);
+        map4k(e, VA_HBM + p * 4096, 0x200000 + p * 4096, RWA | GMEM_PTE_HBM);
+    }
+}
+
+/* Bus address (or BAR2 address) holding what @kind/@addr designates. */
+static uint64_t backing(unsigned kind, uint64_t addr)
+{
+    switch (kind) {
+    case GMEM_ADDR_HBM:
+        return BAR2_ADDR + addr;
+    case GMEM_ADDR_SYS:
+        return addr;
+    default:
+        return addr >= VA_HBM ? BAR2_ADDR + 0x200000 + (addr - VA_HBM)
+                              : SYS_DATA + 0x100000 + (addr - VA_SYS);
+    }
+}
+
+static void test_copy_all_kinds(void)
+{
+    static const uint64_t base[3][2] = {
+        /* [kind] = { src, dst } */
+        [GMEM_ADDR_VA] = { VA_SYS + 0x123, VA_HBM + 0x777 },
+        [GMEM_ADDR_HBM] = { 0x10035, 0x30001 },
+        [GMEM_ADDR_SYS] = { SYS_DATA + 0x11, SYS_DATA + 0x20003 },
+    };
+    const size_t len = 3 * 4096 + 700;  /* crosses pages, odd ends */
+    Env *e = env_start(NULL);
+    g_autofree uint8_t *src = g_malloc(len + 2), *out = g_malloc(len + 2);
+    g_autofree uint8_t *want = g_malloc(len + 2);
+
+    map_windows(e);
+    for (unsigned sk = 0; sk < 3; sk++) {
+        for (unsigned dk = 0; dk < 3; dk++) {
+            uint64_t s = base[sk][0], d = base[dk][1];
+
+            pattern(src, len, sk * 3 + dk);
+            qt_memwrite(e->qt, backing(sk, s), src, len);
+            memset(want, 0xee, len + 2);
+            qt_memwrite(e->qt, backing(dk, d) - 1, want, len + 2);
+            g_assert_cmpuint(run(e, 0, copy_cmd(dk, d, sk, s, len)),
+                             ==, GMEM_CMD_ST_OK);
+            qt_memread(e->qt, backing(dk, d) - 1, out, len + 2);
+            memcpy(want + 1, src, len);
+            g_assert_cmpmem(out, len + 2, want, len + 2);   /* guards too */
+        }
+    }
+    g_assert_cmpuint(counter(e, GMEM_CNT_BYTES), ==, 9 * len);
+    g_assert_cmpuint(counter(e, GMEM_CNT_COMMANDS), ==, 9);
+    g_assert_cmpuint(counter(e, GMEM_CNT_FAULTS), ==, 0);
+    /* 8 distinct VA pages were walked once each, then hit in the TLB. */
+    g_assert_cmpuint(counter(e, GMEM_CNT_WALKS), ==, 8);
+    g_assert_cmpuint(counter(e, GMEM_CNT_TLB_MISSES), ==, 8);
+    g_assert_cmpuint(counter(e, GMEM_CNT_TLB_HITS), >, 0);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(0, GMEM_CQ_COMPLETED)), ==,
+                     9);
+    env_quit(e);
+}
+
+static void test_fill_all_kinds(void)
+{
+    static const uint64_t dst[3] = {
+        [GMEM_ADDR_VA] = VA_HBM + 0xffd,
+        [GMEM_ADDR_HBM] = 0x50003,
+        [GMEM_ADDR_SYS] = SYS_DATA + 0x30007,
+    };
+    const uint64_t value = 0x0123456789abcdefull;
+    const size_t len = 2 * 4096 + 13;
+    Env *e = env_start(NULL);
+    g_autofree uint8_t *out = g_malloc(len + 2);
+    g_autofree uint8_t *want = g_malloc(len + 2);
+
+    map_windows(e);
+    for (unsigned k = 0; k < 3; k++) {
+        GmemCmd c = { .opcode = GMEM_OP_FILL, .ctx = CTX,
+                      .flags = GMEM_CMD_F_DST(k), .dst = dst[k],
+                      .size = len, .value = value };
+
+        memset(want, 0xee, len + 2);
+        qt_memwrite(e->qt, backing(k, dst[k]) - 1, want, len + 2);
+        g_assert_cmpuint(run(e, 1, c), ==, GMEM_CMD_ST_OK);
+        /* Byte i of the fill is byte (i % 8) of the value. */
+        for (size_t i = 0; i < len; i++) {
+            want[1 + i] = value >> (8 * (i % 8));
+        }
+        qt_memread(e->qt, backing(k, dst[k]) - 1, out, len + 2);
+        g_assert_cmpmem(out, len + 2, want, len + 2);
+    }
+    env_quit(e);
+}
+
+static void test_huge_pages(void)
+{
+    const uint64_t va = 0x40000000ull;
+    const size_t len = 64 * 1024;
+    Env *e = env_start(NULL);
+    g_autofree uint8_t *src = g_malloc(len), *out = g_malloc(len);
+
+    map2m(e, va, 2 * GMEM_HUGE_SIZE, RW | GMEM_PTE_HBM);
+    pattern(src, len, 7);
+    qt_memwrite(e->qt, SYS_DATA, src, len);
+    g_assert_cmpuint(run(e, 0, copy_cmd(GMEM_ADDR_VA,
+                         va + 0x180000 - len / 2, GMEM_ADDR_SYS, SYS_DATA,
+                         len)), ==, GMEM_CMD_ST_OK);
+    qt_memread(e->qt, BAR2_ADDR + 2 * GMEM_HUGE_SIZE + 0x180000 - len / 2,
+               out, len);
+    g_assert_cmpmem(out, len, src, len);
+    /* 16 pages of 4 KiB, one walk: the 2 MiB translation served them all */
+    g_assert_cmpuint(counter(e, GMEM_CNT_WALKS), ==, 1);
+    g_assert_cmpuint(counter(e, GMEM_CNT_TLB_HITS), ==, 15);
+
+    /* Past the 2 MiB page nothing is mapped: a fault, not a wrap-around. */
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_TAIL), ==, 0);
+    submit(e, 0, copy_cmd(GMEM_ADDR_VA, va + GMEM_HUGE_SIZE - 8,
+                                     GMEM_ADDR_SYS, SYS_DATA, 16));
+    wait_state(e, 0, GMEM_CQ_STATE_STALLED);
+    g_assert_cmphex(fault_record(e, 0).va, ==, va + GMEM_HUGE_SIZE);
+    env_quit(e);
+}
+
+static void test_fault_replay(void)
+{
+    const uint64_t va = 0x30000000ull;
+    const size_t len = 3 * 4096;
+    Env *e = env_start(NULL);
+    g_autofree uint8_t *src = g_malloc(len), *out = g_malloc(len);
+    Rec r[8];
+    uint32_t idx;
+
+    pattern(src, len, 3);
+    qt_memwrite(e->qt, SYS_DATA + 0x200000, src, len);
+    gq_msi_fired(e->g, GMEM_VEC_FAULT);
+    idx = submit(e, 2, copy_cmd(GMEM_ADDR_SYS, SYS_DATA, GMEM_ADDR_VA,
+                                           va, len));
+    wait_state(e, 2, GMEM_CQ_STATE_STALLED);
+    g_assert_cmpuint(status_of(e, 2, idx), ==, GMEM_CMD_ST_PENDING);
+    g_assert_true(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_PENDING), ==, 1);
+
+    /* All three pages in one group, the last one flagged. */
+    g_assert_cmpuint(fq_take(e, r, G_N_ELEMENTS(r)), ==, 3);
+    for (unsigned i = 0; i < 3; i++) {
+        g_assert_cmphex(r[i].va, ==, va + i * 4096);
+        g_assert_cmpuint(r[i].ctx, ==, CTX);
+        g_assert_cmpuint(r[i].access, ==, GMEM_ACCESS_READ);
+        g_assert_cmpuint(r[i].reason, ==, GMEM_FAULT_NOT_PRESENT);
+        g_assert_cmpuint(r[i].engine, ==, 2);
+        g_assert_cmpuint(r[i].group, ==, r[0].group);
+        g_assert_cmpuint(r[i].flags, ==, i == 2 ? GMEM_FAULT_F_LAST : 0);
+        g_assert_cmpuint(r[i].seq, ==, i);
+        g_assert_cmphex(r[i].pte, ==, 0);
+    }
+    g_assert_cmpuint(counter(e, GMEM_CNT_FAULTS), ==, 3);
+
+    /* Replay before mapping: the same pages fault again, in a new group. */
+    respond(e, r[0].group, GMEM_RESP_REPLAY);
+    wait_state(e, 2, GMEM_CQ_STATE_STALLED);
+    g_assert_cmpuint(fq_take(e, r + 3, 5), ==, 3);
+    g_assert_cmpuint(r[3].group, !=, r[0].group);
+    g_assert_cmpuint(r[3].seq, ==, 3);
+
+    /* Map them and replay: the copy finishes byte for byte. */
+    for (unsigned i = 0; i < 3; i++) {
+        map4k(e, va + i * 4096, SYS_DATA + 0x200000 + i * 4096, RO);
+    }
+    respond(e, r[3].group, GMEM_RESP_REPLAY);
+    g_assert_cmpuint(wait_done(e, 2, idx), ==, GMEM_CMD_ST_OK);
+    qt_memread(e->qt, SYS_DATA, out, len);
+    g_assert_cmpmem(out, len, src, len);
+    g_assert_cmpuint(counter(e, GMEM_CNT_REPLAYS), ==, 2);
+    g_assert_cmpuint(counter(e, GMEM_CNT_FAULTS), ==, 6);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_PENDING), ==, 0);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(2, GMEM_CQ_STATE)), ==,
+                     GMEM_CQ_STATE_IDLE);
+    env_quit(e);
+}
+
+static void test_fault_cancel_and_permissions(void)
+{
+    const uint64_t va = 0x30000000ull;
+    Env *e = env_start(NULL);
+    uint32_t copy, fence;
+    Rec r[4];
+
+    /* Destination mapped read-only: a permission fault on the write. */
+    map4k(e, va, SYS_DATA, RO);
+    copy = submit(e, 0, copy_cmd(GMEM_ADDR_VA, va + 8,
+                                            GMEM_ADDR_HBM, 0, 8));
+    fence = submit(e, 0, (GmemCmd) {
+        .opcode = GMEM_OP_FENCE, .flags = GMEM_CMD_F_DST(GMEM_ADDR_SYS),
+        .dst = FENCE_ADDR, .value = 0xfeedf00dcafe });
+    wait_state(e, 0, GMEM_CQ_STATE_STALLED);
+    g_assert_cmpuint(fq_take(e, r, 4), ==, 1);
+    g_assert_cmphex(r[0].va, ==, va);
+    g_assert_cmpuint(r[0].access, ==, GMEM_ACCESS_WRITE);
+    g_assert_cmpuint(r[0].reason, ==, GMEM_FAULT_PERMISSION);
+    g_assert_cmphex(r[0].pte, ==, SYS_DATA | RO);
+    g_assert_cmphex(qt_readq(e->qt, FENCE_ADDR), ==, 0);   /* behind it */
+
+    /* CANCEL fails that command only; the fence behind it runs. */
+    respond(e, r[0].group, GMEM_RESP_CANCEL);
+    g_assert_cmpuint(wait_done(e, 0, copy), ==, GMEM_CMD_ST_FAULT);
+    g_assert_cmpuint(wait_done(e, 0, fence), ==, GMEM_CMD_ST_OK);
+    g_assert_cmphex(qt_readq(e->qt, FENCE_ADDR), ==, 0xfeedf00dcafe);
+    g_assert_cmpuint(counter(e, GMEM_CNT_CANCELS), ==, 1);
+    /* A second answer to the same group is an error. */
+    respond(e, r[0].group, GMEM_RESP_REPLAY);
+    gq_expect_error(e->g, GMEM_ERR_BAD_RESPONSE,
+                    r[0].group | GMEM_RESP_REPLAY << GMEM_RESP_SHIFT);
+    env_quit(e);
+}
+
+static void test_stall_is_per_queue(void)
+{
+    Env *e = env_start(NULL);
+    uint32_t stalled;
+
+    map_windows(e);
+    stalled = submit(e, 0, copy_cmd(GMEM_ADDR_SYS, SYS_DATA,
+                                               GMEM_ADDR_VA, 0x50000000, 64));
+    wait_state(e, 0, GMEM_CQ_STATE_STALLED);
+    qt_writeq(e->qt, backing(GMEM_ADDR_VA, VA_SYS), 0x1122334455667788);
+    g_assert_cmpuint(run(e, 3, copy_cmd(GMEM_ADDR_HBM, 0x100,
+                         GMEM_ADDR_VA, VA_SYS, 8)), ==, GMEM_CMD_ST_OK);
+    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x100), ==,
+                    0x1122334455667788);
+    g_assert_cmpuint(status_of(e, 0, stalled), ==, GMEM_CMD_ST_PENDING);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(0, GMEM_CQ_STATE)), ==,
+                     GMEM_CQ_STATE_STALLED);
+    env_quit(e);
+}
+
+static void test_tlb_invalidation(void)
+{
+    const uint64_t va = 0x60000000ull;
+    Env *e = env_start(NULL);
+    GmemCmd rd = copy_cmd(GMEM_ADDR_HBM, 0x1000, GMEM_ADDR_VA, va, 8);
+
+    qt_writeq(e->qt, SYS_DATA, 0xaaaa);
+    qt_writeq(e->qt, SYS_DATA + 4096, 0xbbbb);
+    map4k(e, va, SYS_DATA, RW);
+    g_assert_cmpuint(run(e, 0, rd), ==, GMEM_CMD_ST_OK);
+    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xaaaa);
+
+    /* Repoint the PTE: the TLB still holds the old translation. */
+    map4k(e, va, SYS_DATA + 4096, RW);
+    g_assert_cmpuint(run(e, 0, rd), ==, GMEM_CMD_ST_OK);
+    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xaaaa);
+
+    /* Register invalidation of another range leaves it; of this one, not */
+    gq_set_reg64(e->g, GMEM_REG_INV_VA_LO, va + 4096);
+    gq_set_reg64(e->g, GMEM_REG_INV_SIZE_LO, 4096);
+    gq_set_reg(e->g, GMEM_REG_INV_CTX, CTX);
+    gq_set_reg(e->g, GMEM_REG_INV_TRIGGER, 41);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_INV_DONE), ==, 41);
+    g_assert_cmpuint(run(e, 0, rd), ==, GMEM_CMD_ST_OK);
+    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xaaaa);
+    gq_set_reg64(e->g, GMEM_REG_INV_VA_LO, va);
+    gq_set_reg(e->g, GMEM_REG_INV_TRIGGER, 42);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_INV_DONE), ==, 42);
+    g_assert_cmpuint(run(e, 0, rd), ==, GMEM_CMD_ST_OK);
+    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xbbbb);
+
+    /* The command form, ordered in the queue: back to the first page. */
+    map4k(e, va, SYS_DATA, RW);
+    g_assert_cmpuint(run(e, 1, (GmemCmd) { .opcode = GMEM_OP_TLB_INV,
+                         .ctx = CTX, .dst = va, .size = 4096 }), ==,
+                     GMEM_CMD_ST_OK);
+    g_assert_cmpuint(run(e, 1, rd), ==, GMEM_CMD_ST_OK);
+    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xaaaa);
+
+    /* Unmapping needs an invalidation too; then the access faults. */
+    map4k(e, va, 0, 0);
+    g_assert_cmpuint(run(e, 1, (GmemCmd) { .opcode = GMEM_OP_TLB_INV,
+                         .ctx = GMEM_INV_ALL_CONTEXTS }), ==, GMEM_CMD_ST_OK);
+    submit(e, 1, rd);
+    wait_state(e, 1, GMEM_CQ_STATE_STALLED);
+    env_quit(e);
+}
+
+static void test_fence_notify(void)
+{
+    Env *e = env_start(NULL);
+    GmemCmd f = { .opcode = GMEM_OP_FENCE,
+                  .flags = GMEM_CMD_F_DST(GMEM_ADDR_SYS), .dst = FENCE_ADDR,
+                  .value = 7 };
+
+    g_assert_cmpuint(run(e, 2, f), ==, GMEM_CMD_ST_OK);
+    g_assert_cmphex(qt_readq(e->qt, FENCE_ADDR), ==, 7);
+    g_assert_false(gq_msi_fired(e->g, GMEM_VEC_QUEUE(2)));
+    f.flags |= GMEM_CMD_F_NOTIFY;
+    f.value = 8;
+    g_assert_cmpuint(run(e, 2, f), ==, GMEM_CMD_ST_OK);
+    g_assert_cmphex(qt_readq(e->qt, FENCE_ADDR), ==, 8);
+    g_assert_true(gq_msi_fired(e->g, GMEM_VEC_QUEUE(2)));
+    g_assert_false(gq_msi_fired(e->g, GMEM_VEC_QUEUE(1)));
+    /* A fence into HBM and into a device VA. */
+    map_windows(e);
+    f = (GmemCmd) { .opcode = GMEM_OP_FENCE, .ctx = CTX,
+                    .flags = GMEM_CMD_F_DST(GMEM_ADDR_VA), .dst = VA_HBM + 8,
+                    .value = 0x99 };
+    g_assert_cmpuint(run(e, 2, f), ==, GMEM_CMD_ST_OK);
+    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x200008), ==, 0x99);
+    env_quit(e);
+}
+
+static void test_compute(void)
+{
+    const uint64_t va = 0x70000000ull;
+    const unsigned n = 40, dstride = 4100, sstride = 8;
+    Env *e = env_start(NULL);
+    GmemCmd add = { .opcode = GMEM_OP_ATOMIC_ADD, .ctx = CTX, .dst = va,
+                    .size = n, .dst_stride = dstride, .value = 0x10001 };
+    GmemCmd axpy = { .opcode = GMEM_OP_SCALE_ADD, .ctx = CTX,
+                     .flags = GMEM_CMD_F_WIDE | GMEM_CMD_F_DST(GMEM_ADDR_HBM),
+                     .dst = 0x8000, .src = va, .size = n,
+                     .dst_stride = 24, .src_stride = sstride,
+                     .value = 3, .value2 = 1000 };
+
+    /* 40 u32 elements 4100 bytes apart span 41 pages. */
+    for (unsigned p = 0; p < 41; p++) {
+        map4k(e, va + p * 4096, SYS_DATA + p * 4096, RWA);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        qt_writel(e->qt, SYS_DATA + i * dstride, i);
+        qt_writel(e->qt, SYS_DATA + i * dstride + 4, 0xdddddddd);
+    }
+    g_assert_cmpuint(run(e, 0, add), ==, GMEM_CMD_ST_OK);
+    g_assert_cmpuint(run(e, 0, add), ==, GMEM_CMD_ST_OK);
+    for (unsigned i = 0; i < n; i++) {
+        g_assert_cmphex(qt_readl(e->qt, SYS_DATA + i * dstride), ==,
+                        i + 2 * 0x10001);
+        g_assert_cmphex(qt_readl(e->qt, SYS_DATA + i * dstride + 4), ==,
+                        0xdddddddd);
+    }
+
+    /* dst[i] = src[i] * 3 + 1000 on u64, src contiguous, into HBM. */
+    for (unsigned i = 0; i < n; i++) {
+        qt_writeq(e->qt, SYS_DATA + i * sstride, 0x100000000ull * i + i);
+    }
+    g_assert_cmpuint(run(e, 0, axpy), ==, GMEM_CMD_ST_OK);
+    for (unsigned i = 0; i < n; i++) {
+        g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x8000 + i * 24), ==,
+                        (0x100000000ull * i + i) * 3 + 1000);
+    }
+
+    /* An atomic on a page without the A bit is a permission fault. */
+    map4k(e, va, SYS_DATA, RW);
+    g_assert_cmpuint(run(e, 0, (GmemCmd) { .opcode = GMEM_OP_TLB_INV,
+                         .ctx = CTX }), ==, GMEM_CMD_ST_OK);
+    submit(e, 0, add);
+    wait_state(e, 0, GMEM_CQ_STATE_STALLED);
+    g_assert_cmpuint(fault_record(e, 0).access, ==, GMEM_ACCESS_ATOMIC);
+    g_assert_cmpuint(fault_record(e, 0).reason, ==, GMEM_FAULT_PERMISSION);
+    env_quit(e);
+}
+
+static void test_fault_coalescing(void)
+{
+    const uint64_t va = 0x80000000ull;
+    const unsigned n = 24;
+    Env *e = env_start(NULL);
+    GmemCmd add = { .opcode = GMEM_OP_ATOMIC_ADD, .ctx = CTX,
+                    .flags = GMEM_CMD_F_WIDE, .dst = va, .size = n,
+                    .dst_stride = 4096, .value = 5 };
+    Rec r[GMEM_FAULT_GROUP_MAX + 1];
+    uint32_t idx, got;
+
+    /* Each element on its own unmapped page; element 3 is mapped. */
+    map4k(e, va + 3 * 4096, SYS_DATA + 3 * 4096, RWA);
+    idx = submit(e, 0, add);
+    wait_state(e, 0, GMEM_CQ_STATE_STALLED);
+    got = fq_take(e, r, G_N_ELEMENTS(r));
+    g_assert_cmpuint(got, ==, GMEM_FAULT_GROUP_MAX);
+    for (unsigned i = 0, page = 0; i < got; i++, page++) {
+        page += page == 3;          /* mapped: no fault for it */
+        g_assert_cmphex(r[i].va, ==, va + page * 4096);
+        g_assert_cmpuint(r[i].group, ==, r[0].group);
+        g_assert_cmpuint(r[i].access, ==, GMEM_ACCESS_ATOMIC);
+    }
+    g_assert_cmpuint(r[got - 1].flags, ==, GMEM_FAULT_F_LAST);
+    /* Map everything, replay once: no second group is needed. */
+    for (unsigned p = 0; p < n; p++) {
+        map4k(e, va + p * 4096, SYS_DATA + p * 4096, RWA);
+        qt_writeq(e->qt, SYS_DATA + p * 4096, 100 + p);
+    }
+    respond(e, r[0].group, GMEM_RESP_REPLAY);
+    g_assert_cmpuint(wait_done(e, 0, idx), ==, GMEM_CMD_ST_OK);
+    g_assert_cmpuint(counter(e, GMEM_CNT_FAULTS), ==, GMEM_FAULT_GROUP_MAX);
+    /* Every element, the mapped one too, was added exactly once. */
+    for (unsigned p = 0; p < n; p++) {
+        g_assert_cmpuint(qt_readq(e->qt, SYS_DATA + p * 4096), ==,
+                         100 + p + 5);
+    }
+    env_quit(e);
+}
+
+static void test_fault_queue_overflow(void)
+{
+    Env *e = env_start(NULL);
+    uint32_t a, b;
+    Rec r[2];
+
+    /* Two entries: one usable slot, so a second group must wait. */
+    gq_set_reg(e->g, GMEM_REG_FQ_CTRL, 0);
+    fq_setup(e, 1);
+    a = submit(e, 0, copy_cmd(GMEM_ADDR_HBM, 0, GMEM_ADDR_VA,
+                                         0x90000000, 8));
+    wait_state(e, 0, GMEM_CQ_STATE_STALLED);
+    b = submit(e, 1, copy_cmd(GMEM_ADDR_HBM, 0, GMEM_ADDR_VA,
+                                         0x90001000, 8));
+    wait_state(e, 1, GMEM_CQ_STATE_STALLED);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_STATUS), ==,
+                     GMEM_FQ_STATUS_ENABLED | GMEM_FQ_STATUS_OVERFLOW);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_TAIL), ==, 1);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_PENDING), ==, 2);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_ERROR_CODE), ==,
+                     GMEM_ERR_FAULT_OVERFLOW);
+    g_assert_true(gq_log_has(e->g, "fault queue full"));
+    gq_set_reg(e->g, GMEM_REG_ERROR_CODE, 0);
+
+    /* Consuming the first record makes room: the waiting one is posted. */
+    g_assert_cmpuint(fq_take(e, r, 1), ==, 1);
+    g_assert_cmphex(r[0].va, ==, 0x90000000);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_TAIL), ==, 0);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_STATUS), ==,
+                     GMEM_FQ_STATUS_ENABLED);
+    g_assert_cmpuint(fq_take(e, r + 1, 1), ==, 1);
+    g_assert_cmphex(r[1].va, ==, 0x90001000);
+    g_assert_cmpuint(r[1].engine, ==, 1);
+    respond(e, r[0].group, GMEM_RESP_CANCEL);
+    respond(e, r[1].group, GMEM_RESP_CANCEL);
+    g_assert_cmpuint(wait_done(e, 0, a), ==, GMEM_CMD_ST_FAULT);
+    g_assert_cmpuint(wait_done(e, 1, b), ==, GMEM_CMD_ST_FAULT);
+
+    /* No fault queue at all: the faulting command fails at once. */
+    gq_set_reg(e->g, GMEM_REG_FQ_CTRL, 0);
+    g_assert_cmpuint(run(e, 2, copy_cmd(GMEM_ADDR_HBM, 0,
+                         GMEM_ADDR_VA, 0x90000000, 8)), ==, GMEM_CMD_ST_FAULT);
+    env_quit(e);
+}
+
+static void test_reset_mid_work(void)
+{
+    Env *e = env_start(NULL);
+
+    submit(e, 0, copy_cmd(GMEM_ADDR_HBM, 0, GMEM_ADDR_VA,
+                                     0x90000000, 8));
+    submit(e, 1, (GmemCmd) { .opcode = GMEM_OP_FILL,
+                              .flags = GMEM_CMD_F_DST(GMEM_ADDR_HBM),
+                              .size = 32 << 20, .value = 1 });
+    wait_state(e, 0, GMEM_CQ_STATE_STALLED);
+    gq_set_reg(e->g, GMEM_REG_RESET, GMEM_RESET_MAGIC);
+    for (unsigned q = 0; q < GMEM_NUM_QUEUES; q++) {
+        g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_STATE)), ==,
+                         GMEM_CQ_STATE_DISABLED);
+        g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_HEAD)), ==, 0);
+    }
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_PENDING), ==, 0);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_STATUS), ==, 0);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_CTRL)), ==, 0);
+    g_assert_cmpuint(counter(e, GMEM_CNT_FAULTS), ==, 0);
+    g_assert_cmphex(gq_reg(e->g, GMEM_REG_STATUS), ==, GMEM_STATUS_READY);
+
+    /* Set up again from scratch: the device works. */
+    gq_set_reg64(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_ROOT_LO), e->root);
+    gq_set_reg(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_CTRL), GMEM_CTX_CTRL_ENABLE);
+    queue_setup(e, 0);
+    map4k(e, 0x90000000, SYS_DATA, RW);
+    qt_writeq(e->qt, SYS_DATA, 0x5151);
+    g_assert_cmpuint(run(e, 0, copy_cmd(GMEM_ADDR_HBM, 0x40,
+                         GMEM_ADDR_VA, 0x90000000, 8)), ==, GMEM_CMD_ST_OK);
+    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x40), ==, 0x5151);
+    env_quit(e);
+}
+
+/* A command that must fail with @st and leave error (@code, @info). */
+static void expect_cmd_error(Env *e, GmemCmd c, uint32_t st,
+                             uint32_t code, uint32_t info, const char *log)
+{
+    g_assert_cmpuint(run(e, 0, c), ==, st);
+    gq_expect_error(e->g, code, info);
+    g_assert_true(gq_log_has(e->g, log));
+}
+
+static void test_bad_page_tables(void)
+{
+    const uint64_t va = 0xa0000000ull;
+    Env *e = env_start(NULL);
+    GmemCmd rd = copy_cmd(GMEM_ADDR_HBM, 0, GMEM_ADDR_VA, va, 8);
+    uint64_t l1_slot = pte_slot(e, va, 1), l2_slot = pte_slot(e, va, 2);
+    uint64_t l2_pte = qt_readq(e->qt, l2_slot);
+    uint64_t l3_table = qt_readq(e->qt, pte_slot(e, va, 3)) &
+                        GMEM_PTE_ADDR_MASK;
+    GmemCmd inv = { .opcode = GMEM_OP_TLB_INV, .ctx = CTX };
+
+    qt_writeq(e->qt, l1_slot, SYS_DATA | RW | (1ull << 7));
+    g_assert_cmpuint(run(e, 0, rd), ==, GMEM_CMD_ST_PT_ERROR);
+    g_assert_cmphex(gq_reg64(e->g, GMEM_REG_ERROR_ADDR_LO), ==, l1_slot);
+    gq_expect_error(e->g, GMEM_ERR_PT_RESERVED, CTX << 16 | 1);
+    g_assert_true(gq_log_has(e->g, "reserved-bits at level 1"));
+
+    /* A level-2 entry pointing back at the level-3 table: a loop. */
+    qt_writeq(e->qt, l2_slot, l3_table | GMEM_PTE_VALID);
+    expect_cmd_error(e, rd, GMEM_CMD_ST_PT_ERROR, GMEM_ERR_PT_LOOP,
+                     CTX << 16 | 1, "loop");
+    /* ... or at the root (self-reference through the whole walk). */
+    qt_writeq(e->qt, l2_slot, e->root | GMEM_PTE_VALID);
+    expect_cmd_error(e, rd, GMEM_CMD_ST_PT_ERROR, GMEM_ERR_PT_LOOP,
+                     CTX << 16 | 1, "loop");
+
+    /* A table where there is no memory, and one past the end of HBM. */
+    qt_writeq(e->qt, l2_slot, UNBACKED | GMEM_PTE_VALID);
+    expect_cmd_error(e, rd, GMEM_CMD_ST_PT_ERROR, GMEM_ERR_PT_ADDRESS,
+                     CTX << 16 | 1, "bad-address");
+    qt_writeq(e->qt, l2_slot, HBM_SIZE | GMEM_PTE_VALID | GMEM_PTE_HBM);
+    expect_cmd_error(e, rd, GMEM_CMD_ST_PT_ERROR, GMEM_ERR_PT_ADDRESS,
+                     CTX << 16 | 1, "bad-address");
+
+    /* A page past the end of HBM. */
+    qt_writeq(e->qt, l2_slot, l2_pte);
+    qt_writeq(e->qt, l1_slot, (HBM_SIZE - 4096) | RW | GMEM_PTE_HBM);
+    g_assert_cmpuint(run(e, 0, rd), ==, GMEM_CMD_ST_OK);
+    run(e, 0, inv);
+    qt_writeq(e->qt, l1_slot, HBM_SIZE | RW | GMEM_PTE_HBM);
+    expect_cmd_error(e, rd, GMEM_CMD_ST_PT_ERROR, GMEM_ERR_PT_ADDRESS,
+                     CTX << 16 | 1, "bad-address");
+
+    /* A system page where nothing answers: the data access fails. */
+    qt_writeq(e->qt, l1_slot, UNBACKED | RW);
+    expect_cmd_error(e, rd, GMEM_CMD_ST_BAD_ADDRESS, GMEM_ERR_DMA, 0,
+                     "memory access failed");
+
+    /* A root table in HBM past its end. */
+    gq_set_reg64(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_ROOT_LO), HBM_SIZE);
+    gq_set_reg(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_CTRL),
+               GMEM_CTX_CTRL_ENABLE | GMEM_CTX_CTRL_ROOT_HBM);
+    expect_cmd_error(e, rd, GMEM_CMD_ST_PT_ERROR, GMEM_ERR_PT_ADDRESS,
+                     CTX << 16 | 4, "bad-address");
+    env_quit(e);
+}
+
+static void test_bad_commands_and_queues(void)
+{
+    Env *e = env_start(NULL);
+    GmemCmd c;
+
+    c = (GmemCmd) { .opcode = 0x42 };
+    expect_cmd_error(e, c, GMEM_CMD_ST_BAD_OPCODE, GMEM_ERR_BAD_COMMAND,
+                     GMEM_CMD_ST_BAD_OPCODE, "malformed unknown command");
+    c = copy_cmd(GMEM_ADDR_HBM, 0, GMEM_ADDR_HBM, HBM_SIZE - 4, 8);
+    expect_cmd_error(e, c, GMEM_CMD_ST_BAD_ADDRESS, GMEM_ERR_BAD_COMMAND,
+                     GMEM_CMD_ST_BAD_ADDRESS, "malformed copy");
+    c = copy_cmd(GMEM_ADDR_HBM, 0, GMEM_ADDR_HBM, 64, 8);
+    c.reserved = 1;
+    expect_cmd_error(e, c, GMEM_CMD_ST_BAD_FIELD, GMEM_ERR_BAD_COMMAND,
+                     GMEM_CMD_ST_BAD_FIELD, "malformed copy");
+    c = copy_cmd(GMEM_ADDR_VA, 0, GMEM_ADDR_HBM, 64, 8);
+    c.ctx = GMEM_NUM_CONTEXTS;
+    expect_cmd_error(e, c, GMEM_CMD_ST_BAD_CONTEXT, GMEM_ERR_BAD_COMMAND,
+                     GMEM_CMD_ST_BAD_CONTEXT, "malformed copy");
+    c.ctx = 9;          /* in range, never enabled */
+    expect_cmd_error(e, c, GMEM_CMD_ST_BAD_CONTEXT, GMEM_ERR_BAD_CONTEXT, 9,
+                     "context 9 is not enabled");
+    c = copy_cmd(GMEM_ADDR_SYS, UNBACKED, GMEM_ADDR_HBM, 64, 8);
+    expect_cmd_error(e, c, GMEM_CMD_ST_BAD_ADDRESS, GMEM_ERR_DMA, 0,
+                     "memory access failed");
+
+    /* A doorbell past the ring is refused; TAIL keeps its value. */
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_TAIL), 1u << CQ_LOG2);
+    gq_expect_error(e->g, GMEM_ERR_BAD_TAIL, 1);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_TAIL)), ==, 0);
+    g_assert_true(gq_log_has(e->g, "is past the ring"));
+
+    /* Ring changes while enabled, misaligned rings, bad sizes: refused. */
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_BASE_LO), 0x1234);
+    gq_expect_error(e->g, GMEM_ERR_BAD_VALUE, GMEM_REG_QUEUE(1, 0));
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_CTRL), 0);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_BASE_LO), 0x1234);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_CTRL), GMEM_CQ_CTRL_ENABLE);
+    gq_expect_error(e->g, GMEM_ERR_BAD_VALUE,
+                    GMEM_REG_QUEUE(1, GMEM_CQ_CTRL));
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_STATE)), ==,
+                     GMEM_CQ_STATE_DISABLED);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_BASE_LO), CQ_RING(1));
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_ENTRIES_LOG2), 17);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_CTRL), GMEM_CQ_CTRL_ENABLE);
+    gq_expect_error(e->g, GMEM_ERR_BAD_VALUE,
+                    GMEM_REG_QUEUE(1, GMEM_CQ_CTRL));
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_TAIL), 1);
+    gq_expect_error(e->g, GMEM_ERR_BAD_VALUE,
+                    GMEM_REG_QUEUE(1, GMEM_CQ_TAIL));
+
+    /* A ring where there is no memory: the queue breaks, not QEMU. */
+    gq_set_reg64(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_BASE_LO), UNBACKED);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_ENTRIES_LOG2), 4);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_CTRL), GMEM_CQ_CTRL_ENABLE);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_TAIL), 1);
+    wait_state(e, 1, GMEM_CQ_STATE_BROKEN);
+    gq_expect_error(e->g, GMEM_ERR_DMA, 1);
+    /* Disable, fix, enable: it works again. */
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_CTRL), 0);
+    queue_setup(e, 1);
+    g_assert_cmpuint(run(e, 1, (GmemCmd) { .opcode = GMEM_OP_NOP }), ==,
+                     GMEM_CMD_ST_OK);
+
+    /* Contexts, fault queue and invalidation registers check values. */
+    gq_set_reg(e->g, GMEM_REG_CTX(3, GMEM_CTX_ROOT_LO), 0x1001);
+    gq_expect_error(e->g, GMEM_ERR_BAD_VALUE, GMEM_REG_CTX(3, 0));
+    gq_set_reg(e->g, GMEM_REG_CTX(3, GMEM_CTX_CTRL), 0x4);
+    gq_expect_error(e->g, GMEM_ERR_BAD_VALUE,
+                    GMEM_REG_CTX(3, GMEM_CTX_CTRL));
+    gq_set_reg(e->g, GMEM_REG_FQ_HEAD, 1u << FQ_LOG2);
+    gq_expect_error(e->g, GMEM_ERR_BAD_VALUE, GMEM_REG_FQ_HEAD);
+    gq_set_reg(e->g, GMEM_REG_FAULT_RESPONSE, 7 | 3 << GMEM_RESP_SHIFT);
+    gq_expect_error(e->g, GMEM_ERR_BAD_RESPONSE, 7 | 3 << GMEM_RESP_SHIFT);
+    gq_set_reg(e->g, GMEM_REG_INV_CTX, 64);
+    gq_set_reg(e->g, GMEM_REG_INV_TRIGGER, 5);
+    gq_expect_error(e->g, GMEM_ERR_BAD_VALUE, GMEM_REG_INV_CTX);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_INV_DONE), ==, 0);
+    env_quit(e);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/gmem-accel/dma/copy-all-kinds", test_copy_all_kinds);
+    g_test_add_func("/gmem-accel/dma/fill-all-kinds", test_fill_all_kinds);
+    g_test_add_func("/gmem-accel/dma/fence-notify", test_fence_notify);
+    g_test_add_func("/gmem-accel/dma/compute", test_compute);
+    g_test_add_func("/gmem-accel/mmu/huge-pages", test_huge_pages);
+    g_test_add_func("/gmem-accel/mmu/tlb-invalidation",
+                    test_tlb_invalidation);
+    g_test_add_func("/gmem-accel/fault/replay", test_fault_replay);
+    g_test_add_func("/gmem-accel/fault/cancel-and-permissions",
+                    test_fault_cancel_and_permissions);
+    g_test_add_func("/gmem-accel/fault/stall-is-per-queue",
+                    test_stall_is_per_queue);
+    g_test_add_func("/gmem-accel/fault/coalescing", test_fault_coalescing);
+    g_test_add_func("/gmem-accel/fault/queue-overflow",
+                    test_fault_queue_overflow);
+    g_test_add_func("/gmem-accel/reset-mid-work", test_reset_mid_work);
+    g_test_add_func("/gmem-accel/bad/page-tables", test_bad_page_tables);
+    g_test_add_func("/gmem-accel/bad/commands-and-queues",
+                    test_bad_commands_and_queues);
+    return g_test_run();
+}
