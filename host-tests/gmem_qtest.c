@@ -4,6 +4,8 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include <glib.h>
+#include <gio/gio.h>
+#include <gio/gunixsocketaddress.h>
 #include <glib/gstdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,8 +46,11 @@ GmemQTest *gq_start(const char *props)
 
     g_assert_cmpint(fd, >=, 0);
     close(fd);
+    g->qmp_path = g_strdup_printf("%s.qmp", g->log_path);
     args = g_strdup_printf("-d guest_errors -D %s "
-                           "-device gmem-accel,addr=04.0%s%s", g->log_path,
+                           "-qmp unix:%s,server=on,wait=off "
+                           "-device gmem-accel,id=gmem0,addr=04.0%s%s",
+                           g->log_path, g->qmp_path,
                            props ? "," : "", props ? props : "");
     g->qt = qt_start(args);
     g_assert_cmphex(qt_pci_cfg_readl(g->qt, DEVFN, 0x00), ==,
@@ -77,7 +82,9 @@ void gq_quit(GmemQTest *g)
 {
     qt_quit(g->qt);
     g_unlink(g->log_path);
+    g_unlink(g->qmp_path);
     g_free(g->log_path);
+    g_free(g->qmp_path);
     g_free(g);
 }
 
@@ -108,4 +115,42 @@ bool gq_msi_fired(GmemQTest *g, unsigned v)
 
     qt_writel(g->qt, MSI_ADDR + 4 * v, 0);
     return data == MSI_DATA(v);
+}
+
+/* Read one line from the QMP connection. */
+static char *qmp_line(GDataInputStream *in)
+{
+    g_autoptr(GError) err = NULL;
+    char *line = g_data_input_stream_read_line(in, NULL, NULL, &err);
+
+    if (!line) {
+        g_error("QMP connection closed: %s", err ? err->message : "EOF");
+    }
+    return line;
+}
+
+char *gq_qmp(GmemQTest *g, const char *json)
+{
+    g_autoptr(GSocketClient) client = g_socket_client_new();
+    g_autoptr(GSocketAddress) addr = g_unix_socket_address_new(g->qmp_path);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GSocketConnection) conn = NULL;
+    g_autoptr(GDataInputStream) in = NULL;
+    GOutputStream *out;
+    g_autofree char *cmd = g_strdup_printf(
+        "{\"execute\": \"qmp_capabilities\"}\n%s\n", json);
+
+    conn = g_socket_client_connect(client, G_SOCKET_CONNECTABLE(addr), NULL,
+                                   &err);
+    if (!conn) {
+        g_error("cannot connect to QMP at %s: %s", g->qmp_path, err->message);
+    }
+    in = g_data_input_stream_new(
+        g_io_stream_get_input_stream(G_IO_STREAM(conn)));
+    out = g_io_stream_get_output_stream(G_IO_STREAM(conn));
+    g_free(qmp_line(in));                       /* greeting */
+    g_assert_true(g_output_stream_write_all(out, cmd, strlen(cmd), NULL, NULL,
+                                            NULL));
+    g_free(qmp_line(in));                       /* capabilities */
+    return qmp_line(in);
 }

@@ -21,6 +21,7 @@
 typedef struct GmemQTest {
     QTest *qt;
     char *log_path;     /* QEMU's -d guest_errors log */
+    char *qmp_path;     /* QEMU's QMP socket */
 } GmemQTest;
 
 /* Start QEMU with one device (extra -device properties in @props, or NULL). */
@@ -36,6 +37,9 @@ uint64_t gq_reg64(GmemQTest *g, uint32_t lo_off);
 void gq_expect_error(GmemQTest *g, uint32_t code, uint32_t info);
 /* Does the guest-error log contain @needle? */
 bool gq_log_has(GmemQTest *g, const char *needle);
+
+/* Run one QMP command (JSON text); returns the reply line (caller frees). */
+char *gq_qmp(GmemQTest *g, const char *json);
 
 /* Did vector @v fire since the last call? (clears its RAM flag) */
 bool gq_msi_fired(GmemQTest *g, unsigned v);

@@ -18,7 +18,7 @@ struct QTest {
 };
 
 /* QEMU dies with the test, so a failed assertion does not leave it behind. */
-static void qt_child_setup(gpointer data)
+static void qt_child_setup(gpointer data G_GNUC_UNUSED)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 }

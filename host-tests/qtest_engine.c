@@ -866,6 +866,44 @@ static void test_bad_commands_and_queues(void)
     env_quit(e);
 }
 
+/* Does the JSON text hold the member @kv ("key": value), whole? */
+static bool has_member(const char *json, const char *kv)
+{
+    for (const char *p = strstr(json, kv); p; p = strstr(p + 1, kv)) {
+        char next = p[strlen(kv)];
+
+        if (next == ',' || next == '}') {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void test_monitor_state(void)
+{
+    Env *e = env_start(NULL);
+    g_autofree char *reply = NULL;
+
+    submit(e, 1, copy_cmd(GMEM_ADDR_HBM, 0, GMEM_ADDR_VA, 0x90000000, 8));
+    wait_state(e, 1, GMEM_CQ_STATE_STALLED);
+    reply = gq_qmp(e->g, "{\"execute\": \"qom-get\", \"arguments\": "
+                   "{\"path\": \"/machine/peripheral/gmem0\", "
+                   "\"property\": \"state\"}}");
+    g_test_message("%s", reply);
+    g_assert_true(g_str_has_prefix(reply, "{\"return\": {"));
+    g_assert_true(has_member(reply, "\"hbm-size\": 67108864"));
+    g_assert_true(has_member(reply, "\"root\": 1048576"));     /* ctx 1 */
+    g_assert_true(has_member(reply, "\"enabled\": true"));
+    g_assert_true(has_member(reply, "\"state\": \"stalled\""));
+    g_assert_true(has_member(reply, "\"command\": \"copy\""));
+    g_assert_true(has_member(reply, "\"group-posted\": true"));
+    g_assert_true(has_member(reply, "\"faults\": 1"));
+    g_assert_true(has_member(reply, "\"walks\": 1"));
+    g_assert_true(has_member(reply, "\"overflow\": false"));
+    g_assert_false(has_member(reply, "\"faults\": 2"));
+    env_quit(e);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -885,6 +923,7 @@ int main(int argc, char **argv)
     g_test_add_func("/gmem-accel/fault/queue-overflow",
                     test_fault_queue_overflow);
     g_test_add_func("/gmem-accel/reset-mid-work", test_reset_mid_work);
+    g_test_add_func("/gmem-accel/monitor/state", test_monitor_state);
     g_test_add_func("/gmem-accel/bad/page-tables", test_bad_page_tables);
     g_test_add_func("/gmem-accel/bad/commands-and-queues",
                     test_bad_commands_and_queues);

@@ -321,6 +321,7 @@ static void gmem_accel_realize(PCIDevice *pdev, Error **errp)
     }
 
     gmem_engine_realize(s);
+    gmem_monitor_init(s);
     gmem_accel_reset_state(s, "realize");
     trace_gmem_accel_realize(DEVICE(s)->id ?: "", s->hbm_size,
                              GMEM_MSIX_VECTORS);

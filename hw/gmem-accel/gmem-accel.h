@@ -113,6 +113,9 @@ GmemWalkStatus gmem_translate(GmemAccelState *s, uint16_t ctx, uint64_t va,
                               unsigned access, GmemTranslation *t);
 bool gmem_read_pte(void *opaque, bool hbm, uint64_t addr, uint64_t *pte);
 
+/* gmem-accel-monitor.c */
+void gmem_monitor_init(GmemAccelState *s);
+
 extern const VMStateDescription gmem_vmstate_context;
 extern const VMStateDescription gmem_vmstate_queue;
 
