@@ -520,13 +520,12 @@ static bool gmem_step_exec(GmemAccelState *s, GmemQueue *q,
     const GmemCmd *c = &q->cmd;
     const GmemOperand *src = &step->op[0], *dst = &step->op[1];
     unsigned width = c->flags & GMEM_CMD_F_WIDE ? 8 : 4;
-    g_autofree uint8_t *buf = NULL;
+    uint8_t *buf = s->bounce;   /* steps are at most GMEM_STEP_MAX_BYTES */
     uint8_t elem[8];
     uint64_t v;
 
     switch (c->opcode) {
     case GMEM_OP_COPY:
-        buf = g_malloc(src->len);
         if (!gmem_mem_rw(s, tgt[0].hbm, tgt[0].addr, buf, src->len, false) ||
             !gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr, buf, dst->len, true)) {
             return false;
@@ -534,7 +533,6 @@ static bool gmem_step_exec(GmemAccelState *s, GmemQueue *q,
         s->counters[GMEM_CNT_BYTES] += dst->len;
         return true;
     case GMEM_OP_FILL:
-        buf = g_malloc(dst->len);
         for (uint32_t i = 0; i < dst->len; i++) {
             buf[i] = c->value >> (8 * ((progress + i) & 7));
         }
@@ -1058,12 +1056,14 @@ void gmem_engine_realize(GmemAccelState *s)
     s->engine_bh = qemu_bh_new_guarded(gmem_engine_bh, s,
                                        &DEVICE(s)->mem_reentrancy_guard);
     gmem_tlb_init(&s->tlb, s->tlb_entries);
+    s->bounce = g_malloc(GMEM_STEP_MAX_BYTES);
 }
 
 void gmem_engine_unrealize(GmemAccelState *s)
 {
     qemu_bh_delete(s->engine_bh);
     gmem_tlb_free(&s->tlb);
+    g_free(s->bounce);
 }
 
 /* ---- migration ---- */

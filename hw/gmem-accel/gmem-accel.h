@@ -58,6 +58,7 @@ struct GmemAccelState {
     MemoryRegion hbm;           /* BAR2, RAM-backed */
     uint8_t *hbm_ptr;
     QEMUBH *engine_bh;
+    uint8_t *bounce;            /* GMEM_STEP_MAX_BYTES, one step's data */
 
     /* registers */
     uint32_t status;
