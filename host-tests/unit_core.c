@@ -217,6 +217,194 @@ static void test_walk_loops(void)
     g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_NOT_PRESENT);
 }
 
+/* ---- page-table dump ---- */
+
+#define MAX_RUNS 64
+
+typedef struct Runs {
+    unsigned n;
+    unsigned stop_after;        /* 0: never stop */
+    GmemPtRange r[MAX_RUNS];
+} Runs;
+
+static bool collect(void *opaque, const GmemPtRange *r)
+{
+    Runs *runs = opaque;
+
+    g_assert_cmpuint(runs->n, <, MAX_RUNS);
+    runs->r[runs->n++] = *r;
+    return runs->n != runs->stop_after;
+}
+
+static GmemPtDumpResult dump(uint64_t start, uint64_t end, unsigned max_tables,
+                             Runs *runs)
+{
+    runs->n = 0;
+    return gmem_pt_dump(fake_read_pte, NULL, L4, false, HBM_SIZE, start, end,
+                        max_tables, collect, runs);
+}
+
+/*
+ * Every page of every run must translate exactly as the walker says, and
+ * the pages around a run must not (or must belong to the neighbouring run).
+ */
+static void check_runs_against_walker(const Runs *runs)
+{
+    for (unsigned i = 0; i < runs->n; i++) {
+        const GmemPtRange *r = &runs->r[i];
+
+        if (r->status != GMEM_WALK_OK) {
+            continue;
+        }
+        g_assert_cmphex(r->size, ==, r->pages * r->first.page_size);
+        for (uint64_t p = 0; p < r->pages; p++) {
+            uint64_t va = r->va + p * r->first.page_size;
+            GmemTranslation t;
+
+            g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_OK);
+            g_assert_cmphex(t.va_base, ==, va);
+            g_assert_cmphex(t.page_size, ==, r->first.page_size);
+            g_assert_cmphex(t.target, ==,
+                            r->first.target + p * r->first.page_size);
+            g_assert_cmpint(t.target_hbm, ==, r->first.target_hbm);
+            g_assert_cmpint(t.perms, ==, r->first.perms);
+            g_assert_cmphex(t.pte_addr, ==, r->first.pte_addr + 8 * p);
+        }
+    }
+}
+
+static void test_dump_runs(void)
+{
+    const uint64_t va = 0x7f0000000000ull;
+    const uint64_t huge_va = va + 2 * GMEM_HUGE_SIZE;
+    GmemTranslation t;
+    Runs runs = { 0 };
+
+    /* Four contiguous RW pages, one read-only page, a gap, one more page. */
+    map_tables(va);
+    for (int i = 0; i < 4; i++) {
+        set_pte(false, L1, va + i * 0x1000, 1, (0x100000 + i * 0x1000) | RW);
+    }
+    set_pte(false, L1, va + 0x4000, 1,
+            0x104000 | GMEM_PTE_VALID | GMEM_PTE_READ);
+    set_pte(false, L1, va + 0x6000, 1, 0x106000 | RW);
+    /* Two 2 MiB pages in HBM with all permissions. */
+    for (int i = 0; i < 2; i++) {
+        set_pte(false, L2, huge_va + i * GMEM_HUGE_SIZE, 2,
+                (i * GMEM_HUGE_SIZE) | GMEM_PTE_VALID | GMEM_PTE_PERM_MASK |
+                GMEM_PTE_HUGE | GMEM_PTE_HBM);
+    }
+
+    g_assert_cmpint(dump(0, UINT64_MAX, 16, &runs), ==, GMEM_DUMP_COMPLETE);
+    g_assert_cmpuint(runs.n, ==, 4);
+    g_assert_cmphex(runs.r[0].va, ==, va);
+    g_assert_cmpuint(runs.r[0].pages, ==, 4);
+    g_assert_cmphex(runs.r[0].size, ==, 0x4000);
+    g_assert_cmphex(runs.r[0].first.target, ==, 0x100000);
+    g_assert_cmphex(runs.r[0].first.pte_addr, ==,
+                    L1 + GMEM_PT_INDEX(va, 1) * 8);
+    g_assert_cmpint(runs.r[1].first.perms, ==, GMEM_ACCESS_READ);
+    g_assert_cmpuint(runs.r[1].pages, ==, 1);
+    g_assert_cmphex(runs.r[2].va, ==, va + 0x6000);
+    g_assert_cmphex(runs.r[3].va, ==, huge_va);
+    g_assert_cmpuint(runs.r[3].pages, ==, 2);
+    g_assert_cmphex(runs.r[3].first.page_size, ==, GMEM_HUGE_SIZE);
+    g_assert_true(runs.r[3].first.target_hbm);
+    g_assert_cmpint(runs.r[3].first.level, ==, 2);
+    check_runs_against_walker(&runs);
+
+    /* A window: only what overlaps [va + 0x2000, va + 0x5000). */
+    g_assert_cmpint(dump(va + 0x2000, va + 0x5000, 16, &runs), ==,
+                    GMEM_DUMP_COMPLETE);
+    g_assert_cmpuint(runs.n, ==, 2);
+    g_assert_cmphex(runs.r[0].va, ==, va + 0x2000);
+    g_assert_cmpuint(runs.r[0].pages, ==, 2);
+
+    /* Non-contiguous targets split a run even with contiguous VA. */
+    set_pte(false, L1, va + 0x1000, 1, 0x200000 | RW);
+    g_assert_cmpint(dump(va, va + 0x4000, 16, &runs), ==, GMEM_DUMP_COMPLETE);
+    g_assert_cmpuint(runs.n, ==, 3);
+    check_runs_against_walker(&runs);
+
+    /* The callback can stop the dump; the budget of tables bounds it. */
+    runs.stop_after = 2;
+    g_assert_cmpint(dump(0, UINT64_MAX, 16, &runs), ==, GMEM_DUMP_STOPPED);
+    g_assert_cmpuint(runs.n, ==, 2);
+    runs.stop_after = 0;
+    g_assert_cmpint(dump(0, UINT64_MAX, 3, &runs), ==,
+                    GMEM_DUMP_TOO_MANY_TABLES);   /* L1 is the 4th table */
+    g_assert_cmpuint(runs.n, ==, 0);
+    g_assert_cmpint(dump(0, UINT64_MAX, 4, &runs), ==, GMEM_DUMP_COMPLETE);
+    /* A window reads only the tables it overlaps. */
+    g_assert_cmpint(dump(huge_va, UINT64_MAX, 3, &runs), ==,
+                    GMEM_DUMP_COMPLETE);
+    g_assert_cmpuint(runs.n, ==, 1);
+
+    /* Nothing mapped: nothing reported, and walking agrees. */
+    memset(sys_mem, 0, 0x10000);
+    g_assert_cmpint(dump(0, UINT64_MAX, 16, &runs), ==, GMEM_DUMP_COMPLETE);
+    g_assert_cmpuint(runs.n, ==, 0);
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_NOT_PRESENT);
+}
+
+static void test_dump_malformed(void)
+{
+    const uint64_t va = 0x12345000;
+    Runs runs = { 0 };
+
+    /* A reserved bit in one leaf: reported alone, the others still are. */
+    map_tables(va);
+    set_pte(false, L1, va, 1, 0x5000 | RW);
+    set_pte(false, L1, va + 0x1000, 1, 0x6000 | RW | (1ull << 6));
+    set_pte(false, L1, va + 0x2000, 1, 0x7000 | RW);
+    g_assert_cmpint(dump(0, UINT64_MAX, 16, &runs), ==, GMEM_DUMP_COMPLETE);
+    g_assert_cmpuint(runs.n, ==, 3);
+    g_assert_cmpint(runs.r[1].status, ==, GMEM_WALK_RESERVED);
+    g_assert_cmphex(runs.r[1].va, ==, va + 0x1000);
+    g_assert_cmphex(runs.r[1].first.pte, ==, 0x6000 | RW | (1ull << 6));
+    g_assert_cmphex(runs.r[1].first.pte_addr, ==,
+                    L1 + GMEM_PT_INDEX(va + 0x1000, 1) * 8);
+    g_assert_cmpint(runs.r[2].status, ==, GMEM_WALK_OK);
+
+    /* L2 points back at L3: a loop, covering the looping table's VA. */
+    map_tables(va);
+    set_pte(false, L2, va, 2, TABLE(L3));
+    g_assert_cmpint(dump(0, UINT64_MAX, 16, &runs), ==, GMEM_DUMP_COMPLETE);
+    g_assert_cmpuint(runs.n, ==, 1);
+    g_assert_cmpint(runs.r[0].status, ==, GMEM_WALK_LOOP);
+    g_assert_cmphex(runs.r[0].first.pte_addr, ==, L3);
+    g_assert_cmpint(runs.r[0].first.level, ==, 1);
+
+    /* Every L4 entry points at the same L3 whose entries all point at the
+     * same L2...: a table DAG the budget must bound. */
+    memset(sys_mem, 0, 0x10000);
+    for (uint64_t i = 0; i < 512; i++) {
+        set_pte(false, L4, i << 39, 4, TABLE(L3));
+        set_pte(false, L3, i << 30, 3, TABLE(L2));
+        set_pte(false, L2, i << 21, 2, TABLE(L1));
+    }
+    pte_reads = 0;
+    g_assert_cmpint(dump(0, UINT64_MAX, 100, &runs), ==,
+                    GMEM_DUMP_TOO_MANY_TABLES);
+    g_assert_cmpuint(pte_reads, <=, 100 * 512);
+
+    /* A table in HBM past its end, and a root past the end of RAM. */
+    map_tables(va);
+    set_pte(false, L2, va, 2, TABLE((uint64_t)HBM_SIZE) | GMEM_PTE_HBM);
+    g_assert_cmpint(dump(0, UINT64_MAX, 16, &runs), ==, GMEM_DUMP_COMPLETE);
+    g_assert_cmpuint(runs.n, ==, 1);
+    g_assert_cmpint(runs.r[0].status, ==, GMEM_WALK_BAD_ADDRESS);
+    g_assert_cmphex(runs.r[0].va, ==, va & ~(GMEM_HUGE_SIZE - 1));
+    g_assert_cmphex(runs.r[0].size, ==, GMEM_HUGE_SIZE);
+    runs.n = 0;
+    g_assert_cmpint(gmem_pt_dump(fake_read_pte, NULL, 1ull << 40, false,
+                                 HBM_SIZE, 0, UINT64_MAX, 16, collect, &runs),
+                    ==, GMEM_DUMP_COMPLETE);
+    g_assert_cmpuint(runs.n, ==, 1);
+    g_assert_cmpint(runs.r[0].status, ==, GMEM_WALK_BAD_ADDRESS);
+    g_assert_cmphex(runs.r[0].size, ==, 1ull << 48);
+}
+
 static GmemTranslation xlat(uint64_t va_base, uint64_t size, uint64_t target)
 {
     return (GmemTranslation) {
@@ -490,6 +678,8 @@ int main(int argc, char **argv)
     g_test_add_func("/gmem-accel/core/walk/2m-and-hbm", test_walk_2m_and_hbm);
     g_test_add_func("/gmem-accel/core/walk/malformed", test_walk_malformed);
     g_test_add_func("/gmem-accel/core/walk/loops", test_walk_loops);
+    g_test_add_func("/gmem-accel/core/dump/runs", test_dump_runs);
+    g_test_add_func("/gmem-accel/core/dump/malformed", test_dump_malformed);
     g_test_add_func("/gmem-accel/core/tlb/basic", test_tlb);
     g_test_add_func("/gmem-accel/core/tlb/capacity", test_tlb_capacity);
     g_test_add_func("/gmem-accel/core/cmd/roundtrip", test_cmd_roundtrip);

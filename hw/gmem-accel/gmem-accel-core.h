@@ -44,6 +44,37 @@ GmemWalkStatus gmem_pt_walk(GmemPteReader read_pte, void *opaque,
 /* GMEM_WALK_OK or GMEM_WALK_PERMISSION for @access on translation @t. */
 GmemWalkStatus gmem_pt_check(const GmemTranslation *t, unsigned access);
 uint8_t gmem_pte_perms(uint64_t pte);
+
+/*
+ * One run of a context's page table: leaves mapping contiguous VA onto
+ * contiguous targets with identical attributes, whose PTEs sit in
+ * consecutive slots of one table (first.pte_addr + 8 * i); or, when status
+ * is not OK, one malformed entry or unreadable/looping table and the VA
+ * span it covers.
+ */
+typedef struct GmemPtRange {
+    GmemWalkStatus status;      /* OK, RESERVED, BAD_ADDRESS or LOOP */
+    uint64_t va;
+    uint64_t size;              /* bytes of VA */
+    uint64_t pages;             /* PTEs in the run */
+    GmemTranslation first;      /* the first page, its PTE and slot */
+} GmemPtRange;
+
+/* Receives each run in VA order; returns false to stop the dump. */
+typedef bool (*GmemPtRangeFn)(void *opaque, const GmemPtRange *r);
+
+typedef enum GmemPtDumpResult {
+    GMEM_DUMP_COMPLETE,
+    GMEM_DUMP_STOPPED,          /* the callback said stop */
+    GMEM_DUMP_TOO_MANY_TABLES,  /* more than max_tables tables */
+} GmemPtDumpResult;
+
+/* Report the runs of the table at @root overlapping [va_start, va_end). */
+GmemPtDumpResult gmem_pt_dump(GmemPteReader read_pte, void *opaque,
+                              uint64_t root, bool root_hbm, uint64_t hbm_size,
+                              uint64_t va_start, uint64_t va_end,
+                              unsigned max_tables, GmemPtRangeFn fn,
+                              void *fn_opaque);
 const char *gmem_walk_status_name(GmemWalkStatus st);
 
 /* ---- device TLB (gmem-accel-tlb.c): direct-mapped, 4K and 2M entries ---- */

@@ -1,7 +1,8 @@
 /*
- * gmem-accel: page-table walker. Four levels of 512 entries; every entry
- * the guest wrote is checked (reserved bits, target inside HBM, no table
- * visited twice) before the walk trusts it. See docs/hardware-spec.md.
+ * gmem-accel: page-table walker and dumper. Four levels of 512 entries;
+ * every entry the guest wrote is checked (reserved bits, target inside HBM,
+ * no table visited twice on one path) before it is trusted, by one function
+ * both the walker and the monitor's dump use. See docs/hardware-spec.md.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -37,6 +38,51 @@ static bool gmem_in_hbm(uint64_t addr, uint64_t len, uint64_t hbm_size)
     return addr < hbm_size && len <= hbm_size - addr;
 }
 
+/*
+ * Judge entry @pte read from level @level for @va: a leaf (OK, @t filled
+ * in), a pointer to the next table (OK, *is_table), or why it is neither.
+ */
+static GmemWalkStatus gmem_pt_entry(uint64_t pte, int level, uint64_t va,
+                                    uint64_t hbm_size, GmemTranslation *t,
+                                    bool *is_table)
+{
+    *is_table = false;
+    if (!(pte & GMEM_PTE_VALID)) {
+        return GMEM_WALK_NOT_PRESENT;
+    }
+    if (level == 1 || (level == 2 && (pte & GMEM_PTE_HUGE))) {
+        uint64_t size = level == 1 ? GMEM_PAGE_SIZE : GMEM_HUGE_SIZE;
+        uint64_t rsvd = GMEM_PTE_LEAF_RSVD |
+                        (level == 1 ? GMEM_PTE_HUGE : 0) |
+                        ((size - 1) & GMEM_PTE_ADDR_MASK);
+
+        if (pte & rsvd) {
+            return GMEM_WALK_RESERVED;
+        }
+        t->va_base = va & ~(size - 1);
+        t->page_size = size;
+        t->target = pte & GMEM_PTE_ADDR_MASK;
+        t->target_hbm = pte & GMEM_PTE_HBM;
+        t->perms = gmem_pte_perms(pte);
+        if (t->target_hbm && !gmem_in_hbm(t->target, size, hbm_size)) {
+            return GMEM_WALK_BAD_ADDRESS;
+        }
+        return GMEM_WALK_OK;
+    }
+    /* A pointer to the next table: permissions live in leaves only. */
+    if (pte & GMEM_PTE_TABLE_RSVD) {
+        return GMEM_WALK_RESERVED;
+    }
+    *is_table = true;
+    return GMEM_WALK_OK;
+}
+
+/* Can the table at @table be read at all? (HBM tables: inside HBM) */
+static bool gmem_table_ok(uint64_t table, bool table_hbm, uint64_t hbm_size)
+{
+    return !table_hbm || gmem_in_hbm(table, GMEM_PAGE_SIZE, hbm_size);
+}
+
 GmemWalkStatus gmem_pt_walk(GmemPteReader read_pte, void *opaque,
                             uint64_t root, bool root_hbm, uint64_t hbm_size,
                             uint64_t va, GmemTranslation *t)
@@ -54,6 +100,8 @@ GmemWalkStatus gmem_pt_walk(GmemPteReader read_pte, void *opaque,
 
     for (int level = GMEM_PT_LEVELS; level >= 1; level--) {
         int depth = GMEM_PT_LEVELS - level;
+        GmemWalkStatus st;
+        bool is_table;
         uint64_t pte;
 
         t->level = level;
@@ -70,43 +118,181 @@ GmemWalkStatus gmem_pt_walk(GmemPteReader read_pte, void *opaque,
 
         t->pte_addr = table + GMEM_PT_INDEX(va, level) * sizeof(uint64_t);
         t->pte_hbm = table_hbm;
-        if ((table_hbm && !gmem_in_hbm(table, GMEM_PAGE_SIZE, hbm_size)) ||
+        if (!gmem_table_ok(table, table_hbm, hbm_size) ||
             !read_pte(opaque, table_hbm, t->pte_addr, &pte)) {
             return GMEM_WALK_BAD_ADDRESS;
         }
         t->pte = pte;
-        if (!(pte & GMEM_PTE_VALID)) {
-            return GMEM_WALK_NOT_PRESENT;
-        }
-
-        if (level == 1 || (level == 2 && (pte & GMEM_PTE_HUGE))) {
-            uint64_t size = level == 1 ? GMEM_PAGE_SIZE : GMEM_HUGE_SIZE;
-            uint64_t rsvd = GMEM_PTE_LEAF_RSVD |
-                            (level == 1 ? GMEM_PTE_HUGE : 0) |
-                            ((size - 1) & GMEM_PTE_ADDR_MASK);
-
-            if (pte & rsvd) {
-                return GMEM_WALK_RESERVED;
-            }
-            t->va_base = va & ~(size - 1);
-            t->page_size = size;
-            t->target = pte & GMEM_PTE_ADDR_MASK;
-            t->target_hbm = pte & GMEM_PTE_HBM;
-            t->perms = gmem_pte_perms(pte);
-            if (t->target_hbm && !gmem_in_hbm(t->target, size, hbm_size)) {
-                return GMEM_WALK_BAD_ADDRESS;
-            }
-            return GMEM_WALK_OK;
-        }
-
-        /* A pointer to the next table: permissions live in leaves only. */
-        if (pte & GMEM_PTE_TABLE_RSVD) {
-            return GMEM_WALK_RESERVED;
+        st = gmem_pt_entry(pte, level, va, hbm_size, t, &is_table);
+        if (st != GMEM_WALK_OK || !is_table) {
+            return st;
         }
         table = pte & GMEM_PTE_ADDR_MASK;
         table_hbm = pte & GMEM_PTE_HBM;
     }
     g_assert_not_reached();     /* level 1 always returns */
+}
+
+/* ---- the dump: every leaf of a context in VA order, merged into runs ---- */
+
+typedef struct GmemPtDump {
+    GmemPteReader read_pte;
+    void *opaque;
+    uint64_t hbm_size;
+    uint64_t va_start, va_end;
+    unsigned tables, max_tables;
+    GmemPtRangeFn fn;
+    void *fn_opaque;
+    bool have_run;
+    GmemPtRange run;            /* the run being extended */
+    uint64_t path[GMEM_PT_LEVELS];
+    bool path_hbm[GMEM_PT_LEVELS];
+} GmemPtDump;
+
+static bool gmem_dump_flush(GmemPtDump *d)
+{
+    if (!d->have_run) {
+        return true;
+    }
+    d->have_run = false;
+    return d->fn(d->fn_opaque, &d->run);
+}
+
+/* Does leaf @t continue the current run (VA, target and PTE slot)? */
+static bool gmem_dump_extends(const GmemPtDump *d, const GmemTranslation *t)
+{
+    const GmemPtRange *r = &d->run;
+
+    return d->have_run && r->status == GMEM_WALK_OK &&
+           t->page_size == r->first.page_size &&
+           t->va_base == r->va + r->size &&
+           t->pte == r->first.pte + r->pages * t->page_size &&
+           t->pte_hbm == r->first.pte_hbm &&
+           t->pte_addr == r->first.pte_addr + r->pages * sizeof(uint64_t);
+}
+
+static bool gmem_dump_leaf(GmemPtDump *d, const GmemTranslation *t)
+{
+    if (gmem_dump_extends(d, t)) {
+        d->run.pages++;
+        d->run.size += t->page_size;
+        return true;
+    }
+    if (!gmem_dump_flush(d)) {
+        return false;
+    }
+    d->have_run = true;
+    d->run = (GmemPtRange) {
+        .status = GMEM_WALK_OK, .va = t->va_base, .size = t->page_size,
+        .pages = 1, .first = *t,
+    };
+    return true;
+}
+
+/* A malformed entry or table ends any run and is reported on its own. */
+static bool gmem_dump_error(GmemPtDump *d, GmemWalkStatus st, uint64_t va,
+                            uint64_t span, const GmemTranslation *t)
+{
+    GmemPtRange r = {
+        .status = st, .va = va, .size = span, .pages = 1, .first = *t,
+    };
+
+    return gmem_dump_flush(d) && d->fn(d->fn_opaque, &r);
+}
+
+static GmemPtDumpResult gmem_dump_table(GmemPtDump *d, int level,
+                                        uint64_t table, bool table_hbm,
+                                        uint64_t va_base)
+{
+    uint64_t span = 1ull << GMEM_PT_SHIFT(level);
+    int depth = GMEM_PT_LEVELS - level;
+    GmemTranslation t = {
+        .level = level, .pte_addr = table, .pte_hbm = table_hbm,
+    };
+
+    for (int i = 0; i < depth; i++) {
+        if (d->path[i] == table && d->path_hbm[i] == table_hbm) {
+            return gmem_dump_error(d, GMEM_WALK_LOOP, va_base,
+                                   span * GMEM_PT_ENTRIES, &t) ?
+                   GMEM_DUMP_COMPLETE : GMEM_DUMP_STOPPED;
+        }
+    }
+    if (d->tables == d->max_tables) {
+        return GMEM_DUMP_TOO_MANY_TABLES;
+    }
+    d->tables++;
+    d->path[depth] = table;
+    d->path_hbm[depth] = table_hbm;
+
+    for (unsigned idx = 0; idx < GMEM_PT_ENTRIES; idx++) {
+        uint64_t va = va_base + idx * span;
+        GmemWalkStatus st;
+        GmemPtDumpResult res;
+        bool is_table;
+        uint64_t pte;
+
+        if (va + span <= d->va_start || va >= d->va_end) {
+            continue;
+        }
+        t = (GmemTranslation) {
+            .level = level, .pte_hbm = table_hbm,
+            .pte_addr = table + idx * sizeof(uint64_t),
+        };
+        if (!gmem_table_ok(table, table_hbm, d->hbm_size) ||
+            !d->read_pte(d->opaque, table_hbm, t.pte_addr, &pte)) {
+            /* The whole table is unreadable: one report covers it. */
+            t.pte_addr = table;
+            return gmem_dump_error(d, GMEM_WALK_BAD_ADDRESS, va_base,
+                                   span * GMEM_PT_ENTRIES, &t) ?
+                   GMEM_DUMP_COMPLETE : GMEM_DUMP_STOPPED;
+        }
+        t.pte = pte;
+        st = gmem_pt_entry(pte, level, va, d->hbm_size, &t, &is_table);
+        if (st == GMEM_WALK_NOT_PRESENT) {
+            continue;
+        }
+        if (st != GMEM_WALK_OK) {
+            if (!gmem_dump_error(d, st, va, span, &t)) {
+                return GMEM_DUMP_STOPPED;
+            }
+            continue;
+        }
+        if (!is_table) {
+            if (!gmem_dump_leaf(d, &t)) {
+                return GMEM_DUMP_STOPPED;
+            }
+            continue;
+        }
+        res = gmem_dump_table(d, level - 1, pte & GMEM_PTE_ADDR_MASK,
+                              pte & GMEM_PTE_HBM, va);
+        if (res != GMEM_DUMP_COMPLETE) {
+            return res;
+        }
+    }
+    return GMEM_DUMP_COMPLETE;
+}
+
+GmemPtDumpResult gmem_pt_dump(GmemPteReader read_pte, void *opaque,
+                              uint64_t root, bool root_hbm, uint64_t hbm_size,
+                              uint64_t va_start, uint64_t va_end,
+                              unsigned max_tables, GmemPtRangeFn fn,
+                              void *fn_opaque)
+{
+    GmemPtDump d = {
+        .read_pte = read_pte, .opaque = opaque, .hbm_size = hbm_size,
+        .va_start = va_start, .va_end = MIN(va_end, 1ull << GMEM_VA_BITS),
+        .max_tables = max_tables, .fn = fn, .fn_opaque = fn_opaque,
+    };
+    GmemPtDumpResult res = GMEM_DUMP_COMPLETE;
+
+    if (d.va_start < d.va_end) {
+        res = gmem_dump_table(&d, GMEM_PT_LEVELS, root, root_hbm, 0);
+    }
+    /* What was found before a budget ran out is still reported. */
+    if (res != GMEM_DUMP_STOPPED && !gmem_dump_flush(&d)) {
+        res = GMEM_DUMP_STOPPED;
+    }
+    return res;
 }
 
 const char *gmem_walk_status_name(GmemWalkStatus st)
