@@ -9,6 +9,7 @@
 #define GMEM_QTEST_H
 
 #include <stdbool.h>
+#include <json-glib/json-glib.h>
 
 #include "qtest_client.h"
 
@@ -26,6 +27,10 @@ typedef struct GmemQTest {
 
 /* Start QEMU with one device (extra -device properties in @props, or NULL). */
 GmemQTest *gq_start(const char *props);
+/* Start QEMU loading its state from @uri (a migration stream), untouched. */
+GmemQTest *gq_start_incoming(const char *props, const char *uri);
+/* Migrate the VM's state to @uri and wait until that completes. */
+void gq_migrate_out(GmemQTest *g, const char *uri);
 void gq_quit(GmemQTest *g);
 
 uint32_t gq_reg(GmemQTest *g, uint32_t off);
@@ -40,6 +45,10 @@ bool gq_log_has(GmemQTest *g, const char *needle);
 
 /* Run one QMP command (JSON text); returns the reply line (caller frees). */
 char *gq_qmp(GmemQTest *g, const char *json);
+/* Run one QMP command that must succeed; returns its "return" value. */
+JsonNode *gq_qmp_return(GmemQTest *g, const char *json);
+/* Run an HMP command line; returns its output (caller frees). */
+char *gq_hmp(GmemQTest *g, const char *cmdline);
 
 /* Did vector @v fire since the last call? (clears its RAM flag) */
 bool gq_msi_fired(GmemQTest *g, unsigned v);

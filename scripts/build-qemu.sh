@@ -36,7 +36,7 @@ fetch_debian_source() {
 	echo "$dir"
 }
 
-# Idempotent build glue: three lines in QEMU's own build files plus the overlay symlink.
+# Idempotent build glue: a few lines in QEMU's own build files plus the overlay symlink.
 overlay_device() {
 	local src=$1
 	ln -sfn "$repo/hw/gmem-accel" "$src/hw/gmem-accel"
@@ -48,6 +48,13 @@ overlay_device() {
 		grep -q "^subdir('trace')" "$src/meson.build" ||
 			die "$src/meson.build has no subdir('trace') line; is this a QEMU 10.0 tree?"
 		sed -i "s|^subdir('trace')|trace_events_subdirs += ['hw/gmem-accel']  # gmem-accel overlay\n&|" "$src/meson.build"
+	fi
+	# HMP 'info gmem-accel': the entry here, its handler registered by the device at start.
+	# Our hunk is the file's tail from its marker line; replaced only when it changed.
+	local hx="$src/hmp-commands-info.hx" ours="$repo/hw/gmem-accel/hmp-commands-info.hx"
+	if ! sed -n '/^HXCOMM gmem-accel overlay/,$p' "$hx" | cmp -s - "$ours"; then
+		sed -i '/^HXCOMM gmem-accel overlay/,$d' "$hx"
+		cat "$ours" >>"$hx"
 	fi
 	# Debian's device list for --without-default-devices: q35 plus our device.
 	mkdir -p "$src/configs/devices/x86_64-softmmu"

@@ -20,6 +20,7 @@
 #include "hw/pci/msix.h"
 #include "migration/vmstate.h"
 #include "system/dma.h"
+#include "system/runstate.h"
 #include "gmem-accel.h"
 #include "trace.h"
 
@@ -628,6 +629,13 @@ static void gmem_engine_bh(void *opaque)
     GmemAccelState *s = opaque;
     bool more = false;
 
+    /*
+     * A stopped VM's devices leave its memory alone (a migration or savevm
+     * is copying it); the engines go on when it runs again.
+     */
+    if (!runstate_is_running()) {
+        return;
+    }
     for (unsigned qid = 0; qid < GMEM_NUM_QUEUES; qid++) {
         gmem_queue_run(s, qid);
         more |= s->queue[qid].state == GMEM_CQ_STATE_RUNNING;
@@ -1050,6 +1058,16 @@ void gmem_engine_reset(GmemAccelState *s)
     memset(s->counters, 0, sizeof(s->counters));
 }
 
+static void gmem_engine_vm_state(void *opaque, bool running,
+                                 RunState state)
+{
+    GmemAccelState *s = opaque;
+
+    if (running) {
+        qemu_bh_schedule(s->engine_bh);
+    }
+}
+
 void gmem_engine_realize(GmemAccelState *s)
 {
     s->hbm_ptr = memory_region_get_ram_ptr(&s->hbm);
@@ -1057,10 +1075,12 @@ void gmem_engine_realize(GmemAccelState *s)
                                        &DEVICE(s)->mem_reentrancy_guard);
     gmem_tlb_init(&s->tlb, s->tlb_entries);
     s->bounce = g_malloc(GMEM_STEP_MAX_BYTES);
+    s->vm_state = qemu_add_vm_change_state_handler(gmem_engine_vm_state, s);
 }
 
 void gmem_engine_unrealize(GmemAccelState *s)
 {
+    qemu_del_vm_change_state_handler(s->vm_state);
     qemu_bh_delete(s->engine_bh);
     gmem_tlb_free(&s->tlb);
     g_free(s->bounce);

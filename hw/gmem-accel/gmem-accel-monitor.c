@@ -1,17 +1,27 @@
 /*
- * gmem-accel: the device's state for the monitor, as the read-only QOM
- * property "state" (QMP: qom-get path=/machine/peripheral/<id>
- * property=state; HMP: qom-get /machine/peripheral/<id> state).
+ * gmem-accel: the device as the monitor sees it.
+ *
+ * QMP (machine-readable), read-only QOM properties of each device:
+ *   state           contexts, queues, fault queue and counters
+ *   page-table[N]   context N's page table as runs of mapped pages
+ * HMP: info gmem-accel [id [ctx [va [size]]]] prints the same data, built
+ * from the same dictionaries, so the two views cannot disagree.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 
 #include "qemu/osdep.h"
+#include "qemu/cutils.h"
 #include "qapi/error.h"
 #include "qapi/visitor.h"
 #include "qobject/qdict.h"
 #include "qobject/qlist.h"
+#include "monitor/monitor.h"
 #include "gmem-accel.h"
+
+/* A page-table dump reads at most this many tables and reports this many runs. */
+#define GMEM_DUMP_MAX_TABLES 4096
+#define GMEM_DUMP_MAX_RUNS   16384
 
 static const char *const gmem_counter_names[GMEM_NUM_COUNTERS] = {
     [GMEM_CNT_FAULTS] = "faults",
@@ -31,6 +41,11 @@ static const char *const gmem_queue_states[] = {
     [GMEM_CQ_STATE_STALLED] = "stalled",
     [GMEM_CQ_STATE_BROKEN] = "broken",
 };
+
+static const char *gmem_aperture(bool hbm)
+{
+    return hbm ? "hbm" : "system";
+}
 
 static QDict *gmem_queue_dict(GmemQueue *q, unsigned qid)
 {
@@ -57,6 +72,18 @@ static QDict *gmem_queue_dict(GmemQueue *q, unsigned qid)
     return d;
 }
 
+static QDict *gmem_context_dict(GmemAccelState *s, unsigned c)
+{
+    QDict *cd = qdict_new();
+
+    qdict_put_int(cd, "id", c);
+    qdict_put_bool(cd, "enabled", s->ctx[c].ctrl & GMEM_CTX_CTRL_ENABLE);
+    qdict_put_int(cd, "root", s->ctx[c].root);
+    qdict_put_str(cd, "root-in",
+                  gmem_aperture(s->ctx[c].ctrl & GMEM_CTX_CTRL_ROOT_HBM));
+    return cd;
+}
+
 static QDict *gmem_state_dict(GmemAccelState *s)
 {
     QDict *d = qdict_new(), *fq = qdict_new(), *cnt = qdict_new();
@@ -68,18 +95,9 @@ static QDict *gmem_state_dict(GmemAccelState *s)
     qdict_put_int(d, "tlb-entries", s->tlb_entries);
     qdict_put_int(d, "tlb-valid", gmem_tlb_count(&s->tlb));
     for (unsigned c = 0; c < GMEM_NUM_CONTEXTS; c++) {
-        QDict *cd;
-
-        if (!s->ctx[c].ctrl && !s->ctx[c].root) {
-            continue;   /* never programmed */
+        if (s->ctx[c].ctrl || s->ctx[c].root) {     /* ever programmed */
+            qlist_append(ctxs, gmem_context_dict(s, c));
         }
-        cd = qdict_new();
-        qdict_put_int(cd, "id", c);
-        qdict_put_bool(cd, "enabled", s->ctx[c].ctrl & GMEM_CTX_CTRL_ENABLE);
-        qdict_put_int(cd, "root", s->ctx[c].root);
-        qdict_put_bool(cd, "root-in-hbm",
-                       s->ctx[c].ctrl & GMEM_CTX_CTRL_ROOT_HBM);
-        qlist_append(ctxs, cd);
     }
     qdict_put(d, "contexts", ctxs);
     for (unsigned q = 0; q < GMEM_NUM_QUEUES; q++) {
@@ -99,19 +117,294 @@ static QDict *gmem_state_dict(GmemAccelState *s)
     return d;
 }
 
+/* ---- page tables ---- */
+
+static QDict *gmem_run_dict(const GmemPtRange *r)
+{
+    QDict *d = qdict_new();
+    const GmemTranslation *t = &r->first;
+
+    qdict_put_int(d, "va", r->va);
+    qdict_put_int(d, "size", r->size);
+    qdict_put_int(d, "level", t->level);
+    qdict_put_int(d, "pte", t->pte);
+    qdict_put_int(d, "pte-addr", t->pte_addr);
+    qdict_put_str(d, "pte-in", gmem_aperture(t->pte_hbm));
+    if (r->status != GMEM_WALK_OK) {
+        qdict_put_str(d, "error", gmem_walk_status_name(r->status));
+        return d;
+    }
+    qdict_put_int(d, "pages", r->pages);
+    qdict_put_int(d, "page-size", t->page_size);
+    qdict_put_int(d, "target", t->target);
+    qdict_put_str(d, "target-in", gmem_aperture(t->target_hbm));
+    qdict_put_bool(d, "read", t->perms & GMEM_ACCESS_READ);
+    qdict_put_bool(d, "write", t->perms & GMEM_ACCESS_WRITE);
+    qdict_put_bool(d, "atomic", t->perms & GMEM_ACCESS_ATOMIC);
+    return d;
+}
+
+static bool gmem_add_run(void *opaque, const GmemPtRange *r)
+{
+    QList *runs = opaque;
+
+    qlist_append(runs, gmem_run_dict(r));
+    return qlist_size(runs) < GMEM_DUMP_MAX_RUNS;
+}
+
+/* Context @c's mappings overlapping [va, end), as the device sees them now. */
+static QDict *gmem_page_table_dict(GmemAccelState *s, unsigned c,
+                                   uint64_t va, uint64_t end)
+{
+    static const char *const results[] = {
+        [GMEM_DUMP_COMPLETE] = "complete",
+        [GMEM_DUMP_STOPPED] = "truncated: more than "
+                              stringify(GMEM_DUMP_MAX_RUNS) " runs",
+        [GMEM_DUMP_TOO_MANY_TABLES] = "truncated: more than "
+                              stringify(GMEM_DUMP_MAX_TABLES) " tables",
+    };
+    QDict *d = gmem_context_dict(s, c);
+    QList *runs = qlist_new();
+    GmemPtDumpResult res = GMEM_DUMP_COMPLETE;
+
+    /* A context never given a root has no table to read. */
+    if (s->ctx[c].ctrl || s->ctx[c].root) {
+        res = gmem_pt_dump(gmem_read_pte, s, s->ctx[c].root,
+                           s->ctx[c].ctrl & GMEM_CTX_CTRL_ROOT_HBM,
+                           s->hbm_size, va, end, GMEM_DUMP_MAX_TABLES,
+                           gmem_add_run, runs);
+    }
+    qdict_put_str(d, "dump", results[res]);
+    qdict_put(d, "runs", runs);
+    return d;
+}
+
+static void gmem_visit_dict(Visitor *v, const char *name, QDict *d,
+                            Error **errp)
+{
+    QObject *obj = QOBJECT(d);
+
+    visit_type_any(v, name, &obj, errp);
+    qobject_unref(obj);
+}
+
 static void gmem_get_state(Object *obj, Visitor *v, const char *name,
                            void *opaque, Error **errp)
 {
-    QObject *state = QOBJECT(gmem_state_dict(GMEM_ACCEL(obj)));
-
-    visit_type_any(v, name, &state, errp);
-    qobject_unref(state);
+    gmem_visit_dict(v, name, gmem_state_dict(GMEM_ACCEL(obj)), errp);
 }
 
-void gmem_monitor_init(GmemAccelState *s)
+static void gmem_get_page_table(Object *obj, Visitor *v, const char *name,
+                                void *opaque, Error **errp)
 {
-    object_property_add(OBJECT(s), "state", "any", gmem_get_state, NULL,
-                        NULL, NULL);
-    object_property_set_description(OBJECT(s), "state",
+    unsigned c = (uintptr_t)opaque;
+
+    gmem_visit_dict(v, name, gmem_page_table_dict(GMEM_ACCEL(obj), c, 0,
+                                                  UINT64_MAX), errp);
+}
+
+/* ---- HMP: info gmem-accel ---- */
+
+static void gmem_print_size(Monitor *mon, uint64_t bytes)
+{
+    g_autofree char *str = size_to_str(bytes);
+
+    monitor_printf(mon, "%10s", str);
+}
+
+static void gmem_print_state(Monitor *mon, QDict *st)
+{
+    const QListEntry *e;
+
+    monitor_printf(mon, "  HBM %" PRId64 " MiB, status 0x%" PRIx64
+                   ", error code %" PRId64 ", TLB %" PRId64 "/%" PRId64
+                   " entries valid\n",
+                   qdict_get_int(st, "hbm-size") >> 20,
+                   qdict_get_int(st, "status"),
+                   qdict_get_int(st, "error-code"),
+                   qdict_get_int(st, "tlb-valid"),
+                   qdict_get_int(st, "tlb-entries"));
+    monitor_printf(mon, "  counters:");
+    for (unsigned i = 0; i < GMEM_NUM_COUNTERS; i++) {
+        monitor_printf(mon, " %s %" PRId64, gmem_counter_names[i],
+                       qdict_get_int(qdict_get_qdict(st, "counters"),
+                                     gmem_counter_names[i]));
+    }
+    monitor_printf(mon, "\n");
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(st, "contexts"), e) {
+        QDict *c = qobject_to(QDict, qlist_entry_obj(e));
+
+        monitor_printf(mon, "  context %2" PRId64 ": %s, root 0x%" PRIx64
+                       " in %s memory\n", qdict_get_int(c, "id"),
+                       qdict_get_bool(c, "enabled") ? "enabled" : "disabled",
+                       qdict_get_int(c, "root"), qdict_get_str(c, "root-in"));
+    }
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(st, "queues"), e) {
+        QDict *q = qobject_to(QDict, qlist_entry_obj(e));
+
+        monitor_printf(mon, "  queue %" PRId64 ": %-8s base 0x%" PRIx64
+                       " entries %" PRId64 " head %" PRId64 " tail %" PRId64
+                       " completed %" PRId64, qdict_get_int(q, "id"),
+                       qdict_get_str(q, "state"), qdict_get_int(q, "base"),
+                       qdict_get_int(q, "entries"), qdict_get_int(q, "head"),
+                       qdict_get_int(q, "tail"),
+                       qdict_get_int(q, "completed"));
+        if (qdict_haskey(q, "command")) {
+            monitor_printf(mon, ", %s at %" PRId64, qdict_get_str(q, "command"),
+                           qdict_get_int(q, "progress"));
+        }
+        if (qdict_haskey(q, "group")) {
+            monitor_printf(mon, ", fault group %" PRId64 " (%" PRId64
+                           " faults%s)", qdict_get_int(q, "group"),
+                           qdict_get_int(q, "group-faults"),
+                           qdict_get_bool(q, "group-posted") ? ", posted" : "");
+        }
+        monitor_printf(mon, "\n");
+    }
+    {
+        QDict *fq = qdict_get_qdict(st, "fault-queue");
+
+        monitor_printf(mon, "  fault queue: %s, base 0x%" PRIx64 " head %"
+                       PRId64 " tail %" PRId64 "%s\n",
+                       qdict_get_bool(fq, "enabled") ? "enabled" : "disabled",
+                       qdict_get_int(fq, "base"), qdict_get_int(fq, "head"),
+                       qdict_get_int(fq, "tail"),
+                       qdict_get_bool(fq, "overflow") ? ", OVERFLOW" : "");
+    }
+}
+
+static void gmem_print_page_table(Monitor *mon, QDict *pt)
+{
+    const QListEntry *e;
+
+    monitor_printf(mon, "  context %" PRId64 " (%s, root 0x%" PRIx64
+                   " in %s memory): %zu runs, dump %s\n",
+                   qdict_get_int(pt, "id"),
+                   qdict_get_bool(pt, "enabled") ? "enabled" : "disabled",
+                   qdict_get_int(pt, "root"), qdict_get_str(pt, "root-in"),
+                   qlist_size(qdict_get_qlist(pt, "runs")),
+                   qdict_get_str(pt, "dump"));
+    monitor_printf(mon, "  %-29s %10s %4s %-4s %-25s %s\n", "VA range",
+                   "size", "page", "perm", "target", "PTEs");
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(pt, "runs"), e) {
+        QDict *r = qobject_to(QDict, qlist_entry_obj(e));
+        uint64_t va = qdict_get_int(r, "va");
+
+        monitor_printf(mon, "  0x%012" PRIx64 "-0x%012" PRIx64 " ", va,
+                       va + qdict_get_int(r, "size"));
+        gmem_print_size(mon, qdict_get_int(r, "size"));
+        if (qdict_haskey(r, "error")) {
+            monitor_printf(mon, " L%" PRId64 " entry 0x%016" PRIx64
+                           " at %s 0x%" PRIx64 ": %s\n",
+                           qdict_get_int(r, "level"), qdict_get_int(r, "pte"),
+                           qdict_get_str(r, "pte-in"),
+                           qdict_get_int(r, "pte-addr"),
+                           qdict_get_str(r, "error"));
+            continue;
+        }
+        monitor_printf(mon, " %4s %c%c%c  %-6s 0x%016" PRIx64 "  %" PRId64
+                       " at %s 0x%" PRIx64 "\n",
+                       qdict_get_int(r, "page-size") == GMEM_HUGE_SIZE ?
+                       "2M" : "4K",
+                       qdict_get_bool(r, "read") ? 'r' : '-',
+                       qdict_get_bool(r, "write") ? 'w' : '-',
+                       qdict_get_bool(r, "atomic") ? 'a' : '-',
+                       qdict_get_str(r, "target-in"),
+                       qdict_get_int(r, "target"), qdict_get_int(r, "pages"),
+                       qdict_get_str(r, "pte-in"),
+                       qdict_get_int(r, "pte-addr"));
+    }
+}
+
+typedef struct GmemInfoArgs {
+    Monitor *mon;
+    const char *id;
+    int64_t ctx;            /* -1: no page table */
+    uint64_t va, size;
+    unsigned found;
+} GmemInfoArgs;
+
+static int gmem_info_one(Object *obj, void *opaque)
+{
+    GmemInfoArgs *a = opaque;
+    GmemAccelState *s;
+    g_autofree char *path = NULL;
+    const char *id;
+
+    if (!object_dynamic_cast(obj, TYPE_GMEM_ACCEL)) {
+        return 0;
+    }
+    s = GMEM_ACCEL(obj);
+    id = DEVICE(s)->id;
+    if (a->id && g_strcmp0(a->id, id)) {
+        return 0;
+    }
+    a->found++;
+    path = object_get_canonical_path(obj);
+    monitor_printf(a->mon, "%s (%s), PCI %02x:%02x.%x\n", id ?: "(no id)",
+                   path, pci_dev_bus_num(PCI_DEVICE(s)),
+                   PCI_SLOT(PCI_DEVICE(s)->devfn),
+                   PCI_FUNC(PCI_DEVICE(s)->devfn));
+    if (a->ctx < 0) {
+        QDict *st = gmem_state_dict(s);
+
+        gmem_print_state(a->mon, st);
+        qobject_unref(st);
+    } else {
+        uint64_t end = a->size ? a->va + a->size : UINT64_MAX;
+        QDict *pt = gmem_page_table_dict(s, a->ctx, a->va,
+                                         end < a->va ? UINT64_MAX : end);
+
+        gmem_print_page_table(a->mon, pt);
+        qobject_unref(pt);
+    }
+    return 0;
+}
+
+static void hmp_info_gmem_accel(Monitor *mon, const QDict *qdict)
+{
+    GmemInfoArgs a = {
+        .mon = mon,
+        .id = qdict_get_try_str(qdict, "id"),
+        .ctx = qdict_get_try_int(qdict, "ctx", -1),
+        .va = qdict_get_try_int(qdict, "va", 0),
+        .size = qdict_get_try_int(qdict, "size", 0),
+    };
+
+    if (a.ctx >= GMEM_NUM_CONTEXTS || a.ctx < -1) {
+        monitor_printf(mon, "context %" PRId64 " does not exist: give 0-%d\n",
+                       a.ctx, GMEM_NUM_CONTEXTS - 1);
+        return;
+    }
+    if (a.ctx >= 0 && !a.id) {
+        monitor_printf(mon, "give a device id with a context\n");
+        return;
+    }
+    object_child_foreach_recursive(object_get_root(), gmem_info_one, &a);
+    if (!a.found) {
+        monitor_printf(mon, a.id ? "no gmem-accel device with id '%s'\n"
+                                 : "no gmem-accel device%s\n",
+                       a.id ?: "");
+    }
+}
+
+void gmem_monitor_class_init(ObjectClass *klass)
+{
+    object_class_property_add(klass, "state", "any", gmem_get_state, NULL,
+                              NULL, NULL);
+    object_class_property_set_description(klass, "state",
         "contexts, queues, fault queue and counters (read-only)");
+    for (uintptr_t c = 0; c < GMEM_NUM_CONTEXTS; c++) {
+        g_autofree char *name = g_strdup_printf("page-table[%" PRIuPTR "]", c);
+
+        object_class_property_add(klass, name, "any", gmem_get_page_table,
+                                  NULL, NULL, (void *)c);
+        object_class_property_set_description(klass, name,
+            "this context's page table as runs of pages (read-only)");
+    }
+}
+
+void gmem_monitor_register(void)
+{
+    monitor_register_hmp("gmem-accel", true, hmp_info_gmem_accel);
 }

@@ -321,7 +321,6 @@ static void gmem_accel_realize(PCIDevice *pdev, Error **errp)
     }
 
     gmem_engine_realize(s);
-    gmem_monitor_init(s);
     gmem_accel_reset_state(s, "realize");
     trace_gmem_accel_realize(DEVICE(s)->id ?: "", s->hbm_size,
                              GMEM_MSIX_VECTORS);
@@ -421,6 +420,7 @@ static void gmem_accel_class_init(ObjectClass *klass, void *data)
         "PASID extended capability");
     object_class_property_set_description(klass, "pri",
         "PRI (page request) extended capability, needs ats=on");
+    gmem_monitor_class_init(klass);
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }
 
@@ -438,6 +438,7 @@ static const TypeInfo gmem_accel_info = {
 static void gmem_accel_register_types(void)
 {
     type_register_static(&gmem_accel_info);
+    gmem_monitor_register();
 }
 
 type_init(gmem_accel_register_types)

@@ -8,6 +8,7 @@
 
 #include "hw/pci/pci_device.h"
 #include "qom/object.h"
+#include "system/runstate.h"
 #include "gmem-accel-core.h"
 
 #define TYPE_GMEM_ACCEL "gmem-accel"
@@ -58,6 +59,7 @@ struct GmemAccelState {
     MemoryRegion hbm;           /* BAR2, RAM-backed */
     uint8_t *hbm_ptr;
     QEMUBH *engine_bh;
+    VMChangeStateEntry *vm_state;   /* engines pause while the VM is stopped */
     uint8_t *bounce;            /* GMEM_STEP_MAX_BYTES, one step's data */
 
     /* registers */
@@ -115,7 +117,9 @@ GmemWalkStatus gmem_translate(GmemAccelState *s, uint16_t ctx, uint64_t va,
 bool gmem_read_pte(void *opaque, bool hbm, uint64_t addr, uint64_t *pte);
 
 /* gmem-accel-monitor.c */
-void gmem_monitor_init(GmemAccelState *s);
+/* QOM properties 'state' and 'page-table[N]'; HMP 'info gmem-accel' */
+void gmem_monitor_class_init(ObjectClass *klass);
+void gmem_monitor_register(void);
 
 extern const VMStateDescription gmem_vmstate_context;
 extern const VMStateDescription gmem_vmstate_queue;

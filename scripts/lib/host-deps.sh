@@ -17,7 +17,7 @@ PACKAGES=(
 	# guest user space: static test binaries and a busybox initramfs
 	gcc libc6-dev busybox-static
 	# host tests
-	socat
+	socat libjson-glib-dev
 )
 
 missing=()

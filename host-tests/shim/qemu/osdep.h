@@ -8,6 +8,7 @@
 #define GMEM_TEST_SHIM_OSDEP_H
 
 #include <glib.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
