@@ -1,25 +1,62 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * gmem-accel driver: /dev/gmem_accelN file operations and ioctls.
+ * gmem-accel driver: /dev/gmem_accelN. Each open file is a device context bound to the
+ * opening process's address space; docs/uapi.md documents the ioctls.
  */
 #include <linux/fs.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include "gmem_accel.h"
 
+struct gmem_file {
+	struct gmem_accel *g;
+	struct gmem_ctx *ctx;
+};
+
 static int gmem_accel_open(struct inode *inode, struct file *file)
 {
 	struct gmem_accel *g = container_of(inode->i_cdev, struct gmem_accel, cdev);
+	struct gmem_file *f;
+	int ret = 0;
 
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	down_read(&g->lock);
+	if (!g->pdev) {
+		ret = -ENODEV;
+	} else {
+		f->ctx = gmem_ctx_create(g);
+		if (IS_ERR(f->ctx))
+			ret = PTR_ERR(f->ctx);
+	}
+	up_read(&g->lock);
+	if (ret) {
+		kfree(f);
+		return ret;
+	}
 	get_device(&g->dev);
-	file->private_data = g;
+	f->g = g;
+	file->private_data = f;
 	return 0;
 }
 
 static int gmem_accel_release_file(struct inode *inode, struct file *file)
 {
-	struct gmem_accel *g = file->private_data;
+	struct gmem_file *f = file->private_data;
+	struct gmem_accel *g = f->g;
 
+	down_read(&g->lock);
+	if (g->pdev) {	/* else unbind took the context off the device already */
+		if (gmem_ctx_drain(f->ctx))
+			dev_warn(&g->dev, "context %u: commands still running at close\n",
+				 f->ctx->id);
+		gmem_ctx_shutdown(f->ctx);
+	}
+	up_read(&g->lock);
+	gmem_ctx_destroy(f->ctx);
+	kfree(f);
 	put_device(&g->dev);
 	return 0;
 }
@@ -38,9 +75,86 @@ static long gmem_accel_get_info(struct gmem_accel *g, void __user *uarg)
 	return 0;
 }
 
+static long gmem_accel_submit(struct gmem_ctx *ctx, void __user *uarg)
+{
+	struct gmem_accel_submit sub;
+	struct gmem_accel_cmd *cmds;
+	long ret;
+
+	if (copy_from_user(&sub, uarg, sizeof(sub)))
+		return -EFAULT;
+	if (sub.flags || !sub.count)
+		return -EINVAL;
+	if (sub.count > GMEM_ACCEL_MAX_BATCH)
+		return -E2BIG;
+	cmds = memdup_array_user(u64_to_user_ptr(sub.cmds), sub.count, sizeof(*cmds));
+	if (IS_ERR(cmds))
+		return PTR_ERR(cmds);
+	ret = gmem_submit(ctx, cmds, sub.count, &sub.fence);
+	kfree(cmds);
+	if (!ret && put_user(sub.fence, &((struct gmem_accel_submit __user *)uarg)->fence))
+		ret = -EFAULT;
+	return ret;
+}
+
+static long gmem_accel_wait(struct gmem_ctx *ctx, void __user *uarg)
+{
+	struct gmem_accel_wait w;
+
+	if (copy_from_user(&w, uarg, sizeof(w)))
+		return -EFAULT;
+	if (w.flags)
+		return -EINVAL;
+	return gmem_wait(ctx, w.fence, w.timeout_ms);
+}
+
+static long gmem_accel_snapshot(struct gmem_ctx *ctx, void __user *uarg)
+{
+	struct gmem_accel_snapshot snap;
+	long ret = 0;
+	u8 *out;
+
+	if (copy_from_user(&snap, uarg, sizeof(snap)))
+		return -EFAULT;
+	if (snap.flags || snap.pad || !snap.npages || !PAGE_ALIGNED(snap.addr))
+		return -EINVAL;
+	if (snap.npages > GMEM_ACCEL_MAX_SNAPSHOT)
+		return -E2BIG;
+	if (snap.addr + (snap.npages << PAGE_SHIFT) < snap.addr ||
+	    snap.addr + (snap.npages << PAGE_SHIFT) > (1ull << GMEM_VA_BITS))
+		return -EINVAL;
+	out = kvmalloc(snap.npages, GFP_KERNEL);
+	if (!out)
+		return -ENOMEM;
+	gmem_pt_snapshot(ctx, snap.addr, out, snap.npages);
+	if (copy_to_user(u64_to_user_ptr(snap.out), out, snap.npages))
+		ret = -EFAULT;
+	kvfree(out);
+	return ret;
+}
+
+static long gmem_accel_stats(struct gmem_ctx *ctx, void __user *uarg)
+{
+	struct gmem_accel_stats st;
+
+	if (copy_from_user(&st, uarg, sizeof(st)))
+		return -EFAULT;
+	if (st.flags)
+		return -EINVAL;
+	mutex_lock(&ctx->lock);
+	st = ctx->stats;
+	mutex_unlock(&ctx->lock);
+	st.context = ctx->id;
+	st.flags = 0;
+	if (copy_to_user(uarg, &st, sizeof(st)))
+		return -EFAULT;
+	return 0;
+}
+
 static long gmem_accel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
-	struct gmem_accel *g = file->private_data;
+	struct gmem_file *f = file->private_data;
+	struct gmem_accel *g = f->g;
 	void __user *uarg = (void __user *)arg;
 	long ret;
 
@@ -49,9 +163,26 @@ static long gmem_accel_ioctl(struct file *file, unsigned int cmd, unsigned long 
 		ret = -ENODEV;	/* unbound while open */
 		goto out;
 	}
+	/* The context mirrors the opener's address space; a forked child opens its own. */
+	if (cmd != GMEM_ACCEL_IOC_GET_INFO && current->mm != f->ctx->mm) {
+		ret = -EACCES;
+		goto out;
+	}
 	switch (cmd) {
 	case GMEM_ACCEL_IOC_GET_INFO:
 		ret = gmem_accel_get_info(g, uarg);
+		break;
+	case GMEM_ACCEL_IOC_SUBMIT:
+		ret = gmem_accel_submit(f->ctx, uarg);
+		break;
+	case GMEM_ACCEL_IOC_WAIT:
+		ret = gmem_accel_wait(f->ctx, uarg);
+		break;
+	case GMEM_ACCEL_IOC_SNAPSHOT:
+		ret = gmem_accel_snapshot(f->ctx, uarg);
+		break;
+	case GMEM_ACCEL_IOC_STATS:
+		ret = gmem_accel_stats(f->ctx, uarg);
 		break;
 	default:
 		ret = -ENOTTY;

@@ -102,11 +102,16 @@ static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id
 		goto err_free;
 	}
 	g->info.num_vectors = nvec;
+	ret = gmem_hw_init(g);
+	if (ret) {
+		pci_err(pdev, "cannot set up the device's rings: %d\n", ret);
+		goto err_free;
+	}
 
 	minor = ida_alloc_max(&gmem_accel_minors, GMEM_ACCEL_MAX_DEVICES - 1, GFP_KERNEL);
 	if (minor < 0) {
 		ret = minor;
-		goto err_free;
+		goto err_hw;
 	}
 	g->info.minor = minor;
 
@@ -136,8 +141,11 @@ static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id
 	return 0;
 
 err_put:
+	gmem_hw_fini(g);
 	put_device(&g->dev);
 	return ret;
+err_hw:
+	gmem_hw_fini(g);
 err_free:
 	kfree(g);
 	return ret;
@@ -150,6 +158,13 @@ static void gmem_accel_remove(struct pci_dev *pdev)
 	cdev_device_del(&g->cdev, &g->dev);
 	/* Files still open keep g alive but must not touch the device any more. */
 	down_write(&g->lock);
+	for (unsigned int i = 0; i < GMEM_NUM_CONTEXTS; i++) {
+		struct gmem_ctx *ctx = g->ctx[i];
+
+		if (ctx)
+			gmem_ctx_shutdown(ctx);
+	}
+	gmem_hw_fini(g);
 	g->pdev = NULL;
 	g->regs = NULL;
 	up_write(&g->lock);

@@ -35,6 +35,125 @@ struct gmem_accel_info {
 	__u64 hbm_size;
 };
 
+/* Operations of struct gmem_accel_cmd */
+#define GMEM_ACCEL_OP_COPY		1	/* dst[0, size) = src[0, size); bytes */
+#define GMEM_ACCEL_OP_FILL		2	/* dst[0, size) = the bytes of value, repeated */
+#define GMEM_ACCEL_OP_ATOMIC_ADD	3	/* dst[i * dst_stride] += value, i < size */
+#define GMEM_ACCEL_OP_SCALE_ADD		4	/* dst[i * ds] = src[i * ss] * value + value2 */
+
+/* struct gmem_accel_cmd.flags */
+#define GMEM_ACCEL_CMD_WIDE		(1u << 0)	/* compute on u64 elements, not u32 */
+
+#define GMEM_ACCEL_MAX_BATCH		64
+#define GMEM_ACCEL_MAX_SNAPSHOT		(1u << 20)	/* pages */
+
+/**
+ * struct gmem_accel_cmd - one device command on the calling process's virtual addresses
+ * @op:         GMEM_ACCEL_OP_*
+ * @flags:      GMEM_ACCEL_CMD_*
+ * @dst:        destination address
+ * @src:        source address (COPY, SCALE_ADD; else 0)
+ * @size:       bytes (COPY, FILL: up to 4 GiB) or elements (compute: up to 2^24)
+ * @value:      FILL pattern, addend (ATOMIC_ADD) or factor (SCALE_ADD)
+ * @value2:     SCALE_ADD addend; else 0
+ * @dst_stride: compute: bytes between elements (0: all at dst), element aligned
+ * @src_stride: SCALE_ADD: likewise for src
+ *
+ * Fields an operation does not use must be zero. Compute addresses are element aligned.
+ */
+struct gmem_accel_cmd {
+	__u32 op;
+	__u32 flags;
+	__u64 dst;
+	__u64 src;
+	__u64 size;
+	__u64 value;
+	__u64 value2;
+	__u32 dst_stride;
+	__u32 src_stride;
+};
+
+/**
+ * struct gmem_accel_submit - queue a batch of commands
+ * @cmds:  user pointer to @count struct gmem_accel_cmd
+ * @count: 1..GMEM_ACCEL_MAX_BATCH
+ * @flags: must be zero
+ * @fence: out: pass to GMEM_ACCEL_IOC_WAIT
+ */
+struct gmem_accel_submit {
+	__u64 cmds;
+	__u32 count;
+	__u32 flags;
+	__u64 fence;
+};
+
+/**
+ * struct gmem_accel_wait - wait until a batch is done
+ * @fence:      from GMEM_ACCEL_IOC_SUBMIT on this file
+ * @timeout_ms: 0 = just poll
+ * @flags:      must be zero
+ *
+ * Returns 0 when every command of the batch succeeded; EFAULT (an address the process has
+ * not mapped, or PROT_NONE), EPERM (a write to memory the process may only read), EIO (the
+ * device failed the command), ETIME (not done within the timeout), EINVAL (no such fence).
+ */
+struct gmem_accel_wait {
+	__u64 fence;
+	__u32 timeout_ms;
+	__u32 flags;
+};
+
+/* Per page of struct gmem_accel_snapshot */
+#define GMEM_ACCEL_PAGE_READ	(1u << 0)	/* mapped on the device (readable) */
+#define GMEM_ACCEL_PAGE_WRITE	(1u << 1)	/* and writable */
+#define GMEM_ACCEL_PAGE_2M	(1u << 2)	/* by a 2 MiB device page */
+#define GMEM_ACCEL_PAGE_HBM	(1u << 3)	/* to device memory */
+
+/**
+ * struct gmem_accel_snapshot - the device's view of a range of this process's pages
+ * @addr:   page aligned
+ * @npages: 1..GMEM_ACCEL_MAX_SNAPSHOT
+ * @out:    user pointer to @npages bytes, GMEM_ACCEL_PAGE_* each (0: not mapped)
+ * @flags:  must be zero
+ */
+struct gmem_accel_snapshot {
+	__u64 addr;
+	__u64 npages;
+	__u64 out;
+	__u32 flags;
+	__u32 pad;
+};
+
+/**
+ * struct gmem_accel_stats - this file's context
+ * @context:       device context number (as the monitor shows it)
+ * @flags:         must be zero on input
+ * @faults:        fault records serviced
+ * @fault_groups:  groups answered (replayed + cancelled)
+ * @replays:       groups replayed
+ * @cancels:       groups cancelled (their command failed)
+ * @pages_mapped:  device PTEs written (a 2 MiB page counts 512)
+ * @pages_zapped:  device PTEs removed by invalidations
+ * @invalidations: mmu notifier invalidations received
+ * @commands:      commands submitted
+ */
+struct gmem_accel_stats {
+	__u32 context;
+	__u32 flags;
+	__u64 faults;
+	__u64 fault_groups;
+	__u64 replays;
+	__u64 cancels;
+	__u64 pages_mapped;
+	__u64 pages_zapped;
+	__u64 invalidations;
+	__u64 commands;
+};
+
 #define GMEM_ACCEL_IOC_GET_INFO _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x00, struct gmem_accel_info)
+#define GMEM_ACCEL_IOC_SUBMIT   _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x01, struct gmem_accel_submit)
+#define GMEM_ACCEL_IOC_WAIT     _IOW(GMEM_ACCEL_IOC_MAGIC, 0x02, struct gmem_accel_wait)
+#define GMEM_ACCEL_IOC_SNAPSHOT _IOW(GMEM_ACCEL_IOC_MAGIC, 0x03, struct gmem_accel_snapshot)
+#define GMEM_ACCEL_IOC_STATS    _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x04, struct gmem_accel_stats)
 
 #endif /* _UAPI_GMEM_ACCEL_H */

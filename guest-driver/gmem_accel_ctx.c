@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: contexts. Each open file mirrors its process's address space into one
+ * device context: a device page table the driver owns, kept coherent with the CPU's by one
+ * mmu_interval_notifier over the whole address space (Documentation/mm/hmm.rst).
+ */
+#include <linux/dma-mapping.h>
+#include <linux/hmm.h>
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+
+#include "gmem_accel.h"
+
+/*
+ * A software bit of the PTE format: the entry was cleared (VALID dropped) but its page is still
+ * DMA-mapped until the device TLB has forgotten it.
+ */
+#define GMEM_PTE_SW_STALE	(1ull << 8)
+static_assert(GMEM_PTE_SW_STALE & GMEM_PTE_SW_MASK);
+
+static struct device *gmem_dma_dev(struct gmem_ctx *ctx)
+{
+	return &ctx->g->pdev->dev;
+}
+
+static int gmem_pt_alloc(struct gmem_ctx *ctx, struct gmem_pt *pt, int level)
+{
+	pt->pte = dma_alloc_coherent(gmem_dma_dev(ctx), PAGE_SIZE, &pt->dma, GFP_KERNEL);
+	if (!pt->pte)
+		return -ENOMEM;
+	pt->child = NULL;
+	if (level > 1) {
+		pt->child = kcalloc(GMEM_PT_ENTRIES, sizeof(*pt->child), GFP_KERNEL);
+		if (!pt->child) {
+			dma_free_coherent(gmem_dma_dev(ctx), PAGE_SIZE, pt->pte, pt->dma);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static u64 gmem_leaf_size(int level)
+{
+	return level == 1 ? GMEM_PAGE_SIZE : GMEM_HUGE_SIZE;
+}
+
+/* Unmap a leaf's page for DMA and clear the entry (which is no longer valid). */
+static void gmem_leaf_release(struct gmem_ctx *ctx, u64 *pte, int level)
+{
+	u64 e = READ_ONCE(*pte);
+
+	if (e & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE))
+		dma_unmap_page(gmem_dma_dev(ctx), e & GMEM_PTE_ADDR_MASK, gmem_leaf_size(level),
+			       DMA_BIDIRECTIONAL);
+	WRITE_ONCE(*pte, 0);
+}
+
+static void gmem_pt_free(struct gmem_ctx *ctx, struct gmem_pt *pt, int level)
+{
+	if (!pt->pte)
+		return;
+	for (int i = 0; i < GMEM_PT_ENTRIES; i++) {
+		if (pt->child && pt->child[i]) {
+			gmem_pt_free(ctx, pt->child[i], level - 1);
+			kfree(pt->child[i]);
+		} else if (pt->pte[i] & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) {
+			gmem_leaf_release(ctx, &pt->pte[i], level);
+		}
+	}
+	kfree(pt->child);
+	dma_free_coherent(gmem_dma_dev(ctx), PAGE_SIZE, pt->pte, pt->dma);
+	pt->pte = NULL;
+}
+
+/* The table at @level (1 or 2) holding @va's entry, created on the way if @create. */
+static struct gmem_pt *gmem_pt_table(struct gmem_ctx *ctx, u64 va, int level, bool create)
+{
+	struct gmem_pt *pt = &ctx->root;
+
+	for (int l = GMEM_PT_LEVELS; l > level; l--) {
+		unsigned int i = GMEM_PT_INDEX(va, l);
+		struct gmem_pt *next = pt->child[i];
+
+		if (!next) {
+			if (!create)
+				return NULL;
+			/* A 2 MiB leaf where a table must go: the caller replaces it. */
+			if (pt->pte[i] & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE))
+				gmem_leaf_release(ctx, &pt->pte[i], l);
+			next = kzalloc(sizeof(*next), GFP_KERNEL);
+			if (!next || gmem_pt_alloc(ctx, next, l - 1)) {
+				kfree(next);
+				return NULL;
+			}
+			pt->child[i] = next;
+			WRITE_ONCE(pt->pte[i], next->dma | GMEM_PTE_VALID);
+		}
+		pt = next;
+	}
+	return pt;
+}
+
+/*
+ * Pass 1 of a zap: drop VALID from every leaf overlapping [start, end), keeping the address
+ * (STALE) for pass 2. Returns how many leaves it dropped.
+ */
+static unsigned long gmem_pt_clear(struct gmem_pt *pt, int level, u64 base, u64 start, u64 end)
+{
+	u64 span = 1ull << GMEM_PT_SHIFT(level);
+	unsigned long n = 0;
+
+	for (int i = 0; i < GMEM_PT_ENTRIES; i++) {
+		u64 va = base + i * span;
+		u64 e;
+
+		if (va + span <= start || va >= end)
+			continue;
+		if (pt->child && pt->child[i]) {
+			n += gmem_pt_clear(pt->child[i], level - 1, va, start, end);
+			continue;
+		}
+		e = READ_ONCE(pt->pte[i]);
+		if (e & GMEM_PTE_VALID) {
+			WRITE_ONCE(pt->pte[i], (e & ~GMEM_PTE_VALID) | GMEM_PTE_SW_STALE);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Pass 2: the device has forgotten them; unmap the pages. */
+static void gmem_pt_release_stale(struct gmem_ctx *ctx, struct gmem_pt *pt, int level, u64 base,
+				  u64 start, u64 end)
+{
+	u64 span = 1ull << GMEM_PT_SHIFT(level);
+
+	for (int i = 0; i < GMEM_PT_ENTRIES; i++) {
+		u64 va = base + i * span;
+
+		if (va + span <= start || va >= end)
+			continue;
+		if (pt->child && pt->child[i])
+			gmem_pt_release_stale(ctx, pt->child[i], level - 1, va, start, end);
+		else if (pt->pte[i] & GMEM_PTE_SW_STALE)
+			gmem_leaf_release(ctx, &pt->pte[i], level);
+	}
+}
+
+/*
+ * Remove the device's mappings of [start, end): clear the PTEs, wait for the device TLB to
+ * drop them, then unmap the pages. Called with ctx->lock held.
+ */
+static void gmem_pt_zap(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	unsigned long n;
+
+	end = min_t(u64, end, 1ull << GMEM_VA_BITS);
+	if (start >= end)
+		return;
+	n = gmem_pt_clear(&ctx->root, GMEM_PT_LEVELS, 0, start, end);
+	if (!n)
+		return;
+	/* A 2 MiB leaf may reach past the range: invalidate whole huge pages. */
+	start = ALIGN_DOWN(start, GMEM_HUGE_SIZE);
+	end = ALIGN(end, GMEM_HUGE_SIZE);
+	if (ctx->g->regs)
+		gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
+	gmem_pt_release_stale(ctx, &ctx->root, GMEM_PT_LEVELS, 0, start, end);
+	ctx->stats.pages_zapped += n;
+}
+
+static u64 gmem_leaf_pte(dma_addr_t dma, bool write)
+{
+	u64 pte = (dma & GMEM_PTE_ADDR_MASK) | GMEM_PTE_VALID | GMEM_PTE_READ;
+
+	if (write)
+		pte |= GMEM_PTE_WRITE | GMEM_PTE_ATOMIC;
+	return pte;
+}
+
+/*
+ * Map the valid pages of @hmm_pfns (a result of hmm_range_fault from @va) into the device
+ * page table, as 2 MiB leaves where the CPU maps a whole aligned THP. Called with ctx->lock
+ * held after mmu_interval_read_retry() said the result is current. Returns the number of
+ * entries that replaced a valid one (their old translation may be in the device TLB), or
+ * -errno.
+ */
+int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned long npages)
+{
+	struct device *dev = gmem_dma_dev(ctx);
+	int replaced = 0;
+
+	for (unsigned long i = 0; i < npages; i++) {
+		unsigned long pfn = hmm_pfns[i];
+		u64 addr = va + i * PAGE_SIZE;
+		bool write = pfn & HMM_PFN_WRITE;
+		struct gmem_pt *pt;
+		dma_addr_t dma;
+		bool huge;
+		int level;
+		u64 *pte;
+
+		if (!(pfn & HMM_PFN_VALID) || (pfn & HMM_PFN_ERROR))
+			continue;
+		huge = hmm_pfn_to_map_order(pfn) >= GMEM_HUGE_SHIFT - PAGE_SHIFT &&
+		       IS_ALIGNED(addr, GMEM_HUGE_SIZE) && npages - i >= 512 &&
+		       IS_ALIGNED(page_to_pfn(hmm_pfn_to_page(pfn)), 512);
+		level = huge ? 2 : 1;
+		pt = gmem_pt_table(ctx, addr, level, true);
+		if (!pt)
+			return -ENOMEM;
+		pte = &pt->pte[GMEM_PT_INDEX(addr, level)];
+		if (huge && pt->child[GMEM_PT_INDEX(addr, 2)]) {
+			/* 4 KiB entries there before: zap them and drop their table. */
+			struct gmem_pt *old = pt->child[GMEM_PT_INDEX(addr, 2)];
+
+			gmem_pt_zap(ctx, addr, addr + GMEM_HUGE_SIZE);
+			WRITE_ONCE(*pte, 0);
+			pt->child[GMEM_PT_INDEX(addr, 2)] = NULL;
+			gmem_pt_free(ctx, old, 1);
+			kfree(old);
+			replaced++;
+		}
+		dma = dma_map_page(dev, hmm_pfn_to_page(pfn), 0, gmem_leaf_size(level),
+				   DMA_BIDIRECTIONAL);
+		if (dma_mapping_error(dev, dma))
+			return -ENOMEM;
+		if (READ_ONCE(*pte) & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) {
+			replaced++;
+			gmem_leaf_release(ctx, pte, level);
+		}
+		WRITE_ONCE(*pte, gmem_leaf_pte(dma, write) | (huge ? GMEM_PTE_HUGE : 0));
+		ctx->stats.pages_mapped += huge ? 512 : 1;
+		if (huge)
+			i += 511;
+	}
+	return replaced;
+}
+
+/* The device's view of [va, va + npages pages): GMEM_ACCEL_PAGE_* per page. */
+void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npages)
+{
+	mutex_lock(&ctx->lock);
+	for (unsigned long i = 0; i < npages; i++) {
+		u64 addr = va + i * PAGE_SIZE, e = 0;
+		struct gmem_pt *pt = gmem_pt_table(ctx, addr, 2, false);
+		u8 flags = 0;
+
+		if (pt) {
+			e = READ_ONCE(pt->pte[GMEM_PT_INDEX(addr, 2)]);
+			if (!(e & GMEM_PTE_HUGE)) {
+				pt = pt->child[GMEM_PT_INDEX(addr, 2)];
+				e = pt ? READ_ONCE(pt->pte[GMEM_PT_INDEX(addr, 1)]) : 0;
+			} else {
+				flags |= GMEM_ACCEL_PAGE_2M;
+			}
+		}
+		if (e & GMEM_PTE_VALID) {
+			flags |= GMEM_ACCEL_PAGE_READ;
+			if (e & GMEM_PTE_WRITE)
+				flags |= GMEM_ACCEL_PAGE_WRITE;
+			if (e & GMEM_PTE_HBM)
+				flags |= GMEM_ACCEL_PAGE_HBM;
+		} else {
+			flags = 0;
+		}
+		out[i] = flags;
+	}
+	mutex_unlock(&ctx->lock);
+}
+
+static bool gmem_invalidate(struct mmu_interval_notifier *mni,
+			    const struct mmu_notifier_range *range, unsigned long cur_seq)
+{
+	struct gmem_ctx *ctx = container_of(mni, struct gmem_ctx, notifier);
+
+	/* The driver's own migrations keep the device mapping up to date themselves. */
+	if (range->event == MMU_NOTIFY_MIGRATE && range->owner == ctx->g)
+		return true;
+	if (mmu_notifier_range_blockable(range))
+		mutex_lock(&ctx->lock);
+	else if (!mutex_trylock(&ctx->lock))
+		return false;
+	mmu_interval_set_seq(mni, cur_seq);
+	gmem_pt_zap(ctx, range->start, range->end);
+	ctx->stats.invalidations++;
+	mutex_unlock(&ctx->lock);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops gmem_notifier_ops = {
+	.invalidate = gmem_invalidate,
+};
+
+/* Bind the calling process's address space to a new device context. */
+struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
+{
+	struct gmem_ctx *ctx;
+	int id, ret;
+
+	if (!current->mm)
+		return ERR_PTR(-EINVAL);
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	if (!ctx)
+		return ERR_PTR(-ENOMEM);
+	ctx->g = g;
+	mutex_init(&ctx->lock);
+	xa_init(&ctx->errors);
+
+	/* Context 0 is kept for the driver's own work. */
+	id = ida_alloc_range(&g->ctx_ids, 1, GMEM_NUM_CONTEXTS - 1, GFP_KERNEL);
+	if (id < 0) {
+		ret = id == -ENOSPC ? -EBUSY : id;
+		goto err_free;
+	}
+	ctx->id = id;
+	ret = gmem_pt_alloc(ctx, &ctx->root, GMEM_PT_LEVELS);
+	if (ret)
+		goto err_id;
+	ret = mmu_interval_notifier_insert(&ctx->notifier, current->mm, 0, ULONG_MAX & PAGE_MASK,
+					   &gmem_notifier_ops);
+	if (ret)
+		goto err_pt;
+	ctx->mm = current->mm;
+	mmgrab(ctx->mm);
+
+	mutex_lock(&g->ctx_lock);
+	g->ctx[id] = ctx;
+	mutex_unlock(&g->ctx_lock);
+	gmem_write64(g, GMEM_REG_CTX(id, GMEM_CTX_ROOT_LO), ctx->root.dma);
+	gmem_write(g, GMEM_REG_CTX(id, GMEM_CTX_CTRL), GMEM_CTX_CTRL_ENABLE);
+	return ctx;
+
+err_pt:
+	gmem_pt_free(ctx, &ctx->root, GMEM_PT_LEVELS);
+err_id:
+	ida_free(&g->ctx_ids, id);
+err_free:
+	kfree(ctx);
+	return ERR_PTR(ret);
+}
+
+/*
+ * Take the context off the device and free its page table; the caller made sure no command
+ * of it is left in a queue. Idempotent: unbind and close both call it.
+ */
+void gmem_ctx_shutdown(struct gmem_ctx *ctx)
+{
+	struct gmem_accel *g = ctx->g;
+
+	if (ctx->shut_down)
+		return;
+	ctx->shut_down = true;
+	mutex_lock(&g->ctx_lock);
+	g->ctx[ctx->id] = NULL;
+	mutex_unlock(&g->ctx_lock);
+	mmu_interval_notifier_remove(&ctx->notifier);
+	if (g->regs) {
+		gmem_write(g, GMEM_REG_CTX(ctx->id, GMEM_CTX_CTRL), 0);
+		gmem_write64(g, GMEM_REG_CTX(ctx->id, GMEM_CTX_ROOT_LO), 0);
+	}
+	gmem_pt_free(ctx, &ctx->root, GMEM_PT_LEVELS);
+	mmdrop(ctx->mm);
+	ida_free(&g->ctx_ids, ctx->id);
+}
+
+void gmem_ctx_destroy(struct gmem_ctx *ctx)
+{
+	gmem_ctx_shutdown(ctx);
+	xa_destroy(&ctx->errors);
+	kfree(ctx);
+}

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: replayable device faults. The fault interrupt queues fault_work, which
+ * drains the fault queue a group at a time (a group = the pages one stalled command needs),
+ * faults the pages in with hmm_range_fault, maps them into the context's device page table
+ * and answers REPLAY; a fault the process's mappings cannot satisfy is answered CANCEL and
+ * the command fails with the errno hmm_range_fault gave (EFAULT, EPERM).
+ */
+#include <linux/hmm.h>
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/sort.h>
+
+#include "gmem_accel.h"
+
+#define GMEM_HUGE_PAGES		(GMEM_HUGE_SIZE / PAGE_SIZE)
+
+struct gmem_fault {
+	u64 va;
+	u16 ctx;
+	u16 group;
+	u8 access;
+	u8 engine;
+	u8 flags;
+};
+
+static void gmem_fault_read(struct gmem_accel *g, u32 idx, struct gmem_fault *f)
+{
+	const void *rec = g->fq + idx * GMEM_FAULT_RECORD_SIZE;
+
+	f->va = le64_to_cpu(*(const __le64 *)(rec + GMEM_FAULT_OFF_VA));
+	f->ctx = le16_to_cpu(*(const __le16 *)(rec + GMEM_FAULT_OFF_CTX));
+	f->group = le16_to_cpu(*(const __le16 *)(rec + GMEM_FAULT_OFF_GROUP));
+	f->access = *(const u8 *)(rec + GMEM_FAULT_OFF_ACCESS);
+	f->engine = *(const u8 *)(rec + GMEM_FAULT_OFF_ENGINE);
+	f->flags = *(const u8 *)(rec + GMEM_FAULT_OFF_FLAGS);
+}
+
+static int gmem_fault_cmp(const void *a, const void *b)
+{
+	const struct gmem_fault *x = a, *y = b;
+
+	return x->va < y->va ? -1 : x->va > y->va;
+}
+
+/*
+ * hmm_range_fault over @range with the mmu_interval_notifier retry loop of
+ * Documentation/mm/hmm.rst; returns 0 with ctx->lock held and the result still current.
+ * @req holds each page's input flags, restored on every retry.
+ */
+static int gmem_hmm_fault_locked(struct gmem_ctx *ctx, struct hmm_range *range,
+				 const unsigned long *req, unsigned long npages)
+{
+	unsigned long timeout = jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
+	int ret;
+
+	for (;;) {
+		if (time_after(jiffies, timeout))
+			return -EBUSY;
+		memcpy(range->hmm_pfns, req, npages * sizeof(*req));
+		range->notifier_seq = mmu_interval_read_begin(range->notifier);
+		mmap_read_lock(ctx->mm);
+		ret = hmm_range_fault(range);
+		mmap_read_unlock(ctx->mm);
+		if (ret == -EBUSY)
+			continue;
+		if (ret)
+			return ret;
+		mutex_lock(&ctx->lock);
+		if (!mmu_interval_read_retry(range->notifier, range->notifier_seq))
+			return 0;
+		mutex_unlock(&ctx->lock);
+	}
+}
+
+/* Fault in and map [start, end), requesting the pages flagged in @req; ctx->mm is held. */
+static int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
+			    unsigned long *pfns)
+{
+	unsigned long npages = (end - start) >> PAGE_SHIFT;
+	struct hmm_range range = {
+		.notifier = &ctx->notifier,
+		.start = start,
+		.end = end,
+		.hmm_pfns = pfns,
+		.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE,
+		.dev_private_owner = ctx->g,
+	};
+	int ret, replaced;
+
+	ret = gmem_hmm_fault_locked(ctx, &range, req, npages);
+	if (ret)
+		return ret;
+	replaced = gmem_pt_map(ctx, start, pfns, npages);
+	mutex_unlock(&ctx->lock);
+	if (replaced > 0)	/* e.g. read-only -> writable: the old entry may be cached */
+		gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
+	return replaced < 0 ? replaced : 0;
+}
+
+/*
+ * The window around faulting page @va: its 2 MiB-aligned block, inside its VMA. Pages in it
+ * the CPU already maps are mapped for the device too, without faulting them; and where the
+ * CPU maps a THP, the device gets a 2 MiB page.
+ */
+static int gmem_fault_window(struct gmem_ctx *ctx, u64 va, u64 *start, u64 *end)
+{
+	struct vm_area_struct *vma;
+	int ret = 0;
+
+	mmap_read_lock(ctx->mm);
+	vma = vma_lookup(ctx->mm, va);
+	if (vma) {
+		*start = max_t(u64, ALIGN_DOWN(va, GMEM_HUGE_SIZE), vma->vm_start);
+		*end = min_t(u64, ALIGN(va + 1, GMEM_HUGE_SIZE), vma->vm_end);
+	} else {
+		ret = -EFAULT;
+	}
+	mmap_read_unlock(ctx->mm);
+	return ret;
+}
+
+/* Service one group of faults of context @ctx; 0 or the errno to fail its command with. */
+static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned int n,
+			    unsigned long *req, unsigned long *pfns)
+{
+	unsigned int i = 0;
+	int ret = 0;
+
+	if (!mmget_not_zero(ctx->mm))
+		return -EFAULT;		/* the process is exiting */
+	sort(f, n, sizeof(*f), gmem_fault_cmp, NULL);
+	while (i < n && !ret) {
+		u64 start, end;
+
+		ret = gmem_fault_window(ctx, f[i].va & PAGE_MASK, &start, &end);
+		if (ret)
+			break;
+		memset(req, 0, ((end - start) >> PAGE_SHIFT) * sizeof(*req));
+		/* Every fault of the group inside this window is requested in this call. */
+		for (; i < n && f[i].va >= start && f[i].va < end; i++) {
+			unsigned long p = (f[i].va - start) >> PAGE_SHIFT;
+
+			req[p] |= HMM_PFN_REQ_FAULT;
+			if (f[i].access & (GMEM_ACCESS_WRITE | GMEM_ACCESS_ATOMIC))
+				req[p] |= HMM_PFN_REQ_WRITE;
+		}
+		ret = gmem_fault_range(ctx, start, end, req, pfns);
+	}
+	mmput(ctx->mm);
+	return ret;
+}
+
+static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsigned int n,
+			      unsigned long *req, unsigned long *pfns)
+{
+	struct gmem_ctx *ctx;
+	int err = -ENXIO;
+	u32 resp;
+
+	mutex_lock(&g->ctx_lock);
+	ctx = f[0].ctx < GMEM_NUM_CONTEXTS ? g->ctx[f[0].ctx] : NULL;
+	if (ctx)
+		err = gmem_fault_group(ctx, f, n, req, pfns);
+	resp = f[0].group | (err ? GMEM_RESP_CANCEL : GMEM_RESP_REPLAY) << GMEM_RESP_SHIFT;
+	if (err && f[0].engine < GMEM_NUM_QUEUES)
+		WRITE_ONCE(g->queue[f[0].engine].cancel_errno, err);
+	if (ctx) {
+		ctx->stats.faults += n;
+		ctx->stats.fault_groups++;
+		if (err)
+			ctx->stats.cancels++;
+		else
+			ctx->stats.replays++;
+	}
+	mutex_unlock(&g->ctx_lock);
+	dev_dbg(&g->pdev->dev, "fault group %u: context %u, %u pages from %#llx: %s (%d)\n",
+		f[0].group, f[0].ctx, n, f[0].va, err ? "cancel" : "replay", err);
+	gmem_write(g, GMEM_REG_FAULT_RESPONSE, resp);
+}
+
+void gmem_fault_work(struct work_struct *work)
+{
+	struct gmem_accel *g = container_of(work, struct gmem_accel, fault_work);
+	struct gmem_fault group[GMEM_FAULT_GROUP_MAX];
+	u32 mask = (1u << GMEM_FQ_LOG2) - 1;
+	unsigned long *req, *pfns;
+	unsigned int n = 0;
+	u32 tail;
+
+	req = kvmalloc_array(GMEM_HUGE_PAGES, sizeof(*req), GFP_KERNEL);
+	pfns = kvmalloc_array(GMEM_HUGE_PAGES, sizeof(*pfns), GFP_KERNEL);
+	if (!req || !pfns) {
+		queue_work(g->wq, &g->fault_work);	/* try again */
+		goto out;
+	}
+	while (g->regs && (tail = gmem_read(g, GMEM_REG_FQ_TAIL)) != g->fq_head) {
+		if (tail > mask)
+			break;
+		dma_rmb();
+		while (g->fq_head != tail) {
+			struct gmem_fault f;
+
+			gmem_fault_read(g, g->fq_head, &f);
+			g->fq_head = (g->fq_head + 1) & mask;
+			if (n < GMEM_FAULT_GROUP_MAX)
+				group[n++] = f;
+			if (f.flags & GMEM_FAULT_F_LAST) {
+				gmem_fault_answer(g, group, n, req, pfns);
+				n = 0;
+			}
+		}
+		/* Consumed: a group waiting for room in the queue can be posted now. */
+		gmem_write(g, GMEM_REG_FQ_HEAD, g->fq_head);
+	}
+out:
+	kvfree(req);
+	kvfree(pfns);
+}

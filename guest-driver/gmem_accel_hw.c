@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: the device's rings in system memory, its interrupts and TLB invalidation.
+ */
+#include <linux/delay.h>
+#include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
+#include <linux/iopoll.h>
+
+#include "gmem_accel.h"
+
+#define GMEM_CQ_BYTES	((1u << GMEM_CQ_LOG2) * GMEM_CMD_SIZE)
+#define GMEM_FQ_BYTES	((1u << GMEM_FQ_LOG2) * GMEM_FAULT_RECORD_SIZE)
+
+static irqreturn_t gmem_fault_irq(int irq, void *data)
+{
+	struct gmem_accel *g = data;
+
+	queue_work(g->wq, &g->fault_work);
+	return IRQ_HANDLED;
+}
+
+static irqreturn_t gmem_queue_irq(int irq, void *data)
+{
+	struct gmem_queue *q = data;
+
+	wake_up_all(&q->wq);
+	return IRQ_HANDLED;
+}
+
+static irqreturn_t gmem_error_irq(int irq, void *data)
+{
+	struct gmem_accel *g = data;
+	u32 code = gmem_read(g, GMEM_REG_ERROR_CODE);
+
+	if (!code)
+		return IRQ_NONE;
+	dev_err_ratelimited(&g->pdev->dev, "device error %u, info %#x, address %#x_%08x\n",
+			    code, gmem_read(g, GMEM_REG_ERROR_INFO),
+			    gmem_read(g, GMEM_REG_ERROR_ADDR_HI),
+			    gmem_read(g, GMEM_REG_ERROR_ADDR_LO));
+	gmem_write(g, GMEM_REG_ERROR_CODE, 0);
+	return IRQ_HANDLED;
+}
+
+static int gmem_queue_init(struct gmem_accel *g, struct gmem_queue *q, unsigned int id)
+{
+	struct device *dev = &g->pdev->dev;
+	unsigned int slots = 1u << GMEM_CQ_LOG2;
+
+	q->id = id;
+	mutex_init(&q->lock);
+	init_waitqueue_head(&q->wq);
+	q->ring = dmam_alloc_coherent(dev, GMEM_CQ_BYTES, &q->ring_dma, GFP_KERNEL);
+	q->fence = dmam_alloc_coherent(dev, sizeof(u64), &q->fence_dma, GFP_KERNEL);
+	q->slot_ctx = devm_kcalloc(dev, slots, sizeof(*q->slot_ctx), GFP_KERNEL);
+	q->slot_seq = devm_kcalloc(dev, slots, sizeof(*q->slot_seq), GFP_KERNEL);
+	if (!q->ring || !q->fence || !q->slot_ctx || !q->slot_seq)
+		return -ENOMEM;
+	q->next_seq = 1;
+	gmem_write64(g, GMEM_REG_QUEUE(id, GMEM_CQ_BASE_LO), q->ring_dma);
+	gmem_write(g, GMEM_REG_QUEUE(id, GMEM_CQ_ENTRIES_LOG2), GMEM_CQ_LOG2);
+	gmem_write(g, GMEM_REG_QUEUE(id, GMEM_CQ_CTRL), GMEM_CQ_CTRL_ENABLE);
+	return devm_request_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_QUEUE(id)),
+				gmem_queue_irq, 0, GMEM_ACCEL_NAME "-queue", q);
+}
+
+/* Rings and interrupts; everything here is device-managed and goes at unbind. */
+int gmem_hw_init(struct gmem_accel *g)
+{
+	struct device *dev = &g->pdev->dev;
+	int ret;
+
+	mutex_init(&g->ctx_lock);
+	mutex_init(&g->inv_lock);
+	ida_init(&g->ctx_ids);
+	INIT_WORK(&g->fault_work, gmem_fault_work);
+	g->wq = alloc_ordered_workqueue("%s-faults", WQ_MEM_RECLAIM, dev_name(dev));
+	if (!g->wq)
+		return -ENOMEM;
+
+	g->fq = dmam_alloc_coherent(dev, GMEM_FQ_BYTES, &g->fq_dma, GFP_KERNEL);
+	if (!g->fq) {
+		ret = -ENOMEM;
+		goto err_wq;
+	}
+	gmem_write64(g, GMEM_REG_FQ_BASE_LO, g->fq_dma);
+	gmem_write(g, GMEM_REG_FQ_ENTRIES_LOG2, GMEM_FQ_LOG2);
+	gmem_write(g, GMEM_REG_FQ_CTRL, GMEM_FQ_CTRL_ENABLE);
+	ret = devm_request_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_FAULT), gmem_fault_irq, 0,
+			       GMEM_ACCEL_NAME "-fault", g);
+	if (ret)
+		goto err_wq;
+	ret = devm_request_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_ERROR), gmem_error_irq, 0,
+			       GMEM_ACCEL_NAME "-error", g);
+	if (ret)
+		goto err_wq;
+	for (unsigned int i = 0; i < GMEM_NUM_QUEUES; i++) {
+		ret = gmem_queue_init(g, &g->queue[i], i);
+		if (ret)
+			goto err_wq;
+	}
+	return 0;
+
+err_wq:
+	destroy_workqueue(g->wq);
+	return ret;
+}
+
+/* Quiesce the device and its interrupts before its managed memory goes away. */
+void gmem_hw_fini(struct gmem_accel *g)
+{
+	struct device *dev = &g->pdev->dev;
+
+	gmem_write(g, GMEM_REG_RESET, GMEM_RESET_MAGIC);
+	devm_free_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_FAULT), g);
+	devm_free_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_ERROR), g);
+	for (unsigned int i = 0; i < GMEM_NUM_QUEUES; i++) {
+		devm_free_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_QUEUE(i)), &g->queue[i]);
+		wake_up_all(&g->queue[i].wq);
+	}
+	cancel_work_sync(&g->fault_work);
+	destroy_workqueue(g->wq);
+}
+
+/*
+ * Drop the device TLB's translations of [va, va + size) in context @ctx and wait until the
+ * device says they are gone. Takes effect between two steps of any command in flight.
+ */
+int gmem_tlb_invalidate(struct gmem_accel *g, unsigned int ctx, u64 va, u64 size)
+{
+	u32 seq, done;
+	int ret;
+
+	mutex_lock(&g->inv_lock);
+	seq = ++g->inv_seq;
+	gmem_write64(g, GMEM_REG_INV_VA_LO, va);
+	gmem_write64(g, GMEM_REG_INV_SIZE_LO, size);
+	gmem_write(g, GMEM_REG_INV_CTX, ctx);
+	gmem_write(g, GMEM_REG_INV_TRIGGER, seq);
+	ret = readl_poll_timeout(g->regs + GMEM_REG_INV_DONE, done, done == seq, 1, 100000);
+	mutex_unlock(&g->inv_lock);
+	if (ret)
+		dev_err(&g->pdev->dev, "TLB invalidation %u of context %u did not complete\n",
+			seq, ctx);
+	return ret;
+}

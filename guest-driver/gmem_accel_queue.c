@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: command submission. A context's batches go to queue (context % 4),
+ * each batch followed by a FENCE that writes its sequence number and interrupts; waiters
+ * sleep until the fence value reaches theirs, then collect the batch's status words.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+
+#include "gmem_accel.h"
+
+#define GMEM_FENCE_QUEUE_SHIFT	56
+#define GMEM_DRAIN_TIMEOUT	(10 * HZ)
+
+static u32 gmem_ring_mask(void)
+{
+	return (1u << GMEM_CQ_LOG2) - 1;
+}
+
+static void *gmem_slot(struct gmem_queue *q, u32 slot)
+{
+	return q->ring + slot * GMEM_CMD_SIZE;
+}
+
+static void gmem_put_desc(void *d, u8 op, u8 flags, u16 ctx, u64 dst, u64 src, u64 size,
+			  u64 value, u64 value2, u32 dst_stride, u32 src_stride)
+{
+	memset(d, 0, GMEM_CMD_SIZE);
+	*(u8 *)(d + GMEM_CMD_OFF_OPCODE) = op;
+	*(u8 *)(d + GMEM_CMD_OFF_FLAGS) = flags;
+	*(__le16 *)(d + GMEM_CMD_OFF_CTX) = cpu_to_le16(ctx);
+	*(__le64 *)(d + GMEM_CMD_OFF_DST) = cpu_to_le64(dst);
+	*(__le64 *)(d + GMEM_CMD_OFF_SRC) = cpu_to_le64(src);
+	*(__le64 *)(d + GMEM_CMD_OFF_SIZE) = cpu_to_le64(size);
+	*(__le64 *)(d + GMEM_CMD_OFF_VALUE) = cpu_to_le64(value);
+	*(__le64 *)(d + GMEM_CMD_OFF_VALUE2) = cpu_to_le64(value2);
+	*(__le32 *)(d + GMEM_CMD_OFF_DST_STRIDE) = cpu_to_le32(dst_stride);
+	*(__le32 *)(d + GMEM_CMD_OFF_SRC_STRIDE) = cpu_to_le32(src_stride);
+}
+
+/* Is [addr, addr + len) a user address range? -EINVAL if it wraps, -EFAULT if not user. */
+static int gmem_check_user_range(u64 addr, u64 len)
+{
+	if (addr + len < addr)
+		return -EINVAL;
+	if (addr + len > TASK_SIZE_MAX || addr + len > (1ull << GMEM_VA_BITS))
+		return -EFAULT;
+	return 0;
+}
+
+static u64 gmem_extent(u64 count, u32 stride, u32 elem)
+{
+	return (count - 1) * stride + elem;
+}
+
+/* Check one user command and turn it into a device descriptor for context @ctx. */
+static int gmem_encode(const struct gmem_accel_cmd *c, u16 ctx, void *desc)
+{
+	u32 elem = c->flags & GMEM_ACCEL_CMD_WIDE ? 8 : 4;
+	u8 flags = GMEM_CMD_F_DST(GMEM_ADDR_VA) | GMEM_CMD_F_SRC(GMEM_ADDR_VA);
+	int ret;
+
+	if (c->flags & ~GMEM_ACCEL_CMD_WIDE || !c->size)
+		return -EINVAL;
+	switch (c->op) {
+	case GMEM_ACCEL_OP_COPY:
+	case GMEM_ACCEL_OP_FILL:
+		if (c->flags || c->size > GMEM_CMD_MAX_BYTES || c->value2 || c->dst_stride ||
+		    c->src_stride)
+			return -EINVAL;
+		if (c->op == GMEM_ACCEL_OP_FILL && (c->src))
+			return -EINVAL;
+		if (c->op == GMEM_ACCEL_OP_COPY && c->value)
+			return -EINVAL;
+		ret = gmem_check_user_range(c->dst, c->size);
+		if (!ret && c->op == GMEM_ACCEL_OP_COPY)
+			ret = gmem_check_user_range(c->src, c->size);
+		if (ret)
+			return ret;
+		gmem_put_desc(desc, c->op == GMEM_ACCEL_OP_COPY ? GMEM_OP_COPY : GMEM_OP_FILL,
+			      flags, ctx, c->dst, c->src, c->size, c->value, 0, 0, 0);
+		return 0;
+	case GMEM_ACCEL_OP_ATOMIC_ADD:
+	case GMEM_ACCEL_OP_SCALE_ADD:
+		if (c->size > GMEM_CMD_MAX_ELEMENTS || c->dst_stride > GMEM_CMD_MAX_STRIDE ||
+		    c->src_stride > GMEM_CMD_MAX_STRIDE || c->dst % elem || c->dst_stride % elem)
+			return -EINVAL;
+		if (c->op == GMEM_ACCEL_OP_ATOMIC_ADD && (c->src || c->src_stride || c->value2))
+			return -EINVAL;
+		if (c->op == GMEM_ACCEL_OP_SCALE_ADD && (c->src % elem || c->src_stride % elem))
+			return -EINVAL;
+		ret = gmem_check_user_range(c->dst, gmem_extent(c->size, c->dst_stride, elem));
+		if (!ret && c->op == GMEM_ACCEL_OP_SCALE_ADD)
+			ret = gmem_check_user_range(c->src,
+						    gmem_extent(c->size, c->src_stride, elem));
+		if (ret)
+			return ret;
+		if (c->flags & GMEM_ACCEL_CMD_WIDE)
+			flags |= GMEM_CMD_F_WIDE;
+		gmem_put_desc(desc, c->op == GMEM_ACCEL_OP_ATOMIC_ADD ? GMEM_OP_ATOMIC_ADD
+								      : GMEM_OP_SCALE_ADD,
+			      flags, ctx, c->dst, c->src, c->size, c->value, c->value2,
+			      c->dst_stride, c->src_stride);
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+static int gmem_status_errno(struct gmem_queue *q, u32 st)
+{
+	int err;
+
+	switch (st) {
+	case GMEM_CMD_ST_OK:
+		return 0;
+	case GMEM_CMD_ST_FAULT:
+		err = READ_ONCE(q->cancel_errno);
+		WRITE_ONCE(q->cancel_errno, 0);
+		return err ?: -EFAULT;
+	default:
+		return -EIO;
+	}
+}
+
+/*
+ * Collect the status of every command the device has finished (up to HEAD) and record the
+ * first failure of each batch in its context. Called with q->lock held.
+ */
+void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q)
+{
+	u32 head;
+
+	lockdep_assert_held(&q->lock);
+	if (!g->regs)
+		return;
+	head = gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_HEAD));
+	if (head > gmem_ring_mask())
+		return;		/* a device that says so is broken; leave the slots alone */
+	dma_rmb();
+	while (q->reaped != head) {
+		u32 slot = q->reaped;
+		struct gmem_ctx *ctx = q->slot_ctx[slot];
+		u32 st = le32_to_cpu(*(__le32 *)(gmem_slot(q, slot) + GMEM_CMD_OFF_STATUS));
+		int err = gmem_status_errno(q, st);
+
+		if (err && ctx) {
+			u64 fence = (u64)q->id << GMEM_FENCE_QUEUE_SHIFT | q->slot_seq[slot];
+
+			/* The batch's first failure is the one reported (-EBUSY: not first). */
+			if (xa_insert(&ctx->errors, fence, xa_mk_value(-err), GFP_KERNEL) == -ENOMEM)
+				dev_warn_ratelimited(&g->dev, "lost the error of batch %#llx\n", fence);
+		}
+		q->slot_ctx[slot] = NULL;
+		q->reaped = (slot + 1) & gmem_ring_mask();
+	}
+}
+
+static u32 gmem_ring_used(struct gmem_queue *q)
+{
+	return (q->tail - q->reaped) & gmem_ring_mask();
+}
+
+static bool gmem_fence_done(struct gmem_queue *q, u64 seq)
+{
+	return READ_ONCE(*q->fence) >= seq;
+}
+
+int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count, u64 *fence)
+{
+	struct gmem_accel *g = ctx->g;
+	struct gmem_queue *q = &g->queue[ctx->id % GMEM_NUM_QUEUES];
+	u8 (*desc)[GMEM_CMD_SIZE];
+	u64 seq;
+	int ret = 0;
+
+	desc = kmalloc_array(count, GMEM_CMD_SIZE, GFP_KERNEL);
+	if (!desc)
+		return -ENOMEM;
+	for (u32 i = 0; i < count && !ret; i++)
+		ret = gmem_encode(&cmds[i], ctx->id, desc[i]);
+	if (ret)
+		goto out;
+
+	mutex_lock(&q->lock);
+	for (;;) {
+		gmem_queue_reap(g, q);
+		if (gmem_ring_used(q) + count + 1 < (1u << GMEM_CQ_LOG2))
+			break;
+		mutex_unlock(&q->lock);
+		ret = wait_event_interruptible_timeout(q->wq, READ_ONCE(q->reaped) !=
+						       gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_HEAD)),
+						       HZ);
+		if (ret < 0)
+			goto out;
+		mutex_lock(&q->lock);
+	}
+	seq = q->next_seq++;
+	for (u32 i = 0; i <= count; i++) {
+		u32 slot = q->tail;
+
+		if (i < count)
+			memcpy(gmem_slot(q, slot), desc[i], GMEM_CMD_SIZE);
+		else
+			gmem_put_desc(gmem_slot(q, slot), GMEM_OP_FENCE,
+				      GMEM_CMD_F_DST(GMEM_ADDR_SYS) | GMEM_CMD_F_NOTIFY, 0,
+				      q->fence_dma, 0, 0, seq, 0, 0, 0);
+		q->slot_ctx[slot] = ctx;
+		q->slot_seq[slot] = seq;
+		q->tail = (slot + 1) & gmem_ring_mask();
+	}
+	dma_wmb();
+	gmem_write(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_TAIL), q->tail);
+	ctx->last_fence[q->id] = seq;
+	ctx->stats.commands += count;
+	mutex_unlock(&q->lock);
+	*fence = (u64)q->id << GMEM_FENCE_QUEUE_SHIFT | seq;
+	ret = 0;
+out:
+	kfree(desc);
+	return ret;
+}
+
+int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
+{
+	u32 qid = fence >> GMEM_FENCE_QUEUE_SHIFT;
+	u64 seq = fence & GENMASK_ULL(GMEM_FENCE_QUEUE_SHIFT - 1, 0);
+	struct gmem_queue *q;
+	void *err;
+	long left;
+
+	if (qid >= GMEM_NUM_QUEUES || !seq || seq > ctx->last_fence[qid])
+		return -EINVAL;
+	q = &ctx->g->queue[qid];
+	left = wait_event_interruptible_timeout(q->wq, gmem_fence_done(q, seq),
+						msecs_to_jiffies(timeout_ms));
+	if (left < 0)
+		return left;
+	if (!gmem_fence_done(q, seq))
+		return -ETIME;
+	mutex_lock(&q->lock);
+	gmem_queue_reap(ctx->g, q);
+	mutex_unlock(&q->lock);
+	err = xa_erase(&ctx->errors, fence);
+	return err ? -(int)xa_to_value(err) : 0;
+}
+
+/*
+ * Wait (boundedly) for the context's batches to finish and forget its slots, so nothing of
+ * it is left in a ring when it goes away. Faults of a closing context are cancelled by the
+ * fault worker once its mm is gone, so this does not wait on the process.
+ */
+int gmem_ctx_drain(struct gmem_ctx *ctx)
+{
+	int ret = 0;
+
+	for (u32 qid = 0; qid < GMEM_NUM_QUEUES; qid++) {
+		struct gmem_queue *q = &ctx->g->queue[qid];
+		u64 seq = ctx->last_fence[qid];
+
+		if (!seq)
+			continue;
+		if (!wait_event_timeout(q->wq, gmem_fence_done(q, seq), GMEM_DRAIN_TIMEOUT))
+			ret = -ETIMEDOUT;
+		mutex_lock(&q->lock);
+		gmem_queue_reap(ctx->g, q);
+		for (u32 s = 0; s <= gmem_ring_mask(); s++)
+			if (q->slot_ctx[s] == ctx)
+				q->slot_ctx[s] = NULL;
+		mutex_unlock(&q->lock);
+	}
+	return ret;
+}

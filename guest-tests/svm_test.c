@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Shared virtual memory: the device works on plain process pointers. Each test opens its own
+ * context, has the device read or write memory of some kind, and checks the bytes, the errno
+ * of a failed command, the driver's counters and the device's view of the pages (SNAPSHOT).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "gmem_accel_hw.h"
+#include "gmem_accel_uapi.h"
+#include "gmem_test_util.h"
+
+#define PAGE 4096ul
+#define HUGE (2ul << 20)
+
+static int run_cmds(int fd, struct gmem_accel_cmd *c, unsigned int n)
+{
+	struct gmem_accel_submit s = { .cmds = (uintptr_t)c, .count = n };
+	struct gmem_accel_wait w = { .timeout_ms = 20000 };
+
+	if (ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &s))
+		return -errno;
+	w.fence = s.fence;
+	return ioctl(fd, GMEM_ACCEL_IOC_WAIT, &w) ? -errno : 0;
+}
+
+static int dev_copy(int fd, void *dst, const void *src, size_t len)
+{
+	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)dst,
+				    .src = (uintptr_t)src, .size = len };
+
+	return run_cmds(fd, &c, 1);
+}
+
+static int dev_fill(int fd, void *dst, uint64_t value, size_t len)
+{
+	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_FILL, .dst = (uintptr_t)dst,
+				    .size = len, .value = value };
+
+	return run_cmds(fd, &c, 1);
+}
+
+static void pattern(void *buf, size_t len, unsigned int seed)
+{
+	uint8_t *b = buf;
+
+	for (size_t i = 0; i < len; i++)
+		b[i] = (uint8_t)(i * 7 + seed * 13 + (i >> 12));
+}
+
+static uint8_t page_view(int fd, void *addr)
+{
+	uint8_t v = 0xff;
+	struct gmem_accel_snapshot s = { .addr = (uintptr_t)addr & ~(PAGE - 1), .npages = 1,
+					 .out = (uintptr_t)&v };
+
+	if (ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &s))
+		return 0xee;
+	return v;
+}
+
+static struct gmem_accel_stats stats(int fd)
+{
+	struct gmem_accel_stats st = { 0 };
+
+	ioctl(fd, GMEM_ACCEL_IOC_STATS, &st);
+	return st;
+}
+
+static void *map_anon(size_t len, int prot)
+{
+	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+FIXTURE(svm) {
+	int fd;
+};
+
+FIXTURE_SETUP(svm)
+{
+	self->fd = gmem_open(0, O_RDWR);
+	ASSERT_LE(0, self->fd) TH_LOG("open /dev/gmem_accel0: %s", strerror(errno));
+}
+
+FIXTURE_TEARDOWN(svm)
+{
+	close(self->fd);
+}
+
+/* malloc'd memory both ways, byte for byte, through faults the driver services. */
+TEST_F(svm, copy_malloc)
+{
+	size_t len = 256 * 1024 + 123;
+	uint8_t *src = malloc(len), *dst = malloc(len + 2);
+	struct gmem_accel_stats st;
+
+	pattern(src, len, 1);
+	memset(dst, 0xaa, len + 2);
+	ASSERT_EQ(0, dev_copy(self->fd, dst + 1, src, len));
+	ASSERT_EQ(0, memcmp(dst + 1, src, len));
+	EXPECT_EQ(0xaa, dst[0]);
+	EXPECT_EQ(0xaa, dst[len + 1]);
+	st = stats(self->fd);
+	EXPECT_LT(0, st.faults);
+	EXPECT_EQ(st.fault_groups, st.replays);
+	EXPECT_EQ(0, st.cancels);
+	EXPECT_LE((len / PAGE) * 2, st.pages_mapped);
+	EXPECT_EQ(GMEM_ACCEL_PAGE_READ | GMEM_ACCEL_PAGE_WRITE, page_view(self->fd, dst + PAGE) &
+		  (GMEM_ACCEL_PAGE_READ | GMEM_ACCEL_PAGE_WRITE));
+	/* Mapped now: the same copy again faults no more. */
+	ASSERT_EQ(0, dev_copy(self->fd, dst + 1, src, len));
+	EXPECT_EQ(st.faults, stats(self->fd).faults);
+	free(src);
+	free(dst);
+}
+
+/* The stack and a file mapping (tmpfs), written by the device and read back by the CPU. */
+TEST_F(svm, stack_and_file)
+{
+	uint8_t stack_src[3000], stack_dst[3000], buf[2 * PAGE];
+	char path[] = "/tmp/svm-file-XXXXXX";
+	int file = mkstemp(path);
+	uint8_t *map;
+
+	pattern(stack_src, sizeof(stack_src), 2);
+	memset(stack_dst, 0, sizeof(stack_dst));
+	ASSERT_EQ(0, dev_copy(self->fd, stack_dst, stack_src, sizeof(stack_src)));
+	ASSERT_EQ(0, memcmp(stack_dst, stack_src, sizeof(stack_src)));
+
+	ASSERT_LE(0, file);
+	ASSERT_EQ(0, ftruncate(file, 2 * PAGE));
+	map = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(0, dev_fill(self->fd, map + 100, 0x0123456789abcdefull, 2 * PAGE - 200));
+	ASSERT_EQ(2 * PAGE, pread(file, buf, 2 * PAGE, 0));
+	for (size_t i = 0; i < 2 * PAGE; i++) {
+		uint8_t want = i < 100 || i >= 2 * PAGE - 100 ? 0 :
+			       (uint8_t)(0x0123456789abcdefull >> (8 * ((i - 100) % 8)));
+		ASSERT_EQ(want, buf[i]) TH_LOG("file byte %zu", i);
+	}
+	munmap(map, 2 * PAGE);
+	close(file);
+	unlink(path);
+}
+
+/* Untouched anonymous memory reads as zeros, through the zero page, mapped read-only. */
+TEST_F(svm, zero_page_read)
+{
+	uint8_t *src = map_anon(4 * PAGE, PROT_READ | PROT_WRITE), *dst = malloc(4 * PAGE);
+
+	ASSERT_NE(NULL, src);
+	memset(dst, 0x55, 4 * PAGE);
+	ASSERT_EQ(0, dev_copy(self->fd, dst, src, 4 * PAGE));
+	for (size_t i = 0; i < 4 * PAGE; i++)
+		ASSERT_EQ(0, dst[i]);
+	EXPECT_EQ(GMEM_ACCEL_PAGE_READ, page_view(self->fd, src));
+	/* A device write then gets the page its own copy (write fault, CPU sees it). */
+	ASSERT_EQ(0, dev_fill(self->fd, src, 0x1111111111111111ull, PAGE));
+	EXPECT_EQ(0x11, src[PAGE - 1]);
+	EXPECT_EQ(0, src[PAGE]);
+	munmap(src, 4 * PAGE);
+	free(dst);
+}
+
+/* Faults nothing can satisfy fail the command with the right errno; the context lives on. */
+TEST_F(svm, bad_access_errnos)
+{
+	uint8_t *none = map_anon(PAGE, PROT_NONE), *ro = map_anon(PAGE, PROT_READ);
+	uint8_t *ok = malloc(PAGE), *gone = map_anon(PAGE, PROT_READ | PROT_WRITE);
+	struct gmem_accel_stats st;
+
+	ASSERT_NE(NULL, none);
+	ASSERT_NE(NULL, ro);
+	ASSERT_EQ(0, munmap(gone, PAGE));
+	EXPECT_EQ(-EFAULT, dev_copy(self->fd, ok, none, 64));
+	EXPECT_EQ(-EFAULT, dev_fill(self->fd, none, 1, 64));
+	EXPECT_EQ(-EPERM, dev_fill(self->fd, ro, 1, 64));
+	EXPECT_EQ(-EFAULT, dev_copy(self->fd, gone, ok, 64));
+	EXPECT_EQ(0, dev_copy(self->fd, ok, ro, 64));	/* reading it is fine */
+	st = stats(self->fd);
+	EXPECT_EQ(4, st.cancels);
+	memset(ok, 0, PAGE);
+	EXPECT_EQ(0, dev_fill(self->fd, ok, 0x4242424242424242ull, PAGE));
+	EXPECT_EQ(0x42, ok[PAGE - 1]);
+	munmap(none, PAGE);
+	munmap(ro, PAGE);
+	free(ok);
+}
+
+/* munmap, mprotect and MADV_DONTNEED under device mappings: the device view follows. */
+TEST_F(svm, cpu_changes_invalidate)
+{
+	uint8_t *buf = map_anon(8 * PAGE, PROT_READ | PROT_WRITE), *out = malloc(PAGE);
+	uint64_t inval;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, dev_fill(self->fd, buf, 0x7777777777777777ull, 8 * PAGE));
+	ASSERT_EQ(0x77, buf[5 * PAGE]);
+	ASSERT_EQ(GMEM_ACCEL_PAGE_READ | GMEM_ACCEL_PAGE_WRITE, page_view(self->fd, buf));
+	inval = stats(self->fd).invalidations;
+
+	/* DONTNEED: the CPU sees zeros, and so must the device (not the old page). */
+	ASSERT_EQ(0, madvise(buf, PAGE, MADV_DONTNEED));
+	EXPECT_EQ(0, page_view(self->fd, buf));
+	EXPECT_LT(inval, stats(self->fd).invalidations);
+	ASSERT_EQ(0, dev_copy(self->fd, out, buf, PAGE));
+	for (size_t i = 0; i < PAGE; i++)
+		ASSERT_EQ(0, out[i]);
+
+	/* mprotect read-only: writes now fail with EPERM, reads still work. */
+	ASSERT_EQ(0, mprotect(buf + PAGE, PAGE, PROT_READ));
+	EXPECT_EQ(0, page_view(self->fd, buf + PAGE) & GMEM_ACCEL_PAGE_WRITE);
+	EXPECT_EQ(-EPERM, dev_fill(self->fd, buf + PAGE, 0, 8));
+	ASSERT_EQ(0, dev_copy(self->fd, out, buf + PAGE, PAGE));
+	EXPECT_EQ(0x77, out[PAGE - 1]);
+
+	/* munmap: gone for the device too. */
+	ASSERT_EQ(GMEM_ACCEL_PAGE_READ | GMEM_ACCEL_PAGE_WRITE, page_view(self->fd, buf + 7 * PAGE));
+	ASSERT_EQ(0, munmap(buf + 7 * PAGE, PAGE));
+	EXPECT_EQ(0, page_view(self->fd, buf + 7 * PAGE));
+	EXPECT_EQ(-EFAULT, dev_fill(self->fd, buf + 7 * PAGE, 0, 8));
+	munmap(buf, 7 * PAGE);
+	free(out);
+}
+
+/* After fork, parent and child each see their own data through their own contexts. */
+TEST_F(svm, fork_copy_on_write)
+{
+	uint8_t *buf = map_anon(4 * PAGE, PROT_READ | PROT_WRITE);
+	uint8_t *check = malloc(4 * PAGE);
+	int status;
+	pid_t pid;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, dev_fill(self->fd, buf, 0xa1a1a1a1a1a1a1a1ull, 4 * PAGE));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd = gmem_open(0, O_RDWR);
+		struct gmem_accel_info info = { 0 };
+
+		/* The inherited file belongs to the parent's address space. */
+		if (ioctl(self->fd, GMEM_ACCEL_IOC_SNAPSHOT, &info) != -1 || errno != EACCES)
+			_exit(10);
+		if (fd < 0 || dev_fill(fd, buf, 0xc2c2c2c2c2c2c2c2ull, 4 * PAGE))
+			_exit(11);
+		for (size_t i = 0; i < 4 * PAGE; i++)
+			if (buf[i] != 0xc2)
+				_exit(12);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* The parent's pages were write-protected by fork; the device still reads its data. */
+	ASSERT_EQ(0, dev_copy(self->fd, check, buf, 4 * PAGE));
+	for (size_t i = 0; i < 4 * PAGE; i++)
+		ASSERT_EQ(0xa1, check[i]);
+	ASSERT_EQ(0, dev_fill(self->fd, buf, 0xb3b3b3b3b3b3b3b3ull, PAGE));
+	EXPECT_EQ(0xb3, buf[10]);
+	munmap(buf, 4 * PAGE);
+	free(check);
+}
+
+/* A THP the CPU maps with one PMD is one 2 MiB device page. */
+TEST_F(svm, thp_is_2m_on_device)
+{
+	uint8_t *raw = map_anon(2 * HUGE, PROT_READ | PROT_WRITE), *buf, *out = malloc(PAGE);
+	uint8_t view[512];
+	int i;
+	struct gmem_accel_snapshot s = { .npages = 512, .out = (uintptr_t)view };
+
+	ASSERT_NE(NULL, raw);
+	buf = (uint8_t *)(((uintptr_t)raw + HUGE - 1) & ~(HUGE - 1));
+	ASSERT_EQ(0, madvise(buf, HUGE, MADV_HUGEPAGE));
+	memset(buf, 0x3c, HUGE);
+	ASSERT_EQ(0, dev_copy(self->fd, out, buf + 12345, PAGE));
+	EXPECT_EQ(0x3c, out[PAGE - 1]);
+	s.addr = (uintptr_t)buf;
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_SNAPSHOT, &s));
+	for (i = 0; i < 512; i++)
+		ASSERT_EQ(GMEM_ACCEL_PAGE_READ | GMEM_ACCEL_PAGE_WRITE | GMEM_ACCEL_PAGE_2M, view[i])
+			TH_LOG("page %d", i);
+	munmap(raw, 2 * HUGE);
+	free(out);
+}
+
+/* Compute commands: atomics on one counter, a strided scale-add. */
+TEST_F(svm, compute)
+{
+	uint32_t *counter = malloc(64), *x = malloc(1024 * 16), *y = malloc(1024 * 16);
+	struct gmem_accel_cmd c[2] = {
+		{ .op = GMEM_ACCEL_OP_ATOMIC_ADD, .dst = (uintptr_t)&counter[1], .size = 1000,
+		  .value = 3 },
+		{ .op = GMEM_ACCEL_OP_SCALE_ADD, .dst = (uintptr_t)y, .src = (uintptr_t)x,
+		  .size = 1024, .value = 5, .value2 = 7, .dst_stride = 16, .src_stride = 16 },
+	};
+
+	int i;
+
+	counter[1] = 10;
+	for (i = 0; i < 4096; i++) {
+		x[i] = i;
+		y[i] = 0xffffffff;
+	}
+	ASSERT_EQ(0, run_cmds(self->fd, c, 2));
+	EXPECT_EQ(3010, counter[1]);
+	for (i = 0; i < 4096; i++)
+		ASSERT_EQ(i % 4 ? 0xffffffff : (uint32_t)(i * 5 + 7), y[i]) TH_LOG("y[%d]", i);
+	free(counter);
+	free(x);
+	free(y);
+}
+
+/* Several processes at once, each its own context and data. */
+TEST(many_processes)
+{
+	enum { N = 6 };
+	pid_t pids[N];
+	int status;
+
+	for (int p = 0; p < N; p++) {
+		pids[p] = fork();
+		ASSERT_LE(0, pids[p]);
+		if (pids[p] == 0) {
+			int fd = gmem_open(p % 2, O_RDWR);
+			size_t len = 64 * 1024;
+			uint8_t *a = malloc(len), *b = malloc(len);
+
+			if (fd < 0)
+				_exit(1);
+			for (int round = 0; round < 5; round++) {
+				pattern(a, len, p * 10 + round);
+				if (dev_copy(fd, b, a, len) || memcmp(a, b, len))
+					_exit(2);
+			}
+			_exit(0);
+		}
+	}
+	for (int p = 0; p < N; p++) {
+		ASSERT_EQ(pids[p], waitpid(pids[p], &status, 0));
+		EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("process %d", p);
+	}
+}
+
+/* A process killed while its command is faulting leaves the device serving others. */
+TEST(killed_while_faulting)
+{
+	size_t len = 64ul << 20;
+	int status, fd;
+	pid_t pid;
+	uint8_t *a = malloc(PAGE), *b = malloc(PAGE);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int cfd = gmem_open(0, O_RDWR);
+		uint8_t *big = map_anon(len, PROT_READ | PROT_WRITE);
+		struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_FILL, .dst = (uintptr_t)big,
+					    .size = len, .value = 1 };
+		struct gmem_accel_submit s = { .cmds = (uintptr_t)&c, .count = 1 };
+
+		if (cfd < 0 || !big || ioctl(cfd, GMEM_ACCEL_IOC_SUBMIT, &s))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	usleep(300 * 1000);
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	fd = gmem_open(0, O_RDWR);
+	ASSERT_LE(0, fd);
+	pattern(a, PAGE, 9);
+	ASSERT_EQ(0, dev_copy(fd, b, a, PAGE));
+	EXPECT_EQ(0, memcmp(a, b, PAGE));
+	close(fd);
+}
+
+TEST_HARNESS_MAIN
