@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Shared virtual memory: the device works on plain process pointers. Each test opens its own
+ * Shared virtual memory: the device works on plain process pointers (runs before module_test,
+ * which then unloads the module after use). Each test opens its own
  * context, has the device read or write memory of some kind, and checks the bytes, the errno
  * of a failed command, the driver's counters and the device's view of the pages (SNAPSHOT).
  */
@@ -387,6 +388,131 @@ TEST(killed_while_faulting)
 	ASSERT_EQ(0, dev_copy(fd, b, a, PAGE));
 	EXPECT_EQ(0, memcmp(a, b, PAGE));
 	close(fd);
+}
+
+/* Every ioctl checks its arguments; none of the bad ones leaves anything behind. */
+TEST_F(svm, bad_ioctls)
+{
+	uint64_t word = 0, big = 1ull << 24;
+	uintptr_t w = (uintptr_t)&word;
+	const uintptr_t kernel = 0xffff888000000000ull;
+	struct {
+		const char *what;
+		struct gmem_accel_cmd c;
+		int err;
+	} cmds[] = {
+		{ "op 0", { .op = 0, .dst = w, .size = 8 }, EINVAL },
+		{ "op 99", { .op = 99, .dst = w, .size = 8 }, EINVAL },
+		{ "unknown flag", { .op = GMEM_ACCEL_OP_FILL, .flags = 2, .dst = w, .size = 8 },
+		  EINVAL },
+		{ "size 0", { .op = GMEM_ACCEL_OP_FILL, .dst = w }, EINVAL },
+		{ "copy over 4 GiB", { .op = GMEM_ACCEL_OP_COPY, .dst = w, .src = w,
+				       .size = (4ull << 30) + 1 }, EINVAL },
+		{ "range wraps", { .op = GMEM_ACCEL_OP_FILL, .dst = UINT64_MAX - 8, .size = 64 },
+		  EINVAL },
+		{ "kernel address", { .op = GMEM_ACCEL_OP_FILL, .dst = kernel, .size = 8 }, EFAULT },
+		{ "fill with src", { .op = GMEM_ACCEL_OP_FILL, .dst = w, .src = w, .size = 8 },
+		  EINVAL },
+		{ "copy with value", { .op = GMEM_ACCEL_OP_COPY, .dst = w, .src = w, .size = 8,
+				       .value = 1 }, EINVAL },
+		{ "copy WIDE", { .op = GMEM_ACCEL_OP_COPY, .flags = GMEM_ACCEL_CMD_WIDE, .dst = w,
+				 .src = w, .size = 8 }, EINVAL },
+		{ "atomic unaligned", { .op = GMEM_ACCEL_OP_ATOMIC_ADD, .dst = w + 1, .size = 1 },
+		  EINVAL },
+		{ "atomic stride", { .op = GMEM_ACCEL_OP_ATOMIC_ADD, .dst = w, .size = 1,
+				     .dst_stride = big + 4 }, EINVAL },
+		{ "atomic elements", { .op = GMEM_ACCEL_OP_ATOMIC_ADD, .dst = w, .size = big + 1 },
+		  EINVAL },
+		{ "atomic with src", { .op = GMEM_ACCEL_OP_ATOMIC_ADD, .dst = w, .src = w,
+				       .size = 1 }, EINVAL },
+		{ "scale-add unaligned src", { .op = GMEM_ACCEL_OP_SCALE_ADD, .dst = w,
+					       .src = w + 2, .size = 1 }, EINVAL },
+		{ "compute past the device's 48-bit VA", { .op = GMEM_ACCEL_OP_ATOMIC_ADD,
+			.dst = 0xfffffffff000, .size = 4096, .dst_stride = 4096 }, EFAULT },
+	};
+	struct gmem_accel_cmd ok = { .op = GMEM_ACCEL_OP_FILL, .dst = w, .size = 8, .value = 5 };
+	struct gmem_accel_submit sub = { .cmds = (uintptr_t)&ok, .count = 1 };
+	struct gmem_accel_wait wait = { 0 };
+	uint8_t view[4];
+	struct gmem_accel_snapshot snap = { .addr = w & ~(PAGE - 1), .npages = 1,
+					    .out = (uintptr_t)view };
+	struct gmem_accel_stats st = { .flags = 1 };
+	struct gmem_accel_info info = { .flags = 1 };
+	int fd = self->fd;
+
+	for (unsigned int i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		sub.cmds = (uintptr_t)&cmds[i].c;
+		EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &sub)) TH_LOG("%s", cmds[i].what);
+		EXPECT_EQ(cmds[i].err, errno) TH_LOG("%s", cmds[i].what);
+	}
+	sub.cmds = (uintptr_t)&ok;
+	EXPECT_EQ(-1, ioctl(fd, _IO(GMEM_ACCEL_IOC_MAGIC, 0x7f)));
+	EXPECT_EQ(ENOTTY, errno);
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, NULL));
+	EXPECT_EQ(EFAULT, errno);
+	sub.flags = 1;
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &sub));
+	EXPECT_EQ(EINVAL, errno);
+	sub.flags = 0;
+	sub.count = 0;
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &sub));
+	EXPECT_EQ(EINVAL, errno);
+	sub.count = GMEM_ACCEL_MAX_BATCH + 1;
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &sub));
+	EXPECT_EQ(E2BIG, errno);
+	sub.count = 1;
+	sub.cmds = 8;
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &sub));
+	EXPECT_EQ(EFAULT, errno);
+	sub.cmds = (uintptr_t)&ok;
+
+	/* Fences: none issued yet on this file, a bad queue, flags. */
+	wait.fence = 0;
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_WAIT, &wait));
+	EXPECT_EQ(EINVAL, errno);
+	wait.fence = 5;
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_WAIT, &wait));
+	EXPECT_EQ(EINVAL, errno);
+	wait.fence = 7ull << 56 | 1;
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_WAIT, &wait));
+	EXPECT_EQ(EINVAL, errno);
+	wait.fence = 1;
+	wait.flags = 1;
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_WAIT, &wait));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_WAIT, (void *)8));
+	EXPECT_EQ(EFAULT, errno);
+
+	/* Snapshots. */
+	snap.addr += 1;
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap));
+	EXPECT_EQ(EINVAL, errno);
+	snap.addr -= 1;
+	snap.npages = 0;
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap));
+	EXPECT_EQ(EINVAL, errno);
+	snap.npages = GMEM_ACCEL_MAX_SNAPSHOT + 1;
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap));
+	EXPECT_EQ(E2BIG, errno);
+	snap.npages = 1;
+	snap.out = 8;
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap));
+	EXPECT_EQ(EFAULT, errno);
+	snap.out = (uintptr_t)view;
+	snap.flags = 1;
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_STATS, &st));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_GET_INFO, &info));
+	EXPECT_EQ(EINVAL, errno);
+
+	/* Nothing was queued by any of that; a good command still works. */
+	st.flags = 0;
+	ASSERT_EQ(0, ioctl(fd, GMEM_ACCEL_IOC_STATS, &st));
+	EXPECT_EQ(0, st.commands);
+	ASSERT_EQ(0, run_cmds(fd, &ok, 1));
+	EXPECT_EQ(5, word);	/* the 8 bytes of value */
 }
 
 TEST_HARNESS_MAIN
