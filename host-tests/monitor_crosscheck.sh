@@ -1,0 +1,66 @@
+#!/bin/bash
+# The driver's and the device's views of one process's pages agree, page by page: a guest
+# program maps a pattern for the device (written, read-only, untouched, a THP) and prints the
+# driver's SNAPSHOT; this script reads the same context's page table over the VM's QMP socket
+# with scripts/gmem-monitor and compares.
+. "$(dirname "$0")/tap.sh"
+: "${REPO:?set REPO to the checkout}" "${GMEM_BUILD_DIR:?set GMEM_BUILD_DIR to the build}"
+
+dir=$(mktemp -d)
+trap 'kill "$vm" 2>/dev/null; wait; rm -rf "$dir"' EXIT
+mkdir "$dir/extra"
+cp "$GMEM_BUILD_DIR/guest-tests/xcheck_hold" "$dir/extra/"
+"$REPO/scripts/run-vm.sh" --no-build --devices 1 --timeout 300 --extra "$dir/extra" \
+	--run /extra/xcheck_hold >"$dir/vm.log" 2>&1 &
+vm=$!
+
+plan 3
+line="" qmp=""
+for _ in $(seq 1200); do
+	line=$(grep -a -m1 '^XCHECK ' "$dir/vm.log" | tr -d '\r')
+	[ -n "$line" ] && break
+	kill -0 "$vm" 2>/dev/null || break
+	sleep 0.1
+done
+qmp=$(sed -n 's/^ *QMP monitor: //p' "$dir/vm.log" | head -n 1)
+if [ -z "$line" ] || [ -z "$qmp" ]; then
+	not_ok "the guest program printed its view"
+	tail -n 20 "$dir/vm.log" | diag
+	not_ok "the monitor's page table matches it page by page"
+	not_ok "the pattern has writable, read-only and 2 MiB pages"
+	tap_done
+fi
+ok "the guest program printed its view"
+read -r ctx va npages view < <(sed -E 's/^XCHECK ctx=([0-9]+) va=(0x[0-9a-f]+) npages=([0-9]+) view=([0-9a-f]+)$/\1 \2 \3 \4/' <<<"$line")
+"$REPO/scripts/gmem-monitor" --socket "$qmp" --json gmem0 "$ctx" "$va" $((npages * 4096)) >"$dir/pt.json"
+result=$(python3 - "$dir/pt.json" "$va" "$npages" "$view" <<'PY'
+import json, sys
+pt = json.load(open(sys.argv[1]))["gmem0"]
+va, n, view = int(sys.argv[2], 16), int(sys.argv[3]), bytes.fromhex(sys.argv[4])
+READ, WRITE, HUGE, HBM = 1, 2, 4, 8          # GMEM_ACCEL_PAGE_*
+dev = [0] * n
+for r in pt["runs"]:
+    if "error" in r:
+        print(f"malformed entry at {r['va']:#x}: {r['error']}"); continue
+    for p in range(r["size"] // 4096):
+        i = (r["va"] - va) // 4096 + p
+        if 0 <= i < n:
+            dev[i] = (READ if r["read"] else 0) | (WRITE if r["write"] else 0) | \
+                     (HUGE if r["page-size"] == 2 << 20 else 0) | (HBM if r["target-in"] == "hbm" else 0)
+bad = [i for i in range(n) if dev[i] != view[i]]
+for i in bad[:5]:
+    print(f"page {i}: driver {view[i]:#x}, device {dev[i]:#x}")
+kinds = set(view)
+print(f"{len(bad)} differ; kinds {sorted(kinds)}")
+if {READ, READ | WRITE, READ | WRITE | HUGE} <= kinds:
+    print("has read-only, writable and 2 MiB pages")
+PY
+)
+check "the monitor's page table matches it page by page" grep -q '^0 differ' <<<"$result"
+check "the pattern has writable, read-only and 2 MiB pages" \
+	grep -q 'has read-only, writable and 2 MiB' <<<"$result"
+printf '%s\n' "$result" | diag
+python3 -c 'import json,socket,sys
+s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f=s.makefile("r"); f.readline()
+for c in ("qmp_capabilities", "quit"): s.sendall(json.dumps({"execute": c}).encode()); f.readline()' "$qmp" || true
+tap_done
