@@ -66,6 +66,8 @@ struct gmem_accel {
 	void *fq;
 	dma_addr_t fq_dma;
 	u32 fq_head;
+	unsigned long *fault_req;	/* fault_work's hmm input flags and results, */
+	unsigned long *fault_pfns;	/* one 2 MiB block each (the work is ordered) */
 	struct work_struct fault_work;
 	struct workqueue_struct *wq;
 

@@ -13,7 +13,6 @@
 
 #include "gmem_accel.h"
 
-#define GMEM_HUGE_PAGES		(GMEM_HUGE_SIZE / PAGE_SIZE)
 
 struct gmem_fault {
 	u64 va;
@@ -184,16 +183,9 @@ void gmem_fault_work(struct work_struct *work)
 	struct gmem_accel *g = container_of(work, struct gmem_accel, fault_work);
 	struct gmem_fault group[GMEM_FAULT_GROUP_MAX];
 	u32 mask = (1u << GMEM_FQ_LOG2) - 1;
-	unsigned long *req, *pfns;
 	unsigned int n = 0;
 	u32 tail;
 
-	req = kvmalloc_array(GMEM_HUGE_PAGES, sizeof(*req), GFP_KERNEL);
-	pfns = kvmalloc_array(GMEM_HUGE_PAGES, sizeof(*pfns), GFP_KERNEL);
-	if (!req || !pfns) {
-		queue_work(g->wq, &g->fault_work);	/* try again */
-		goto out;
-	}
 	while (g->regs && (tail = gmem_read(g, GMEM_REG_FQ_TAIL)) != g->fq_head) {
 		if (tail > mask)
 			break;
@@ -206,14 +198,11 @@ void gmem_fault_work(struct work_struct *work)
 			if (n < GMEM_FAULT_GROUP_MAX)
 				group[n++] = f;
 			if (f.flags & GMEM_FAULT_F_LAST) {
-				gmem_fault_answer(g, group, n, req, pfns);
+				gmem_fault_answer(g, group, n, g->fault_req, g->fault_pfns);
 				n = 0;
 			}
 		}
 		/* Consumed: a group waiting for room in the queue can be posted now. */
 		gmem_write(g, GMEM_REG_FQ_HEAD, g->fq_head);
 	}
-out:
-	kvfree(req);
-	kvfree(pfns);
 }

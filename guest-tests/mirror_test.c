@@ -390,6 +390,12 @@ TEST(killed_while_faulting)
 	close(fd);
 }
 
+/* ioctl(@req, @arg) must fail with errno @err. */
+#define EXPECT_IOCTL_ERRNO(err, fd, req, arg) do {		\
+	EXPECT_EQ(-1, ioctl(fd, req, arg));			\
+	EXPECT_EQ(err, errno);					\
+} while (0)
+
 /* Every ioctl checks its arguments; none of the bad ones leaves anything behind. */
 TEST_F(svm, bad_ioctls)
 {
@@ -446,66 +452,48 @@ TEST_F(svm, bad_ioctls)
 		EXPECT_EQ(cmds[i].err, errno) TH_LOG("%s", cmds[i].what);
 	}
 	sub.cmds = (uintptr_t)&ok;
-	EXPECT_EQ(-1, ioctl(fd, _IO(GMEM_ACCEL_IOC_MAGIC, 0x7f)));
-	EXPECT_EQ(ENOTTY, errno);
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, NULL));
-	EXPECT_EQ(EFAULT, errno);
+	EXPECT_IOCTL_ERRNO(ENOTTY, fd, _IO(GMEM_ACCEL_IOC_MAGIC, 0x7f), NULL);
+	EXPECT_IOCTL_ERRNO(EFAULT, fd, GMEM_ACCEL_IOC_SUBMIT, NULL);
 	sub.flags = 1;
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &sub));
-	EXPECT_EQ(EINVAL, errno);
+	EXPECT_IOCTL_ERRNO(EINVAL, fd, GMEM_ACCEL_IOC_SUBMIT, &sub);
 	sub.flags = 0;
 	sub.count = 0;
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &sub));
-	EXPECT_EQ(EINVAL, errno);
+	EXPECT_IOCTL_ERRNO(EINVAL, fd, GMEM_ACCEL_IOC_SUBMIT, &sub);
 	sub.count = GMEM_ACCEL_MAX_BATCH + 1;
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &sub));
-	EXPECT_EQ(E2BIG, errno);
+	EXPECT_IOCTL_ERRNO(E2BIG, fd, GMEM_ACCEL_IOC_SUBMIT, &sub);
 	sub.count = 1;
 	sub.cmds = 8;
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &sub));
-	EXPECT_EQ(EFAULT, errno);
+	EXPECT_IOCTL_ERRNO(EFAULT, fd, GMEM_ACCEL_IOC_SUBMIT, &sub);
 	sub.cmds = (uintptr_t)&ok;
 
 	/* Fences: none issued yet on this file, a bad queue, flags. */
 	wait.fence = 0;
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_WAIT, &wait));
-	EXPECT_EQ(EINVAL, errno);
+	EXPECT_IOCTL_ERRNO(EINVAL, fd, GMEM_ACCEL_IOC_WAIT, &wait);
 	wait.fence = 5;
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_WAIT, &wait));
-	EXPECT_EQ(EINVAL, errno);
+	EXPECT_IOCTL_ERRNO(EINVAL, fd, GMEM_ACCEL_IOC_WAIT, &wait);
 	wait.fence = 7ull << 56 | 1;
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_WAIT, &wait));
-	EXPECT_EQ(EINVAL, errno);
+	EXPECT_IOCTL_ERRNO(EINVAL, fd, GMEM_ACCEL_IOC_WAIT, &wait);
 	wait.fence = 1;
 	wait.flags = 1;
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_WAIT, &wait));
-	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_WAIT, (void *)8));
-	EXPECT_EQ(EFAULT, errno);
+	EXPECT_IOCTL_ERRNO(EINVAL, fd, GMEM_ACCEL_IOC_WAIT, &wait);
+	EXPECT_IOCTL_ERRNO(EFAULT, fd, GMEM_ACCEL_IOC_WAIT, (void *)8);
 
 	/* Snapshots. */
 	snap.addr += 1;
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap));
-	EXPECT_EQ(EINVAL, errno);
+	EXPECT_IOCTL_ERRNO(EINVAL, fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap);
 	snap.addr -= 1;
 	snap.npages = 0;
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap));
-	EXPECT_EQ(EINVAL, errno);
+	EXPECT_IOCTL_ERRNO(EINVAL, fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap);
 	snap.npages = GMEM_ACCEL_MAX_SNAPSHOT + 1;
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap));
-	EXPECT_EQ(E2BIG, errno);
+	EXPECT_IOCTL_ERRNO(E2BIG, fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap);
 	snap.npages = 1;
 	snap.out = 8;
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap));
-	EXPECT_EQ(EFAULT, errno);
+	EXPECT_IOCTL_ERRNO(EFAULT, fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap);
 	snap.out = (uintptr_t)view;
 	snap.flags = 1;
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap));
-	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_STATS, &st));
-	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_GET_INFO, &info));
-	EXPECT_EQ(EINVAL, errno);
+	EXPECT_IOCTL_ERRNO(EINVAL, fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap);
+	EXPECT_IOCTL_ERRNO(EINVAL, fd, GMEM_ACCEL_IOC_STATS, &st);
+	EXPECT_IOCTL_ERRNO(EINVAL, fd, GMEM_ACCEL_IOC_GET_INFO, &info);
 
 	/* Nothing was queued by any of that; a good command still works. */
 	st.flags = 0;
