@@ -3,6 +3,7 @@
 #ifndef GMEM_ACCEL_H
 #define GMEM_ACCEL_H
 
+#include <linux/atomic.h>
 #include <linux/cdev.h>
 #include <linux/device.h>
 #include <linux/idr.h>
@@ -10,6 +11,7 @@
 #include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/rwsem.h>
+#include <linux/sched.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
@@ -24,6 +26,40 @@
 #define GMEM_FQ_LOG2	10	/* 1024 fault records */
 
 struct gmem_ctx;
+
+/* Device-wide counters (debugfs "stats"); the *_NOW ones are gauges, the rest only grow. */
+enum gmem_dev_counter {
+	GMEM_DEV_FAULT_IRQS,
+	GMEM_DEV_FAULT_RECORDS,
+	GMEM_DEV_FAULT_RECORDS_DROPPED,	/* beyond GMEM_FAULT_GROUP_MAX in one group */
+	GMEM_DEV_FAULT_GROUPS,
+	GMEM_DEV_REPLAYS,
+	GMEM_DEV_CANCELS,
+	GMEM_DEV_INVALIDATIONS,
+	GMEM_DEV_TLB_INVALIDATIONS,
+	GMEM_DEV_TLB_INVALIDATION_TIMEOUTS,
+	GMEM_DEV_BATCHES,
+	GMEM_DEV_COMMANDS,
+	GMEM_DEV_CONTEXTS_CREATED,
+	GMEM_DEV_CONTEXTS_NOW,
+	GMEM_DEV_CONTEXT_IDS_HELD_NOW,	/* closed with commands still queued */
+	GMEM_DEV_PT_PAGES_NOW,		/* device page-table pages */
+	GMEM_DEV_DMA_MAPPED_NOW,	/* 4 KiB pages DMA-mapped for device PTEs */
+	GMEM_DEV_NR_COUNTERS
+};
+
+/* Per-context counters: GMEM_ACCEL_IOC_STATS and debugfs "contexts". */
+enum gmem_ctx_counter {
+	GMEM_CTX_FAULTS,
+	GMEM_CTX_FAULT_GROUPS,
+	GMEM_CTX_REPLAYS,
+	GMEM_CTX_CANCELS,
+	GMEM_CTX_PAGES_MAPPED,
+	GMEM_CTX_PAGES_ZAPPED,
+	GMEM_CTX_INVALIDATIONS,
+	GMEM_CTX_COMMANDS,
+	GMEM_CTX_NR_COUNTERS
+};
 
 /* One command ring. Slots carry the context and batch fence of the command in them. */
 struct gmem_queue {
@@ -76,9 +112,18 @@ struct gmem_accel {
 	struct gmem_ctx *ctx[GMEM_NUM_CONTEXTS];
 	struct ida ctx_ids;
 
+	/*
+	 * Ids of contexts closed while their commands were still queued, with the fence each
+	 * queue must pass before the id may name a new address space (under ctx_lock).
+	 */
+	DECLARE_BITMAP(held_ids, GMEM_NUM_CONTEXTS);
+	u64 held_fence[GMEM_NUM_CONTEXTS][GMEM_NUM_QUEUES];
+
 	struct mutex inv_lock;		/* the TLB invalidation registers */
 	u32 inv_seq;
-	bool dead;			/* the device failed; everything gets -EIO */
+
+	atomic64_t stats[GMEM_DEV_NR_COUNTERS];
+	struct dentry *debugfs;
 };
 
 /* A device page-table page and, above level 1, the tables it points to. */
@@ -97,6 +142,8 @@ struct gmem_pt {
  * @root:      level-4 table
  * @errors:    fence -> errno of batches that failed, until waited for
  * @stats:     counters for GMEM_ACCEL_IOC_STATS
+ * @tgid, @comm: the opening process, for debugfs
+ * @busy:      its commands outlived close: the id is held until they pass
  */
 struct gmem_ctx {
 	struct gmem_accel *g;
@@ -106,14 +153,27 @@ struct gmem_ctx {
 	struct mutex lock;
 	struct gmem_pt root;
 	struct xarray errors;
-	struct gmem_accel_stats stats;
+	atomic64_t stats[GMEM_CTX_NR_COUNTERS];
+	pid_t tgid;
+	char comm[TASK_COMM_LEN];
 	u64 last_fence[GMEM_NUM_QUEUES];
+	bool busy;
 	bool shut_down;
 };
 
 static inline struct gmem_accel *to_gmem_accel(struct device *dev)
 {
 	return container_of(dev, struct gmem_accel, dev);
+}
+
+static inline void gmem_dev_count(struct gmem_accel *g, enum gmem_dev_counter c, s64 n)
+{
+	atomic64_add(n, &g->stats[c]);
+}
+
+static inline void gmem_ctx_count(struct gmem_ctx *ctx, enum gmem_ctx_counter c, s64 n)
+{
+	atomic64_add(n, &ctx->stats[c]);
 }
 
 static inline u32 gmem_read(struct gmem_accel *g, u32 reg)
@@ -143,16 +203,24 @@ int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 cou
 int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
 void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q);
 int gmem_ctx_drain(struct gmem_ctx *ctx);
+bool gmem_fence_passed(struct gmem_accel *g, unsigned int qid, u64 seq);
 
 /* gmem_accel_ctx.c: contexts and their device page tables */
 struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g);
 void gmem_ctx_destroy(struct gmem_ctx *ctx);
 void gmem_ctx_shutdown(struct gmem_ctx *ctx);
+void gmem_ctx_get_stats(struct gmem_ctx *ctx, struct gmem_accel_stats *st);
 int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned long npages);
 void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npages);
 
 /* gmem_accel_fault.c: fault queue servicing */
 void gmem_fault_work(struct work_struct *work);
+
+/* gmem_accel_debugfs.c: /sys/kernel/debug/gmem_accel/gmem_accelN/ */
+void gmem_debugfs_init(void);
+void gmem_debugfs_exit(void);
+void gmem_debugfs_add(struct gmem_accel *g);
+void gmem_debugfs_remove(struct gmem_accel *g);
 
 extern const struct file_operations gmem_accel_fops;
 extern const struct attribute_group *gmem_accel_groups[];

@@ -49,9 +49,11 @@ static int gmem_accel_release_file(struct inode *inode, struct file *file)
 
 	down_read(&g->lock);
 	if (g->pdev) {	/* else unbind took the context off the device already */
-		if (gmem_ctx_drain(f->ctx))
-			dev_warn(&g->dev, "context %u: commands still running at close\n",
+		if (gmem_ctx_drain(f->ctx)) {
+			dev_warn(&g->dev, "context %u: commands still queued at close; they will fail and its id is held until they pass\n",
 				 f->ctx->id);
+			f->ctx->busy = true;
+		}
 		gmem_ctx_shutdown(f->ctx);
 	}
 	up_read(&g->lock);
@@ -141,11 +143,7 @@ static long gmem_accel_stats(struct gmem_ctx *ctx, void __user *uarg)
 		return -EFAULT;
 	if (st.flags)
 		return -EINVAL;
-	mutex_lock(&ctx->lock);
-	st = ctx->stats;
-	mutex_unlock(&ctx->lock);
-	st.context = ctx->id;
-	st.flags = 0;
+	gmem_ctx_get_stats(ctx, &st);
 	if (copy_to_user(uarg, &st, sizeof(st)))
 		return -EFAULT;
 	return 0;

@@ -11,6 +11,7 @@
 #include <linux/slab.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_trace.h"
 
 /*
  * A software bit of the PTE format: the entry was cleared (VALID dropped) but its page is still
@@ -37,6 +38,7 @@ static int gmem_pt_alloc(struct gmem_ctx *ctx, struct gmem_pt *pt, int level)
 			return -ENOMEM;
 		}
 	}
+	gmem_dev_count(ctx->g, GMEM_DEV_PT_PAGES_NOW, 1);
 	return 0;
 }
 
@@ -50,9 +52,12 @@ static void gmem_leaf_release(struct gmem_ctx *ctx, u64 *pte, int level)
 {
 	u64 e = READ_ONCE(*pte);
 
-	if (e & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE))
+	if (e & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) {
 		dma_unmap_page(gmem_dma_dev(ctx), e & GMEM_PTE_ADDR_MASK, gmem_leaf_size(level),
 			       DMA_BIDIRECTIONAL);
+		gmem_dev_count(ctx->g, GMEM_DEV_DMA_MAPPED_NOW,
+			       -(s64)(gmem_leaf_size(level) >> PAGE_SHIFT));
+	}
 	WRITE_ONCE(*pte, 0);
 }
 
@@ -71,6 +76,7 @@ static void gmem_pt_free(struct gmem_ctx *ctx, struct gmem_pt *pt, int level)
 	kfree(pt->child);
 	dma_free_coherent(gmem_dma_dev(ctx), PAGE_SIZE, pt->pte, pt->dma);
 	pt->pte = NULL;
+	gmem_dev_count(ctx->g, GMEM_DEV_PT_PAGES_NOW, -1);
 }
 
 /* The table at @level (1 or 2) holding @va's entry, created on the way if @create. */
@@ -151,23 +157,24 @@ static void gmem_pt_release_stale(struct gmem_ctx *ctx, struct gmem_pt *pt, int 
  * Remove the device's mappings of [start, end): clear the PTEs, wait for the device TLB to
  * drop them, then unmap the pages. Called with ctx->lock held.
  */
-static void gmem_pt_zap(struct gmem_ctx *ctx, u64 start, u64 end)
+static unsigned long gmem_pt_zap(struct gmem_ctx *ctx, u64 start, u64 end)
 {
 	unsigned long n;
 
 	end = min_t(u64, end, 1ull << GMEM_VA_BITS);
 	if (start >= end)
-		return;
+		return 0;
 	n = gmem_pt_clear(&ctx->root, GMEM_PT_LEVELS, 0, start, end);
 	if (!n)
-		return;
+		return 0;
 	/* A 2 MiB leaf may reach past the range: invalidate whole huge pages. */
 	start = ALIGN_DOWN(start, GMEM_HUGE_SIZE);
 	end = ALIGN(end, GMEM_HUGE_SIZE);
 	if (ctx->g->regs)
 		gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
 	gmem_pt_release_stale(ctx, &ctx->root, GMEM_PT_LEVELS, 0, start, end);
-	ctx->stats.pages_zapped += n;
+	gmem_ctx_count(ctx, GMEM_CTX_PAGES_ZAPPED, n);
+	return n;
 }
 
 static u64 gmem_leaf_pte(dma_addr_t dma, bool write)
@@ -226,12 +233,13 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 				   DMA_BIDIRECTIONAL);
 		if (dma_mapping_error(dev, dma))
 			return -ENOMEM;
+		gmem_dev_count(ctx->g, GMEM_DEV_DMA_MAPPED_NOW, huge ? 512 : 1);
 		if (READ_ONCE(*pte) & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) {
 			replaced++;
 			gmem_leaf_release(ctx, pte, level);
 		}
 		WRITE_ONCE(*pte, gmem_leaf_pte(dma, write) | (huge ? GMEM_PTE_HUGE : 0));
-		ctx->stats.pages_mapped += huge ? 512 : 1;
+		gmem_ctx_count(ctx, GMEM_CTX_PAGES_MAPPED, huge ? 512 : 1);
 		if (huge)
 			i += 511;
 	}
@@ -274,24 +282,49 @@ static bool gmem_invalidate(struct mmu_interval_notifier *mni,
 			    const struct mmu_notifier_range *range, unsigned long cur_seq)
 {
 	struct gmem_ctx *ctx = container_of(mni, struct gmem_ctx, notifier);
+	unsigned long zapped;
 
 	/* The driver's own migrations keep the device mapping up to date themselves. */
-	if (range->event == MMU_NOTIFY_MIGRATE && range->owner == ctx->g)
+	if (range->event == MMU_NOTIFY_MIGRATE && range->owner == ctx->g) {
+		trace_gmem_accel_invalidate(ctx->id, range->start, range->end, range->event,
+					    true, 0);
 		return true;
+	}
 	if (mmu_notifier_range_blockable(range))
 		mutex_lock(&ctx->lock);
 	else if (!mutex_trylock(&ctx->lock))
 		return false;
 	mmu_interval_set_seq(mni, cur_seq);
-	gmem_pt_zap(ctx, range->start, range->end);
-	ctx->stats.invalidations++;
+	zapped = gmem_pt_zap(ctx, range->start, range->end);
 	mutex_unlock(&ctx->lock);
+	gmem_ctx_count(ctx, GMEM_CTX_INVALIDATIONS, 1);
+	gmem_dev_count(ctx->g, GMEM_DEV_INVALIDATIONS, 1);
+	trace_gmem_accel_invalidate(ctx->id, range->start, range->end, range->event, false,
+				    zapped);
 	return true;
 }
 
 static const struct mmu_interval_notifier_ops gmem_notifier_ops = {
 	.invalidate = gmem_invalidate,
 };
+
+/* Give back the held ids whose commands have all passed. Called with g->ctx_lock held. */
+static void gmem_release_held_ids(struct gmem_accel *g)
+{
+	unsigned int id, qid;
+
+	lockdep_assert_held(&g->ctx_lock);
+	for_each_set_bit(id, g->held_ids, GMEM_NUM_CONTEXTS) {
+		for (qid = 0; qid < GMEM_NUM_QUEUES; qid++)
+			if (!gmem_fence_passed(g, qid, g->held_fence[id][qid]))
+				break;
+		if (qid < GMEM_NUM_QUEUES)
+			continue;
+		clear_bit(id, g->held_ids);
+		ida_free(&g->ctx_ids, id);
+		gmem_dev_count(g, GMEM_DEV_CONTEXT_IDS_HELD_NOW, -1);
+	}
+}
 
 /* Bind the calling process's address space to a new device context. */
 struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
@@ -307,6 +340,12 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 	ctx->g = g;
 	mutex_init(&ctx->lock);
 	xa_init(&ctx->errors);
+	ctx->tgid = current->tgid;
+	get_task_comm(ctx->comm, current);
+
+	mutex_lock(&g->ctx_lock);
+	gmem_release_held_ids(g);
+	mutex_unlock(&g->ctx_lock);
 
 	/* Context 0 is kept for the driver's own work. */
 	id = ida_alloc_range(&g->ctx_ids, 1, GMEM_NUM_CONTEXTS - 1, GFP_KERNEL);
@@ -328,6 +367,8 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 	mutex_lock(&g->ctx_lock);
 	g->ctx[id] = ctx;
 	mutex_unlock(&g->ctx_lock);
+	gmem_dev_count(g, GMEM_DEV_CONTEXTS_CREATED, 1);
+	gmem_dev_count(g, GMEM_DEV_CONTEXTS_NOW, 1);
 	gmem_write64(g, GMEM_REG_CTX(id, GMEM_CTX_ROOT_LO), ctx->root.dma);
 	gmem_write(g, GMEM_REG_CTX(id, GMEM_CTX_CTRL), GMEM_CTX_CTRL_ENABLE);
 	return ctx;
@@ -342,8 +383,9 @@ err_free:
 }
 
 /*
- * Take the context off the device and free its page table; the caller made sure no command
- * of it is left in a queue. Idempotent: unbind and close both call it.
+ * Take the context off the device and free its page table. Idempotent: unbind and close both
+ * call it. Commands of it still queued (@ctx->busy) find the context disabled and fail; its
+ * id is held back until they have passed, so they never run in another process's context.
  */
 void gmem_ctx_shutdown(struct gmem_ctx *ctx)
 {
@@ -357,12 +399,36 @@ void gmem_ctx_shutdown(struct gmem_ctx *ctx)
 	mutex_unlock(&g->ctx_lock);
 	mmu_interval_notifier_remove(&ctx->notifier);
 	if (g->regs) {
+		/* Disabling drops the context's translations from the device TLB too. */
 		gmem_write(g, GMEM_REG_CTX(ctx->id, GMEM_CTX_CTRL), 0);
 		gmem_write64(g, GMEM_REG_CTX(ctx->id, GMEM_CTX_ROOT_LO), 0);
 	}
 	gmem_pt_free(ctx, &ctx->root, GMEM_PT_LEVELS);
 	mmdrop(ctx->mm);
-	ida_free(&g->ctx_ids, ctx->id);
+	gmem_dev_count(g, GMEM_DEV_CONTEXTS_NOW, -1);
+	mutex_lock(&g->ctx_lock);
+	if (ctx->busy && g->regs) {
+		memcpy(g->held_fence[ctx->id], ctx->last_fence, sizeof(ctx->last_fence));
+		set_bit(ctx->id, g->held_ids);
+		gmem_dev_count(g, GMEM_DEV_CONTEXT_IDS_HELD_NOW, 1);
+	} else {
+		ida_free(&g->ctx_ids, ctx->id);
+	}
+	mutex_unlock(&g->ctx_lock);
+}
+
+void gmem_ctx_get_stats(struct gmem_ctx *ctx, struct gmem_accel_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->context = ctx->id;
+	st->faults = atomic64_read(&ctx->stats[GMEM_CTX_FAULTS]);
+	st->fault_groups = atomic64_read(&ctx->stats[GMEM_CTX_FAULT_GROUPS]);
+	st->replays = atomic64_read(&ctx->stats[GMEM_CTX_REPLAYS]);
+	st->cancels = atomic64_read(&ctx->stats[GMEM_CTX_CANCELS]);
+	st->pages_mapped = atomic64_read(&ctx->stats[GMEM_CTX_PAGES_MAPPED]);
+	st->pages_zapped = atomic64_read(&ctx->stats[GMEM_CTX_PAGES_ZAPPED]);
+	st->invalidations = atomic64_read(&ctx->stats[GMEM_CTX_INVALIDATIONS]);
+	st->commands = atomic64_read(&ctx->stats[GMEM_CTX_COMMANDS]);
 }
 
 void gmem_ctx_destroy(struct gmem_ctx *ctx)

@@ -12,7 +12,7 @@
 #include <linux/sort.h>
 
 #include "gmem_accel.h"
-
+#include "gmem_accel_trace.h"
 
 struct gmem_fault {
 	u64 va;
@@ -88,6 +88,7 @@ static int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned l
 	int ret, replaced;
 
 	ret = gmem_hmm_fault_locked(ctx, &range, req, npages);
+	trace_gmem_accel_fault_range(ctx->id, start, end, ret);
 	if (ret)
 		return ret;
 	replaced = gmem_pt_map(ctx, start, pfns, npages);
@@ -165,14 +166,14 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 	if (err && f[0].engine < GMEM_NUM_QUEUES)
 		WRITE_ONCE(g->queue[f[0].engine].cancel_errno, err);
 	if (ctx) {
-		ctx->stats.faults += n;
-		ctx->stats.fault_groups++;
-		if (err)
-			ctx->stats.cancels++;
-		else
-			ctx->stats.replays++;
+		gmem_ctx_count(ctx, GMEM_CTX_FAULTS, n);
+		gmem_ctx_count(ctx, GMEM_CTX_FAULT_GROUPS, 1);
+		gmem_ctx_count(ctx, err ? GMEM_CTX_CANCELS : GMEM_CTX_REPLAYS, 1);
 	}
 	mutex_unlock(&g->ctx_lock);
+	gmem_dev_count(g, GMEM_DEV_FAULT_GROUPS, 1);
+	gmem_dev_count(g, err ? GMEM_DEV_CANCELS : GMEM_DEV_REPLAYS, 1);
+	trace_gmem_accel_fault_group(f[0].ctx, f[0].group, n, f[0].va, f[0].access, err);
 	dev_dbg(&g->pdev->dev, "fault group %u: context %u, %u pages from %#llx: %s (%d)\n",
 		f[0].group, f[0].ctx, n, f[0].va, err ? "cancel" : "replay", err);
 	gmem_write(g, GMEM_REG_FAULT_RESPONSE, resp);
@@ -195,8 +196,11 @@ void gmem_fault_work(struct work_struct *work)
 
 			gmem_fault_read(g, g->fq_head, &f);
 			g->fq_head = (g->fq_head + 1) & mask;
+			gmem_dev_count(g, GMEM_DEV_FAULT_RECORDS, 1);
 			if (n < GMEM_FAULT_GROUP_MAX)
 				group[n++] = f;
+			else
+				gmem_dev_count(g, GMEM_DEV_FAULT_RECORDS_DROPPED, 1);
 			if (f.flags & GMEM_FAULT_F_LAST) {
 				gmem_fault_answer(g, group, n, g->fault_req, g->fault_pfns);
 				n = 0;

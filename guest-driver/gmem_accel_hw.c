@@ -8,6 +8,7 @@
 #include <linux/iopoll.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_trace.h"
 
 #define GMEM_CQ_BYTES	((1u << GMEM_CQ_LOG2) * GMEM_CMD_SIZE)
 #define GMEM_FQ_BYTES	((1u << GMEM_FQ_LOG2) * GMEM_FAULT_RECORD_SIZE)
@@ -16,6 +17,7 @@ static irqreturn_t gmem_fault_irq(int irq, void *data)
 {
 	struct gmem_accel *g = data;
 
+	gmem_dev_count(g, GMEM_DEV_FAULT_IRQS, 1);
 	queue_work(g->wq, &g->fault_work);
 	return IRQ_HANDLED;
 }
@@ -142,6 +144,9 @@ int gmem_tlb_invalidate(struct gmem_accel *g, unsigned int ctx, u64 va, u64 size
 	gmem_write(g, GMEM_REG_INV_TRIGGER, seq);
 	ret = readl_poll_timeout(g->regs + GMEM_REG_INV_DONE, done, done == seq, 1, 100000);
 	mutex_unlock(&g->inv_lock);
+	gmem_dev_count(g, ret ? GMEM_DEV_TLB_INVALIDATION_TIMEOUTS : GMEM_DEV_TLB_INVALIDATIONS,
+		       1);
+	trace_gmem_accel_tlb_invalidate(ctx, va, size, seq, ret);
 	if (ret)
 		dev_err(&g->pdev->dev, "TLB invalidation %u of context %u did not complete\n",
 			seq, ctx);

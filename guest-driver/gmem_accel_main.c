@@ -8,6 +8,8 @@
 #include <linux/slab.h>
 
 #include "gmem_accel.h"
+#define CREATE_TRACE_POINTS
+#include "gmem_accel_trace.h"
 
 static dev_t gmem_accel_devt;
 static DEFINE_IDA(gmem_accel_minors);
@@ -21,6 +23,7 @@ static void gmem_accel_release(struct device *dev)
 	struct gmem_accel *g = to_gmem_accel(dev);
 
 	ida_free(&gmem_accel_minors, MINOR(dev->devt));
+	ida_destroy(&g->ctx_ids);
 	kfree(g);
 }
 
@@ -134,6 +137,7 @@ static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id
 		goto err_put;
 
 	pci_set_drvdata(pdev, g);
+	gmem_debugfs_add(g);
 	pci_info(pdev, "%s: version %u.%u, HBM %llu MiB, caps %#x, %d MSI-X vectors\n",
 		 dev_name(&g->dev), GMEM_VERSION_MAJOR_OF(g->info.version),
 		 GMEM_VERSION_MINOR_OF(g->info.version), g->info.hbm_size >> 20,
@@ -156,6 +160,7 @@ static void gmem_accel_remove(struct pci_dev *pdev)
 	struct gmem_accel *g = pci_get_drvdata(pdev);
 
 	cdev_device_del(&g->cdev, &g->dev);
+	gmem_debugfs_remove(g);
 	/* Files still open keep g alive but must not touch the device any more. */
 	down_write(&g->lock);
 	for (unsigned int i = 0; i < GMEM_NUM_CONTEXTS; i++) {
@@ -191,6 +196,7 @@ static int __init gmem_accel_init(void)
 	ret = alloc_chrdev_region(&gmem_accel_devt, 0, GMEM_ACCEL_MAX_DEVICES, GMEM_ACCEL_NAME);
 	if (ret)
 		return ret;
+	gmem_debugfs_init();
 	ret = class_register(&gmem_accel_class);
 	if (ret)
 		goto err_region;
@@ -202,6 +208,7 @@ static int __init gmem_accel_init(void)
 err_class:
 	class_unregister(&gmem_accel_class);
 err_region:
+	gmem_debugfs_exit();
 	unregister_chrdev_region(gmem_accel_devt, GMEM_ACCEL_MAX_DEVICES);
 	return ret;
 }
@@ -210,6 +217,7 @@ static void __exit gmem_accel_exit(void)
 {
 	pci_unregister_driver(&gmem_accel_driver);
 	class_unregister(&gmem_accel_class);
+	gmem_debugfs_exit();
 	unregister_chrdev_region(gmem_accel_devt, GMEM_ACCEL_MAX_DEVICES);
 }
 

@@ -5,13 +5,19 @@
  * sleep until the fence value reaches theirs, then collect the batch's status words.
  */
 #include <linux/dma-mapping.h>
+#include <linux/moduleparam.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_trace.h"
 
 #define GMEM_FENCE_QUEUE_SHIFT	56
-#define GMEM_DRAIN_TIMEOUT	(10 * HZ)
+
+static unsigned int drain_timeout_ms = 10000;
+module_param(drain_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(drain_timeout_ms,
+		 "how long close() waits for the context's commands before leaving them to fail (default 10000)");
 
 static u32 gmem_ring_mask(void)
 {
@@ -167,6 +173,11 @@ static bool gmem_fence_done(struct gmem_queue *q, u64 seq)
 	return READ_ONCE(*q->fence) >= seq;
 }
 
+bool gmem_fence_passed(struct gmem_accel *g, unsigned int qid, u64 seq)
+{
+	return gmem_fence_done(&g->queue[qid], seq);
+}
+
 int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count, u64 *fence)
 {
 	struct gmem_accel *g = ctx->g;
@@ -213,8 +224,11 @@ int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 cou
 	dma_wmb();
 	gmem_write(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_TAIL), q->tail);
 	ctx->last_fence[q->id] = seq;
-	ctx->stats.commands += count;
 	mutex_unlock(&q->lock);
+	gmem_ctx_count(ctx, GMEM_CTX_COMMANDS, count);
+	gmem_dev_count(g, GMEM_DEV_COMMANDS, count);
+	gmem_dev_count(g, GMEM_DEV_BATCHES, 1);
+	trace_gmem_accel_submit(ctx->id, q->id, seq, count);
 	*fence = (u64)q->id << GMEM_FENCE_QUEUE_SHIFT | seq;
 	ret = 0;
 out:
@@ -261,7 +275,8 @@ int gmem_ctx_drain(struct gmem_ctx *ctx)
 
 		if (!seq)
 			continue;
-		if (!wait_event_timeout(q->wq, gmem_fence_done(q, seq), GMEM_DRAIN_TIMEOUT))
+		if (!wait_event_timeout(q->wq, gmem_fence_done(q, seq),
+					msecs_to_jiffies(READ_ONCE(drain_timeout_ms))))
 			ret = -ETIMEDOUT;
 		mutex_lock(&q->lock);
 		gmem_queue_reap(ctx->g, q);

@@ -115,3 +115,38 @@ bool path_exists(const char *path)
 
 	return stat(path, &st) == 0;
 }
+
+int gmem_debugfs_stat(int n, const char *name, int64_t *val)
+{
+	char path[96], key[64];
+	long long v;
+	int ret = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/gmem_accel/gmem_accel%d/stats", n);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%63s %lld", key, &v) == 2) {
+		if (!strcmp(key, name)) {
+			*val = v;
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+int64_t gmem_wait_stat(int n, const char *name, int64_t want, int timeout_ms)
+{
+	int64_t v = INT64_MIN;
+
+	for (int waited = 0;; waited += 10) {
+		if (gmem_debugfs_stat(n, name, &v))
+			return INT64_MIN;
+		if (v == want || waited >= timeout_ms)
+			return v;
+		usleep(10 * 1000);
+	}
+}

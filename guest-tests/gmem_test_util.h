@@ -27,6 +27,14 @@ int read_sysfs_u64(const char *path, uint64_t *val);
 /* Open /dev/gmem_accel<n>; -1 with errno on failure. */
 int gmem_open(int n, int flags);
 
+/* Device counter @name of gmem_accel<n> from debugfs "stats"; 0 or -errno. */
+int gmem_debugfs_stat(int n, const char *name, int64_t *val);
+/*
+ * Poll gmem_accel<n>'s debugfs counter @name until it equals @want or @timeout_ms pass;
+ * returns the last value read (INT64_MIN if unreadable).
+ */
+int64_t gmem_wait_stat(int n, const char *name, int64_t want, int timeout_ms);
+
 /* Does a path exist? */
 bool path_exists(const char *path);
 

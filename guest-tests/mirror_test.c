@@ -356,14 +356,26 @@ TEST(many_processes)
 	}
 }
 
-/* A process killed while its command is faulting leaves the device serving others. */
+/* Device resources that every context gives back when it goes. */
+static const char * const gauges[] = { "contexts_now", "pt_pages_now", "dma_mapped_pages_now" };
+
+/*
+ * A process killed while its command is faulting leaves nothing behind (its context,
+ * page-table pages and DMA mappings are all returned) and the device serving others.
+ */
 TEST(killed_while_faulting)
 {
 	size_t len = 64ul << 20;
-	int status, fd;
+	int64_t before[3];
+	int status, fd, i;
 	pid_t pid;
 	uint8_t *a = malloc(PAGE), *b = malloc(PAGE);
 
+	for (i = 0; i < 3; i++) {
+		const char *name = gauges[i];
+
+		ASSERT_EQ(0, gmem_debugfs_stat(0, name, &before[i])) TH_LOG("%s", name);
+	}
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
@@ -382,6 +394,12 @@ TEST(killed_while_faulting)
 	ASSERT_EQ(0, kill(pid, SIGKILL));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFSIGNALED(status));
+	for (i = 0; i < 3; i++) {
+		const char *name = gauges[i];
+
+		EXPECT_EQ(before[i], gmem_wait_stat(0, name, before[i], 10000))
+			TH_LOG("%s after the killed process", name);
+	}
 	fd = gmem_open(0, O_RDWR);
 	ASSERT_LE(0, fd);
 	pattern(a, PAGE, 9);

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: debugfs, /sys/kernel/debug/gmem_accel/gmem_accelN/
+ *   stats     device-wide counters, "name value" per line
+ *   contexts  one line per open context: id, process, its GMEM_ACCEL_IOC_STATS counters
+ *   queues    the driver's and the device's view of each command ring
+ */
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+
+#include "gmem_accel.h"
+
+static struct dentry *gmem_debugfs_root;
+
+static const char * const gmem_dev_counter_names[GMEM_DEV_NR_COUNTERS] = {
+	[GMEM_DEV_FAULT_IRQS] = "fault_irqs",
+	[GMEM_DEV_FAULT_RECORDS] = "fault_records",
+	[GMEM_DEV_FAULT_RECORDS_DROPPED] = "fault_records_dropped",
+	[GMEM_DEV_FAULT_GROUPS] = "fault_groups",
+	[GMEM_DEV_REPLAYS] = "replays",
+	[GMEM_DEV_CANCELS] = "cancels",
+	[GMEM_DEV_INVALIDATIONS] = "invalidations",
+	[GMEM_DEV_TLB_INVALIDATIONS] = "tlb_invalidations",
+	[GMEM_DEV_TLB_INVALIDATION_TIMEOUTS] = "tlb_invalidation_timeouts",
+	[GMEM_DEV_BATCHES] = "batches",
+	[GMEM_DEV_COMMANDS] = "commands",
+	[GMEM_DEV_CONTEXTS_CREATED] = "contexts_created",
+	[GMEM_DEV_CONTEXTS_NOW] = "contexts_now",
+	[GMEM_DEV_CONTEXT_IDS_HELD_NOW] = "context_ids_held_now",
+	[GMEM_DEV_PT_PAGES_NOW] = "pt_pages_now",
+	[GMEM_DEV_DMA_MAPPED_NOW] = "dma_mapped_pages_now",
+};
+
+static int stats_show(struct seq_file *m, void *unused)
+{
+	struct gmem_accel *g = m->private;
+
+	for (int i = 0; i < GMEM_DEV_NR_COUNTERS; i++)
+		seq_printf(m, "%s %lld\n", gmem_dev_counter_names[i],
+			   atomic64_read(&g->stats[i]));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(stats);
+
+static int contexts_show(struct seq_file *m, void *unused)
+{
+	struct gmem_accel *g = m->private;
+	struct gmem_accel_stats st;
+
+	seq_puts(m, "ctx pid comm faults fault_groups replays cancels pages_mapped pages_zapped invalidations commands\n");
+	mutex_lock(&g->ctx_lock);
+	for (int i = 0; i < GMEM_NUM_CONTEXTS; i++) {
+		struct gmem_ctx *ctx = g->ctx[i];
+
+		if (!ctx)
+			continue;
+		gmem_ctx_get_stats(ctx, &st);
+		seq_printf(m, "%u %d %s %llu %llu %llu %llu %llu %llu %llu %llu\n", ctx->id,
+			   ctx->tgid, ctx->comm, st.faults, st.fault_groups, st.replays,
+			   st.cancels, st.pages_mapped, st.pages_zapped, st.invalidations,
+			   st.commands);
+	}
+	mutex_unlock(&g->ctx_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(contexts);
+
+static int queues_show(struct seq_file *m, void *unused)
+{
+	struct gmem_accel *g = m->private;
+
+	seq_puts(m, "queue tail reaped next_seq fence hw_head hw_state\n");
+	down_read(&g->lock);
+	for (int i = 0; g->regs && i < GMEM_NUM_QUEUES; i++) {
+		struct gmem_queue *q = &g->queue[i];
+
+		mutex_lock(&q->lock);
+		seq_printf(m, "%u %u %u %llu %llu %u %u\n", q->id, q->tail, q->reaped,
+			   q->next_seq, READ_ONCE(*q->fence),
+			   gmem_read(g, GMEM_REG_QUEUE(i, GMEM_CQ_HEAD)),
+			   gmem_read(g, GMEM_REG_QUEUE(i, GMEM_CQ_STATE)));
+		mutex_unlock(&q->lock);
+	}
+	up_read(&g->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(queues);
+
+void gmem_debugfs_add(struct gmem_accel *g)
+{
+	g->debugfs = debugfs_create_dir(dev_name(&g->dev), gmem_debugfs_root);
+	debugfs_create_file("stats", 0444, g->debugfs, g, &stats_fops);
+	debugfs_create_file("contexts", 0444, g->debugfs, g, &contexts_fops);
+	debugfs_create_file("queues", 0444, g->debugfs, g, &queues_fops);
+}
+
+/* Waits for readers; after it, no file here touches @g. */
+void gmem_debugfs_remove(struct gmem_accel *g)
+{
+	debugfs_remove_recursive(g->debugfs);
+	g->debugfs = NULL;
+}
+
+void gmem_debugfs_init(void)
+{
+	gmem_debugfs_root = debugfs_create_dir(GMEM_ACCEL_NAME, NULL);
+}
+
+void gmem_debugfs_exit(void)
+{
+	debugfs_remove_recursive(gmem_debugfs_root);
+}

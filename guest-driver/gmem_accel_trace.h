@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * gmem-accel driver trace events: /sys/kernel/tracing/events/gmem_accel/. The fault path
+ * (one event per group, one per hmm_range_fault window) and the invalidation path (notifier
+ * callbacks, device TLB invalidations), plus command submission to relate them to batches.
+ */
+#undef TRACE_SYSTEM
+#define TRACE_SYSTEM gmem_accel
+
+#if !defined(GMEM_ACCEL_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
+#define GMEM_ACCEL_TRACE_H
+
+#include <linux/mmu_notifier.h>
+#include <linux/tracepoint.h>
+
+TRACE_EVENT(gmem_accel_fault_group,
+	TP_PROTO(u16 ctx, u16 group, unsigned int npages, u64 va, u8 access, int err),
+	TP_ARGS(ctx, group, npages, va, access, err),
+	TP_STRUCT__entry(
+		__field(u16, ctx)
+		__field(u16, group)
+		__field(unsigned int, npages)
+		__field(u64, va)
+		__field(u8, access)
+		__field(int, err)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__entry->group = group;
+		__entry->npages = npages;
+		__entry->va = va;
+		__entry->access = access;
+		__entry->err = err;
+	),
+	TP_printk("ctx=%u group=%u npages=%u va=%#llx access=%#x %s err=%d",
+		  __entry->ctx, __entry->group, __entry->npages, __entry->va,
+		  __entry->access, __entry->err ? "cancel" : "replay", __entry->err)
+);
+
+TRACE_EVENT(gmem_accel_fault_range,
+	TP_PROTO(u16 ctx, u64 start, u64 end, int err),
+	TP_ARGS(ctx, start, end, err),
+	TP_STRUCT__entry(
+		__field(u16, ctx)
+		__field(u64, start)
+		__field(u64, end)
+		__field(int, err)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__entry->start = start;
+		__entry->end = end;
+		__entry->err = err;
+	),
+	TP_printk("ctx=%u start=%#llx end=%#llx err=%d",
+		  __entry->ctx, __entry->start, __entry->end, __entry->err)
+);
+
+/* So that tools reading the format file can print event names too. */
+TRACE_DEFINE_ENUM(MMU_NOTIFY_UNMAP);
+TRACE_DEFINE_ENUM(MMU_NOTIFY_CLEAR);
+TRACE_DEFINE_ENUM(MMU_NOTIFY_PROTECTION_VMA);
+TRACE_DEFINE_ENUM(MMU_NOTIFY_PROTECTION_PAGE);
+TRACE_DEFINE_ENUM(MMU_NOTIFY_SOFT_DIRTY);
+TRACE_DEFINE_ENUM(MMU_NOTIFY_RELEASE);
+TRACE_DEFINE_ENUM(MMU_NOTIFY_MIGRATE);
+TRACE_DEFINE_ENUM(MMU_NOTIFY_EXCLUSIVE);
+
+TRACE_EVENT(gmem_accel_invalidate,
+	TP_PROTO(u16 ctx, u64 start, u64 end, int event, bool own_migration,
+		 unsigned long zapped),
+	TP_ARGS(ctx, start, end, event, own_migration, zapped),
+	TP_STRUCT__entry(
+		__field(u16, ctx)
+		__field(u64, start)
+		__field(u64, end)
+		__field(int, event)
+		__field(bool, own_migration)
+		__field(unsigned long, zapped)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__entry->start = start;
+		__entry->end = end;
+		__entry->event = event;
+		__entry->own_migration = own_migration;
+		__entry->zapped = zapped;
+	),
+	TP_printk("ctx=%u start=%#llx end=%#llx event=%s %s zapped=%lu",
+		  __entry->ctx, __entry->start, __entry->end,
+		  __print_symbolic(__entry->event,
+				   { MMU_NOTIFY_UNMAP, "unmap" },
+				   { MMU_NOTIFY_CLEAR, "clear" },
+				   { MMU_NOTIFY_PROTECTION_VMA, "protection_vma" },
+				   { MMU_NOTIFY_PROTECTION_PAGE, "protection_page" },
+				   { MMU_NOTIFY_SOFT_DIRTY, "soft_dirty" },
+				   { MMU_NOTIFY_RELEASE, "release" },
+				   { MMU_NOTIFY_MIGRATE, "migrate" },
+				   { MMU_NOTIFY_EXCLUSIVE, "exclusive" }),
+		  __entry->own_migration ? "skipped" : "zap", __entry->zapped)
+);
+
+TRACE_EVENT(gmem_accel_tlb_invalidate,
+	TP_PROTO(u16 ctx, u64 va, u64 size, u32 seq, int err),
+	TP_ARGS(ctx, va, size, seq, err),
+	TP_STRUCT__entry(
+		__field(u16, ctx)
+		__field(u64, va)
+		__field(u64, size)
+		__field(u32, seq)
+		__field(int, err)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__entry->va = va;
+		__entry->size = size;
+		__entry->seq = seq;
+		__entry->err = err;
+	),
+	TP_printk("ctx=%u va=%#llx size=%#llx seq=%u err=%d",
+		  __entry->ctx, __entry->va, __entry->size, __entry->seq, __entry->err)
+);
+
+TRACE_EVENT(gmem_accel_submit,
+	TP_PROTO(u16 ctx, unsigned int queue, u64 seq, u32 count),
+	TP_ARGS(ctx, queue, seq, count),
+	TP_STRUCT__entry(
+		__field(u16, ctx)
+		__field(unsigned int, queue)
+		__field(u64, seq)
+		__field(u32, count)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__entry->queue = queue;
+		__entry->seq = seq;
+		__entry->count = count;
+	),
+	TP_printk("ctx=%u queue=%u seq=%llu commands=%u",
+		  __entry->ctx, __entry->queue, __entry->seq, __entry->count)
+);
+
+#endif /* GMEM_ACCEL_TRACE_H */
+
+/* Out of tree: the header is found next to the sources (Kbuild adds -I$(src)). */
+#undef TRACE_INCLUDE_PATH
+#define TRACE_INCLUDE_PATH .
+#undef TRACE_INCLUDE_FILE
+#define TRACE_INCLUDE_FILE gmem_accel_trace
+#include <trace/define_trace.h>
