@@ -7,6 +7,7 @@
 #include <linux/cdev.h>
 #include <linux/device.h>
 #include <linux/idr.h>
+#include <linux/memremap.h>
 #include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
@@ -24,6 +25,8 @@
 
 #define GMEM_CQ_LOG2	8	/* 256 commands per ring */
 #define GMEM_FQ_LOG2	10	/* 1024 fault records */
+#define GMEM_MIGRATE_PAGES	(GMEM_HUGE_SIZE / PAGE_SIZE)	/* pages one migration moves */
+#define GMEM_CHUNK_PAGES	(GMEM_HUGE_SIZE / PAGE_SIZE)	/* HBM allocation unit */
 
 struct gmem_ctx;
 
@@ -45,6 +48,12 @@ enum gmem_dev_counter {
 	GMEM_DEV_CONTEXT_IDS_HELD_NOW,	/* closed with commands still queued */
 	GMEM_DEV_PT_PAGES_NOW,		/* device page-table pages */
 	GMEM_DEV_DMA_MAPPED_NOW,	/* 4 KiB pages DMA-mapped for device PTEs */
+	GMEM_DEV_HBM_PAGES_NOW,		/* HBM pages holding process data */
+	GMEM_DEV_HBM_CHUNKS_NOW,	/* 2 MiB chunks with at least one such page */
+	GMEM_DEV_MIGRATED_TO_DEVICE,	/* pages */
+	GMEM_DEV_MIGRATED_TO_SYSTEM,	/* pages, all causes */
+	GMEM_DEV_CPU_FAULTS,		/* migrate_to_ram calls */
+	GMEM_DEV_EVICTIONS,		/* chunks evicted to make room */
 	GMEM_DEV_NR_COUNTERS
 };
 
@@ -58,7 +67,32 @@ enum gmem_ctx_counter {
 	GMEM_CTX_PAGES_ZAPPED,
 	GMEM_CTX_INVALIDATIONS,
 	GMEM_CTX_COMMANDS,
+	GMEM_CTX_MIGRATED_TO_DEVICE,
+	GMEM_CTX_MIGRATED_TO_SYSTEM,
 	GMEM_CTX_NR_COUNTERS
+};
+
+/* 2 MiB of HBM: the unit the allocator hands out and evicts. */
+struct gmem_chunk {
+	struct list_head link;		/* on gmem_hbm.free or gmem_hbm.lru */
+	unsigned int used;
+	DECLARE_BITMAP(busy, GMEM_CHUNK_PAGES);
+};
+
+/*
+ * HBM as device-private memory: one struct page per 4 KiB of HBM (pfn_first + offset / 4K),
+ * a migrated page's data at that offset in the device's HBM.
+ */
+struct gmem_hbm {
+	struct dev_pagemap pgmap;
+	unsigned long pfn_first;
+	spinlock_t lock;		/* chunks, lists, fill */
+	struct gmem_chunk *chunks;
+	unsigned int nchunks;
+	struct list_head free;		/* chunks with no page in use */
+	struct list_head lru;		/* chunks in use, least recently filled first */
+	struct gmem_chunk *fill;	/* where the next pages come from */
+	bool mapped;
 };
 
 /* One command ring. Slots carry the context and batch fence of the command in them. */
@@ -118,6 +152,9 @@ struct gmem_accel {
 	 */
 	DECLARE_BITMAP(held_ids, GMEM_NUM_CONTEXTS);
 	u64 held_fence[GMEM_NUM_CONTEXTS][GMEM_NUM_QUEUES];
+
+	struct gmem_ctx *kctx;		/* context 0: the driver's own commands, on queue 0 */
+	struct gmem_hbm hbm;
 
 	struct mutex inv_lock;		/* the TLB invalidation registers */
 	u32 inv_seq;
@@ -203,6 +240,9 @@ int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 cou
 int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
 void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q);
 int gmem_ctx_drain(struct gmem_ctx *ctx);
+void gmem_put_desc(void *d, u8 op, u8 flags, u16 ctx, u64 dst, u64 src, u64 size,
+		   u64 value, u64 value2, u32 dst_stride, u32 src_stride);
+int gmem_kernel_run(struct gmem_accel *g, void *descs, unsigned int count);
 bool gmem_fence_passed(struct gmem_accel *g, unsigned int qid, u64 seq);
 
 /* gmem_accel_ctx.c: contexts and their device page tables */
@@ -212,6 +252,17 @@ void gmem_ctx_shutdown(struct gmem_ctx *ctx);
 void gmem_ctx_get_stats(struct gmem_ctx *ctx, struct gmem_accel_stats *st);
 int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned long npages);
 void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npages);
+void gmem_pt_unmap(struct gmem_ctx *ctx, u64 start, u64 end);
+void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src,
+			  const unsigned long *dst, unsigned long npages, unsigned long seq);
+
+/* gmem_accel_hbm.c: HBM as device-private memory, migration both ways */
+int gmem_hbm_init(struct gmem_accel *g);
+void gmem_hbm_fini(struct gmem_accel *g);
+bool gmem_hbm_page(struct gmem_accel *g, struct page *page, u64 *offset);
+int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, u64 *moved);
+void gmem_hbm_release_ctx(struct gmem_ctx *ctx);
+void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m);
 
 /* gmem_accel_fault.c: fault queue servicing */
 void gmem_fault_work(struct work_struct *work);

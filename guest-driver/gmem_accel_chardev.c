@@ -49,6 +49,7 @@ static int gmem_accel_release_file(struct inode *inode, struct file *file)
 
 	down_read(&g->lock);
 	if (g->pdev) {	/* else unbind took the context off the device already */
+		gmem_hbm_release_ctx(f->ctx);
 		if (gmem_ctx_drain(f->ctx)) {
 			dev_warn(&g->dev, "context %u: commands still queued at close; they will fail and its id is held until they pass\n",
 				 f->ctx->id);
@@ -149,6 +150,25 @@ static long gmem_accel_stats(struct gmem_ctx *ctx, void __user *uarg)
 	return 0;
 }
 
+static long gmem_accel_migrate(struct gmem_ctx *ctx, void __user *uarg)
+{
+	struct gmem_accel_migrate mig;
+	long ret;
+
+	if (copy_from_user(&mig, uarg, sizeof(mig)))
+		return -EFAULT;
+	if (mig.flags || mig.target > GMEM_ACCEL_TO_SYSTEM || !mig.size ||
+	    !PAGE_ALIGNED(mig.addr) || !PAGE_ALIGNED(mig.size) || mig.addr + mig.size < mig.addr)
+		return -EINVAL;
+	if (mig.addr + mig.size > TASK_SIZE_MAX)
+		return -EFAULT;
+	ret = gmem_migrate(ctx, mig.addr, mig.addr + mig.size,
+			   mig.target == GMEM_ACCEL_TO_DEVICE, &mig.pages);
+	if (put_user(mig.pages, &((struct gmem_accel_migrate __user *)uarg)->pages))
+		ret = ret ?: -EFAULT;
+	return ret;
+}
+
 static long gmem_accel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct gmem_file *f = file->private_data;
@@ -181,6 +201,9 @@ static long gmem_accel_ioctl(struct file *file, unsigned int cmd, unsigned long 
 		break;
 	case GMEM_ACCEL_IOC_STATS:
 		ret = gmem_accel_stats(f->ctx, uarg);
+		break;
+	case GMEM_ACCEL_IOC_MIGRATE:
+		ret = gmem_accel_migrate(f->ctx, uarg);
 		break;
 	default:
 		ret = -ENOTTY;

@@ -6,6 +6,7 @@
  */
 #include <linux/dma-mapping.h>
 #include <linux/hmm.h>
+#include <linux/migrate.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -47,12 +48,12 @@ static u64 gmem_leaf_size(int level)
 	return level == 1 ? GMEM_PAGE_SIZE : GMEM_HUGE_SIZE;
 }
 
-/* Unmap a leaf's page for DMA and clear the entry (which is no longer valid). */
+/* Unmap a leaf's system page for DMA and clear the entry (which is no longer valid). */
 static void gmem_leaf_release(struct gmem_ctx *ctx, u64 *pte, int level)
 {
 	u64 e = READ_ONCE(*pte);
 
-	if (e & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) {
+	if ((e & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) && !(e & GMEM_PTE_HBM)) {
 		dma_unmap_page(gmem_dma_dev(ctx), e & GMEM_PTE_ADDR_MASK, gmem_leaf_size(level),
 			       DMA_BIDIRECTIONAL);
 		gmem_dev_count(ctx->g, GMEM_DEV_DMA_MAPPED_NOW,
@@ -177,13 +178,71 @@ static unsigned long gmem_pt_zap(struct gmem_ctx *ctx, u64 start, u64 end)
 	return n;
 }
 
-static u64 gmem_leaf_pte(dma_addr_t dma, bool write)
+/* A leaf for bus address (or, @hbm, HBM offset) @addr. */
+static u64 gmem_leaf_pte(u64 addr, bool write, bool hbm)
 {
-	u64 pte = (dma & GMEM_PTE_ADDR_MASK) | GMEM_PTE_VALID | GMEM_PTE_READ;
+	u64 pte = (addr & GMEM_PTE_ADDR_MASK) | GMEM_PTE_VALID | GMEM_PTE_READ;
 
 	if (write)
 		pte |= GMEM_PTE_WRITE | GMEM_PTE_ATOMIC;
+	if (hbm)
+		pte |= GMEM_PTE_HBM;
 	return pte;
+}
+
+/*
+ * Point @va's 4 KiB entry at HBM offset @off. Returns 1 if it replaced a valid entry (which
+ * the device TLB may hold), 0, or -ENOMEM.
+ */
+static int gmem_pt_set_hbm(struct gmem_ctx *ctx, u64 va, u64 off, bool write)
+{
+	struct gmem_pt *pt = gmem_pt_table(ctx, va, 1, true);
+	int replaced;
+	u64 *pte;
+
+	if (!pt)
+		return -ENOMEM;
+	pte = &pt->pte[GMEM_PT_INDEX(va, 1)];
+	replaced = !!(READ_ONCE(*pte) & GMEM_PTE_VALID);
+	if (READ_ONCE(*pte) & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE))
+		gmem_leaf_release(ctx, pte, 1);
+	WRITE_ONCE(*pte, gmem_leaf_pte(off, write, true));
+	gmem_ctx_count(ctx, GMEM_CTX_PAGES_MAPPED, 1);
+	return replaced;
+}
+
+/* Remove the context's device mappings of [start, end) (a migration of its own starts). */
+void gmem_pt_unmap(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	mutex_lock(&ctx->lock);
+	gmem_pt_zap(ctx, start, end);
+	mutex_unlock(&ctx->lock);
+}
+
+/*
+ * After this context migrated [va, va + npages pages) to HBM: map the pages that moved
+ * (migrate_vma's @src still says MIGRATE, @dst the HBM page), unless the CPU's page table
+ * changed since @seq — the device then faults them in.
+ */
+void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src,
+			  const unsigned long *dst, unsigned long npages, unsigned long seq)
+{
+	mutex_lock(&ctx->lock);
+	if (!mmu_interval_read_retry(&ctx->notifier, seq)) {
+		for (unsigned long i = 0; i < npages; i++) {
+			struct page *page = migrate_pfn_to_page(dst[i]);
+			u64 off;
+
+			if (!page || !(src[i] & MIGRATE_PFN_MIGRATE) ||
+			    !gmem_hbm_page(ctx->g, page, &off))
+				continue;
+			/* The range was zapped: nothing valid is replaced. */
+			if (gmem_pt_set_hbm(ctx, va + i * PAGE_SIZE, off,
+					    dst[i] & MIGRATE_PFN_WRITE) < 0)
+				break;
+		}
+	}
+	mutex_unlock(&ctx->lock);
 }
 
 /*
@@ -210,6 +269,19 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 
 		if (!(pfn & HMM_PFN_VALID) || (pfn & HMM_PFN_ERROR))
 			continue;
+		if (is_device_private_page(hmm_pfn_to_page(pfn))) {
+			u64 off;
+			int ret;
+
+			/* hmm_range_fault only leaves our own HBM pages in place. */
+			if (!gmem_hbm_page(ctx->g, hmm_pfn_to_page(pfn), &off))
+				continue;
+			ret = gmem_pt_set_hbm(ctx, addr, off, write);
+			if (ret < 0)
+				return ret;
+			replaced += ret;
+			continue;
+		}
 		huge = hmm_pfn_to_map_order(pfn) >= GMEM_HUGE_SHIFT - PAGE_SHIFT &&
 		       IS_ALIGNED(addr, GMEM_HUGE_SIZE) && npages - i >= 512 &&
 		       IS_ALIGNED(page_to_pfn(hmm_pfn_to_page(pfn)), 512);
@@ -238,7 +310,7 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 			replaced++;
 			gmem_leaf_release(ctx, pte, level);
 		}
-		WRITE_ONCE(*pte, gmem_leaf_pte(dma, write) | (huge ? GMEM_PTE_HUGE : 0));
+		WRITE_ONCE(*pte, gmem_leaf_pte(dma, write, false) | (huge ? GMEM_PTE_HUGE : 0));
 		gmem_ctx_count(ctx, GMEM_CTX_PAGES_MAPPED, huge ? 512 : 1);
 		if (huge)
 			i += 511;
@@ -284,8 +356,11 @@ static bool gmem_invalidate(struct mmu_interval_notifier *mni,
 	struct gmem_ctx *ctx = container_of(mni, struct gmem_ctx, notifier);
 	unsigned long zapped;
 
-	/* The driver's own migrations keep the device mapping up to date themselves. */
-	if (range->event == MMU_NOTIFY_MIGRATE && range->owner == ctx->g) {
+	/*
+	 * A migration this context started (gmem_window_to_device) updates its device mapping
+	 * itself. Others' — CPU faults, evictions, other contexts — zap it here.
+	 */
+	if (range->event == MMU_NOTIFY_MIGRATE && range->owner == ctx) {
 		trace_gmem_accel_invalidate(ctx->id, range->start, range->end, range->event,
 					    true, 0);
 		return true;
@@ -429,6 +504,8 @@ void gmem_ctx_get_stats(struct gmem_ctx *ctx, struct gmem_accel_stats *st)
 	st->pages_zapped = atomic64_read(&ctx->stats[GMEM_CTX_PAGES_ZAPPED]);
 	st->invalidations = atomic64_read(&ctx->stats[GMEM_CTX_INVALIDATIONS]);
 	st->commands = atomic64_read(&ctx->stats[GMEM_CTX_COMMANDS]);
+	st->migrated_to_device = atomic64_read(&ctx->stats[GMEM_CTX_MIGRATED_TO_DEVICE]);
+	st->migrated_to_system = atomic64_read(&ctx->stats[GMEM_CTX_MIGRATED_TO_SYSTEM]);
 }
 
 void gmem_ctx_destroy(struct gmem_ctx *ctx)

@@ -29,6 +29,12 @@ static const char * const gmem_dev_counter_names[GMEM_DEV_NR_COUNTERS] = {
 	[GMEM_DEV_CONTEXT_IDS_HELD_NOW] = "context_ids_held_now",
 	[GMEM_DEV_PT_PAGES_NOW] = "pt_pages_now",
 	[GMEM_DEV_DMA_MAPPED_NOW] = "dma_mapped_pages_now",
+	[GMEM_DEV_HBM_PAGES_NOW] = "hbm_pages_now",
+	[GMEM_DEV_HBM_CHUNKS_NOW] = "hbm_chunks_now",
+	[GMEM_DEV_MIGRATED_TO_DEVICE] = "migrated_to_device",
+	[GMEM_DEV_MIGRATED_TO_SYSTEM] = "migrated_to_system",
+	[GMEM_DEV_CPU_FAULTS] = "cpu_faults",
+	[GMEM_DEV_EVICTIONS] = "evictions",
 };
 
 static int stats_show(struct seq_file *m, void *unused)
@@ -47,7 +53,7 @@ static int contexts_show(struct seq_file *m, void *unused)
 	struct gmem_accel *g = m->private;
 	struct gmem_accel_stats st;
 
-	seq_puts(m, "ctx pid comm faults fault_groups replays cancels pages_mapped pages_zapped invalidations commands\n");
+	seq_puts(m, "ctx pid comm faults fault_groups replays cancels pages_mapped pages_zapped invalidations commands migrated_to_device migrated_to_system\n");
 	mutex_lock(&g->ctx_lock);
 	for (int i = 0; i < GMEM_NUM_CONTEXTS; i++) {
 		struct gmem_ctx *ctx = g->ctx[i];
@@ -55,10 +61,10 @@ static int contexts_show(struct seq_file *m, void *unused)
 		if (!ctx)
 			continue;
 		gmem_ctx_get_stats(ctx, &st);
-		seq_printf(m, "%u %d %s %llu %llu %llu %llu %llu %llu %llu %llu\n", ctx->id,
-			   ctx->tgid, ctx->comm, st.faults, st.fault_groups, st.replays,
+		seq_printf(m, "%u %d %s %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
+			   ctx->id, ctx->tgid, ctx->comm, st.faults, st.fault_groups, st.replays,
 			   st.cancels, st.pages_mapped, st.pages_zapped, st.invalidations,
-			   st.commands);
+			   st.commands, st.migrated_to_device, st.migrated_to_system);
 	}
 	mutex_unlock(&g->ctx_lock);
 	return 0;
@@ -86,12 +92,20 @@ static int queues_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(queues);
 
+static int hbm_show(struct seq_file *m, void *unused)
+{
+	gmem_hbm_debugfs_show(m->private, m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(hbm);
+
 void gmem_debugfs_add(struct gmem_accel *g)
 {
 	g->debugfs = debugfs_create_dir(dev_name(&g->dev), gmem_debugfs_root);
 	debugfs_create_file("stats", 0444, g->debugfs, g, &stats_fops);
 	debugfs_create_file("contexts", 0444, g->debugfs, g, &contexts_fops);
 	debugfs_create_file("queues", 0444, g->debugfs, g, &queues_fops);
+	debugfs_create_file("hbm", 0444, g->debugfs, g, &hbm_fops);
 }
 
 /* Waits for readers; after it, no file here touches @g. */

@@ -77,6 +77,12 @@ int gmem_hw_init(struct gmem_accel *g)
 	mutex_init(&g->inv_lock);
 	ida_init(&g->ctx_ids);
 	INIT_WORK(&g->fault_work, gmem_fault_work);
+	/* Context 0: the driver's own commands (no address space; HBM and bus addresses). */
+	g->kctx = devm_kzalloc(dev, sizeof(*g->kctx), GFP_KERNEL);
+	if (!g->kctx)
+		return -ENOMEM;
+	g->kctx->g = g;
+	xa_init(&g->kctx->errors);
 	g->wq = alloc_ordered_workqueue("%s-faults", WQ_MEM_RECLAIM, dev_name(dev));
 	if (!g->wq)
 		return -ENOMEM;
@@ -125,6 +131,7 @@ void gmem_hw_fini(struct gmem_accel *g)
 	}
 	cancel_work_sync(&g->fault_work);
 	destroy_workqueue(g->wq);
+	xa_destroy(&g->kctx->errors);
 }
 
 /*

@@ -110,6 +110,9 @@ static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id
 		pci_err(pdev, "cannot set up the device's rings: %d\n", ret);
 		goto err_free;
 	}
+	ret = gmem_hbm_init(g);
+	if (ret)	/* shared virtual memory still works, in system memory */
+		pci_warn(pdev, "HBM not usable as device memory, no migration: %d\n", ret);
 
 	minor = ida_alloc_max(&gmem_accel_minors, GMEM_ACCEL_MAX_DEVICES - 1, GFP_KERNEL);
 	if (minor < 0) {
@@ -145,10 +148,12 @@ static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id
 	return 0;
 
 err_put:
+	gmem_hbm_fini(g);
 	gmem_hw_fini(g);
 	put_device(&g->dev);
 	return ret;
 err_hw:
+	gmem_hbm_fini(g);
 	gmem_hw_fini(g);
 err_free:
 	kfree(g);
@@ -169,6 +174,7 @@ static void gmem_accel_remove(struct pci_dev *pdev)
 		if (ctx)
 			gmem_ctx_shutdown(ctx);
 	}
+	gmem_hbm_fini(g);	/* the device copies every page out */
 	gmem_hw_fini(g);
 	g->pdev = NULL;
 	g->regs = NULL;

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * gmem-accel driver: command submission. A context's batches go to queue (context % 4),
- * each batch followed by a FENCE that writes its sequence number and interrupts; waiters
- * sleep until the fence value reaches theirs, then collect the batch's status words.
+ * gmem-accel driver: command submission. Queue 0 is the driver's own (HBM migration copies:
+ * it never waits on a page fault, so the fault worker may wait on it); a process context's
+ * batches go to queues 1-3. Each batch is followed by a FENCE that writes its sequence number
+ * and interrupts; waiters sleep until the fence value reaches theirs, then collect the
+ * batch's status words.
  */
 #include <linux/dma-mapping.h>
 #include <linux/moduleparam.h>
@@ -29,8 +31,16 @@ static void *gmem_slot(struct gmem_queue *q, u32 slot)
 	return q->ring + slot * GMEM_CMD_SIZE;
 }
 
-static void gmem_put_desc(void *d, u8 op, u8 flags, u16 ctx, u64 dst, u64 src, u64 size,
-			  u64 value, u64 value2, u32 dst_stride, u32 src_stride)
+#define GMEM_KERNEL_BATCH	128
+#define GMEM_KERNEL_TIMEOUT	(10 * HZ)
+
+static unsigned int gmem_ctx_queue(const struct gmem_ctx *ctx)
+{
+	return ctx->id ? 1 + (ctx->id - 1) % (GMEM_NUM_QUEUES - 1) : 0;
+}
+
+void gmem_put_desc(void *d, u8 op, u8 flags, u16 ctx, u64 dst, u64 src, u64 size,
+		   u64 value, u64 value2, u32 dst_stride, u32 src_stride)
 {
 	memset(d, 0, GMEM_CMD_SIZE);
 	*(u8 *)(d + GMEM_CMD_OFF_OPCODE) = op;
@@ -178,21 +188,20 @@ bool gmem_fence_passed(struct gmem_accel *g, unsigned int qid, u64 seq)
 	return gmem_fence_done(&g->queue[qid], seq);
 }
 
-int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count, u64 *fence)
+/* Has the device consumed commands the driver has not reaped yet? */
+static bool gmem_ring_moved(struct gmem_accel *g, struct gmem_queue *q)
+{
+	return READ_ONCE(q->reaped) != gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_HEAD));
+}
+
+/* Queue @count descriptors and their fence on @ctx's ring; the kernel's sleep uninterruptibly. */
+static int gmem_submit_desc(struct gmem_ctx *ctx, u8 (*desc)[GMEM_CMD_SIZE], u32 count,
+			    u64 *fence)
 {
 	struct gmem_accel *g = ctx->g;
-	struct gmem_queue *q = &g->queue[ctx->id % GMEM_NUM_QUEUES];
-	u8 (*desc)[GMEM_CMD_SIZE];
+	struct gmem_queue *q = &g->queue[gmem_ctx_queue(ctx)];
 	u64 seq;
-	int ret = 0;
-
-	desc = kmalloc_array(count, GMEM_CMD_SIZE, GFP_KERNEL);
-	if (!desc)
-		return -ENOMEM;
-	for (u32 i = 0; i < count && !ret; i++)
-		ret = gmem_encode(&cmds[i], ctx->id, desc[i]);
-	if (ret)
-		goto out;
+	long ret;
 
 	mutex_lock(&q->lock);
 	for (;;) {
@@ -200,11 +209,12 @@ int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 cou
 		if (gmem_ring_used(q) + count + 1 < (1u << GMEM_CQ_LOG2))
 			break;
 		mutex_unlock(&q->lock);
-		ret = wait_event_interruptible_timeout(q->wq, READ_ONCE(q->reaped) !=
-						       gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_HEAD)),
-						       HZ);
+		if (ctx->id)
+			ret = wait_event_interruptible_timeout(q->wq, gmem_ring_moved(g, q), HZ);
+		else
+			ret = wait_event_timeout(q->wq, gmem_ring_moved(g, q), HZ);
 		if (ret < 0)
-			goto out;
+			return ret;
 		mutex_lock(&q->lock);
 	}
 	seq = q->next_seq++;
@@ -230,9 +240,66 @@ int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 cou
 	gmem_dev_count(g, GMEM_DEV_BATCHES, 1);
 	trace_gmem_accel_submit(ctx->id, q->id, seq, count);
 	*fence = (u64)q->id << GMEM_FENCE_QUEUE_SHIFT | seq;
-	ret = 0;
-out:
+	return 0;
+}
+
+int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count, u64 *fence)
+{
+	u8 (*desc)[GMEM_CMD_SIZE];
+	int ret = 0;
+
+	desc = kmalloc_array(count, GMEM_CMD_SIZE, GFP_KERNEL);
+	if (!desc)
+		return -ENOMEM;
+	for (u32 i = 0; i < count && !ret; i++)
+		ret = gmem_encode(&cmds[i], ctx->id, desc[i]);
+	if (!ret)
+		ret = gmem_submit_desc(ctx, desc, count, fence);
 	kfree(desc);
+	return ret;
+}
+
+/* The errno batch @fence of @ctx failed with (0: it did not), once it has completed. */
+static int gmem_fence_errno(struct gmem_ctx *ctx, u64 fence)
+{
+	struct gmem_queue *q = &ctx->g->queue[fence >> GMEM_FENCE_QUEUE_SHIFT];
+	void *err;
+
+	mutex_lock(&q->lock);
+	gmem_queue_reap(ctx->g, q);
+	mutex_unlock(&q->lock);
+	err = xa_erase(&ctx->errors, fence);
+	return err ? -(int)xa_to_value(err) : 0;
+}
+
+/*
+ * Run the driver's own descriptors (HBM and system addresses only, so they never fault) on
+ * queue 0 and wait for them; 0 or the first batch's errno (-ETIMEDOUT: the device hung).
+ */
+int gmem_kernel_run(struct gmem_accel *g, void *descs, unsigned int count)
+{
+	u8 (*desc)[GMEM_CMD_SIZE] = descs;
+	u64 fences[DIV_ROUND_UP(GMEM_MIGRATE_PAGES, GMEM_KERNEL_BATCH)];
+	struct gmem_ctx *kctx = g->kctx;
+	struct gmem_queue *q = &g->queue[0];
+	unsigned int nb = 0;
+	int ret = 0, err;
+
+	if (WARN_ON(count > GMEM_MIGRATE_PAGES))
+		return -EINVAL;
+	for (unsigned int i = 0; i < count && !ret; i += GMEM_KERNEL_BATCH)
+		ret = gmem_submit_desc(kctx, desc + i, min(count - i, GMEM_KERNEL_BATCH),
+				       &fences[nb++]);
+	if (ret)
+		nb--;
+	if (nb && !wait_event_timeout(q->wq, gmem_fence_done(q, fences[nb - 1] &
+					GENMASK_ULL(GMEM_FENCE_QUEUE_SHIFT - 1, 0)),
+				      GMEM_KERNEL_TIMEOUT))
+		return -ETIMEDOUT;
+	for (unsigned int b = 0; b < nb; b++) {
+		err = gmem_fence_errno(kctx, fences[b]);
+		ret = ret ?: err;
+	}
 	return ret;
 }
 
@@ -241,7 +308,6 @@ int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 	u32 qid = fence >> GMEM_FENCE_QUEUE_SHIFT;
 	u64 seq = fence & GENMASK_ULL(GMEM_FENCE_QUEUE_SHIFT - 1, 0);
 	struct gmem_queue *q;
-	void *err;
 	long left;
 
 	if (qid >= GMEM_NUM_QUEUES || !seq || seq > ctx->last_fence[qid])
@@ -253,11 +319,7 @@ int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 		return left;
 	if (!gmem_fence_done(q, seq))
 		return -ETIME;
-	mutex_lock(&q->lock);
-	gmem_queue_reap(ctx->g, q);
-	mutex_unlock(&q->lock);
-	err = xa_erase(&ctx->errors, fence);
-	return err ? -(int)xa_to_value(err) : 0;
+	return gmem_fence_errno(ctx, fence);
 }
 
 /*

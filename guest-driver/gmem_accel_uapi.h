@@ -136,6 +136,8 @@ struct gmem_accel_snapshot {
  * @pages_zapped:  device PTEs removed by invalidations
  * @invalidations: mmu notifier invalidations received
  * @commands:      commands submitted
+ * @migrated_to_device: pages this context moved into HBM
+ * @migrated_to_system: pages it moved back with GMEM_ACCEL_IOC_MIGRATE
  */
 struct gmem_accel_stats {
 	__u32 context;
@@ -148,6 +150,33 @@ struct gmem_accel_stats {
 	__u64 pages_zapped;
 	__u64 invalidations;
 	__u64 commands;
+	__u64 migrated_to_device;
+	__u64 migrated_to_system;
+};
+
+/* struct gmem_accel_migrate.target */
+#define GMEM_ACCEL_TO_DEVICE	0	/* into this device's HBM */
+#define GMEM_ACCEL_TO_SYSTEM	1	/* back to system memory */
+
+/**
+ * struct gmem_accel_migrate - move a range of this process's memory, like a prefetch
+ * @addr:   page aligned
+ * @size:   bytes, page aligned, not 0
+ * @target: GMEM_ACCEL_TO_*
+ * @flags:  must be zero
+ * @pages:  out: pages that moved (pages already there, pinned or shared do not)
+ *
+ * The process keeps using the same addresses: a CPU access to a page in HBM brings it (and
+ * its neighbours in HBM) back, and the device maps HBM pages directly. EFAULT if part of
+ * the range is not mapped, ENODEV if the device has no usable HBM, EIO if the device failed
+ * a copy (the pages of that copy stay where they were).
+ */
+struct gmem_accel_migrate {
+	__u64 addr;
+	__u64 size;
+	__u32 target;
+	__u32 flags;
+	__u64 pages;
 };
 
 #define GMEM_ACCEL_IOC_GET_INFO _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x00, struct gmem_accel_info)
@@ -155,5 +184,6 @@ struct gmem_accel_stats {
 #define GMEM_ACCEL_IOC_WAIT     _IOW(GMEM_ACCEL_IOC_MAGIC, 0x02, struct gmem_accel_wait)
 #define GMEM_ACCEL_IOC_SNAPSHOT _IOW(GMEM_ACCEL_IOC_MAGIC, 0x03, struct gmem_accel_snapshot)
 #define GMEM_ACCEL_IOC_STATS    _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x04, struct gmem_accel_stats)
+#define GMEM_ACCEL_IOC_MIGRATE  _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x05, struct gmem_accel_migrate)
 
 #endif /* _UAPI_GMEM_ACCEL_H */

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -149,4 +151,72 @@ int64_t gmem_wait_stat(int n, const char *name, int64_t want, int timeout_ms)
 			return v;
 		usleep(10 * 1000);
 	}
+}
+
+int run_cmds(int fd, struct gmem_accel_cmd *c, unsigned int n)
+{
+	struct gmem_accel_submit s = { .cmds = (uintptr_t)c, .count = n };
+	struct gmem_accel_wait w = { .timeout_ms = 20000 };
+
+	if (ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &s))
+		return -errno;
+	w.fence = s.fence;
+	return ioctl(fd, GMEM_ACCEL_IOC_WAIT, &w) ? -errno : 0;
+}
+
+int dev_copy(int fd, void *dst, const void *src, size_t len)
+{
+	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)dst,
+				    .src = (uintptr_t)src, .size = len };
+
+	return run_cmds(fd, &c, 1);
+}
+
+int dev_fill(int fd, void *dst, uint64_t value, size_t len)
+{
+	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_FILL, .dst = (uintptr_t)dst,
+				    .size = len, .value = value };
+
+	return run_cmds(fd, &c, 1);
+}
+
+long dev_migrate(int fd, void *addr, size_t len, unsigned int target)
+{
+	struct gmem_accel_migrate m = { .addr = (uintptr_t)addr, .size = len, .target = target };
+
+	return ioctl(fd, GMEM_ACCEL_IOC_MIGRATE, &m) ? -errno : (long)m.pages;
+}
+
+uint8_t page_view(int fd, void *addr)
+{
+	uint8_t v = 0xff;
+	struct gmem_accel_snapshot s = { .addr = (uintptr_t)addr & ~4095ul, .npages = 1,
+					 .out = (uintptr_t)&v };
+
+	if (ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &s))
+		return 0xee;
+	return v;
+}
+
+struct gmem_accel_stats ctx_stats(int fd)
+{
+	struct gmem_accel_stats st = { 0 };
+
+	ioctl(fd, GMEM_ACCEL_IOC_STATS, &st);
+	return st;
+}
+
+void pattern(void *buf, size_t len, unsigned int seed)
+{
+	uint8_t *b = buf;
+
+	for (size_t i = 0; i < len; i++)
+		b[i] = (uint8_t)(i * 7 + seed * 13 + (i >> 12));
+}
+
+void *map_anon(size_t len, int prot)
+{
+	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
 }

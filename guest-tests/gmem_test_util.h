@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "gmem_accel_uapi.h"
+
 #define GMEM_MODULE_PATH "/lib/modules/gmem_accel.ko"
 #define GMEM_MAX_TEST_DEVICES 16
 
@@ -34,6 +36,22 @@ int gmem_debugfs_stat(int n, const char *name, int64_t *val);
  * returns the last value read (INT64_MIN if unreadable).
  */
 int64_t gmem_wait_stat(int n, const char *name, int64_t want, int timeout_ms);
+
+/* Run @n commands on fd's context and wait for them; 0 or -errno of the batch. */
+int run_cmds(int fd, struct gmem_accel_cmd *c, unsigned int n);
+/* The device copies or fills process memory; 0 or -errno. */
+int dev_copy(int fd, void *dst, const void *src, size_t len);
+int dev_fill(int fd, void *dst, uint64_t value, size_t len);
+/* GMEM_ACCEL_IOC_MIGRATE of [addr, addr + len) to @target; -errno, else pages moved. */
+long dev_migrate(int fd, void *addr, size_t len, unsigned int target);
+/* The device's view of @addr's page (GMEM_ACCEL_PAGE_*), 0xee if SNAPSHOT failed. */
+uint8_t page_view(int fd, void *addr);
+/* GMEM_ACCEL_IOC_STATS of fd's context (zeroes if it failed). */
+struct gmem_accel_stats ctx_stats(int fd);
+/* A byte pattern that differs per @seed and per page. */
+void pattern(void *buf, size_t len, unsigned int seed);
+/* Private anonymous memory, NULL on failure. */
+void *map_anon(size_t len, int prot);
 
 /* Does a path exist? */
 bool path_exists(const char *path);

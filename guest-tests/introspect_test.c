@@ -34,25 +34,6 @@ static int submit(int fd, struct gmem_accel_cmd *c, __u64 *fence)
 	return 0;
 }
 
-static int dev_fill(int fd, void *dst, uint64_t value, size_t len)
-{
-	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_FILL, .dst = (uintptr_t)dst,
-				    .size = len, .value = value };
-	struct gmem_accel_wait w = { .timeout_ms = 20000 };
-
-	if (submit(fd, &c, &w.fence))
-		return -errno;
-	return ioctl(fd, GMEM_ACCEL_IOC_WAIT, &w) ? -errno : 0;
-}
-
-static struct gmem_accel_stats stats(int fd)
-{
-	struct gmem_accel_stats st = { 0 };
-
-	ioctl(fd, GMEM_ACCEL_IOC_STATS, &st);
-	return st;
-}
-
 static int write_file(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY | O_TRUNC);
@@ -145,7 +126,7 @@ TEST(debugfs_matches_stats)
 	EXPECT_EQ(0x5a, buf[len - 1]);
 	ASSERT_EQ(0, munmap(buf + 8 * PAGE, 8 * PAGE));	/* an invalidation that zaps 8 */
 
-	st = stats(fd);
+	st = ctx_stats(fd);
 	ASSERT_EQ(0, debugfs_context(st.context, &pid, comm, &dbg));
 	EXPECT_EQ(getpid(), pid);
 	EXPECT_EQ(0, strncmp(comm, "introspect_test", 15));
@@ -195,7 +176,7 @@ TEST(trace_events)
 	ASSERT_LE(0, fd);
 	ASSERT_NE(MAP_FAILED, p);
 	ASSERT_EQ(0, mprotect(p + PAGE, PAGE, PROT_NONE));
-	ctx = stats(fd).context;
+	ctx = ctx_stats(fd).context;
 	ASSERT_EQ(0, write_file(TRACEFS "/trace", ""))
 		TH_LOG("tracefs not mounted at " TRACEFS "?");
 	ASSERT_EQ(0, write_file(TRACEFS "/events/gmem_accel/enable", "1"));
@@ -250,7 +231,7 @@ TEST(dynamic_debug)
 	EXPECT_EQ(0, dev_fill(fd, p, 7, PAGE));
 	ASSERT_EQ(0, write_file(control, "module gmem_accel -p"));
 	snprintf(want, sizeof(want), "context %u, 1 pages from %#lx: replay",
-		 stats(fd).context, (unsigned long)p);
+		 ctx_stats(fd).context, (unsigned long)p);
 	while ((n = read(kmsg, rec, sizeof(rec) - 1)) > 0 || (n < 0 && errno == EPIPE)) {
 		if (n <= 0)
 			continue;
@@ -289,7 +270,7 @@ TEST(close_with_queued_command)
 	saved = slurp(DRAIN_PARAM);
 	ASSERT_NE(NULL, saved);
 	ASSERT_EQ(0, gmem_debugfs_stat(0, "context_ids_held_now", &held0));
-	id = stats(fd).context;
+	id = ctx_stats(fd).context;
 	/* 16384 pages to fault on both sides: far longer than close() below takes. */
 	ASSERT_EQ(0, submit(fd, &c, &fence));
 	ASSERT_EQ(0, write_file(DRAIN_PARAM, "0"));
@@ -302,7 +283,7 @@ TEST(close_with_queued_command)
 	/* While the id is held, no new context gets it. */
 	fd = gmem_open(0, O_RDWR);
 	ASSERT_LE(0, fd);
-	next_id = stats(fd).context;
+	next_id = ctx_stats(fd).context;
 	ASSERT_EQ(0, gmem_debugfs_stat(0, "context_ids_held_now", &held));
 	if (held == held0 + 1)
 		EXPECT_NE(id, next_id);
@@ -318,7 +299,7 @@ TEST(close_with_queued_command)
 	}
 	EXPECT_EQ(held0, held);
 	while (nfds < 63 && (fds[nfds] = gmem_open(0, O_RDWR)) >= 0) {
-		saw_held_id |= stats(fds[nfds]).context == id;
+		saw_held_id |= ctx_stats(fds[nfds]).context == id;
 		nfds++;
 	}
 	EXPECT_EQ(63, nfds) TH_LOG("open %d: %s", nfds, strerror(errno));

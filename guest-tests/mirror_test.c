@@ -25,67 +25,6 @@
 #define PAGE 4096ul
 #define HUGE (2ul << 20)
 
-static int run_cmds(int fd, struct gmem_accel_cmd *c, unsigned int n)
-{
-	struct gmem_accel_submit s = { .cmds = (uintptr_t)c, .count = n };
-	struct gmem_accel_wait w = { .timeout_ms = 20000 };
-
-	if (ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &s))
-		return -errno;
-	w.fence = s.fence;
-	return ioctl(fd, GMEM_ACCEL_IOC_WAIT, &w) ? -errno : 0;
-}
-
-static int dev_copy(int fd, void *dst, const void *src, size_t len)
-{
-	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)dst,
-				    .src = (uintptr_t)src, .size = len };
-
-	return run_cmds(fd, &c, 1);
-}
-
-static int dev_fill(int fd, void *dst, uint64_t value, size_t len)
-{
-	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_FILL, .dst = (uintptr_t)dst,
-				    .size = len, .value = value };
-
-	return run_cmds(fd, &c, 1);
-}
-
-static void pattern(void *buf, size_t len, unsigned int seed)
-{
-	uint8_t *b = buf;
-
-	for (size_t i = 0; i < len; i++)
-		b[i] = (uint8_t)(i * 7 + seed * 13 + (i >> 12));
-}
-
-static uint8_t page_view(int fd, void *addr)
-{
-	uint8_t v = 0xff;
-	struct gmem_accel_snapshot s = { .addr = (uintptr_t)addr & ~(PAGE - 1), .npages = 1,
-					 .out = (uintptr_t)&v };
-
-	if (ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &s))
-		return 0xee;
-	return v;
-}
-
-static struct gmem_accel_stats stats(int fd)
-{
-	struct gmem_accel_stats st = { 0 };
-
-	ioctl(fd, GMEM_ACCEL_IOC_STATS, &st);
-	return st;
-}
-
-static void *map_anon(size_t len, int prot)
-{
-	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	return p == MAP_FAILED ? NULL : p;
-}
-
 FIXTURE(svm) {
 	int fd;
 };
@@ -114,7 +53,7 @@ TEST_F(svm, copy_malloc)
 	ASSERT_EQ(0, memcmp(dst + 1, src, len));
 	EXPECT_EQ(0xaa, dst[0]);
 	EXPECT_EQ(0xaa, dst[len + 1]);
-	st = stats(self->fd);
+	st = ctx_stats(self->fd);
 	EXPECT_LT(0, st.faults);
 	EXPECT_EQ(st.fault_groups, st.replays);
 	EXPECT_EQ(0, st.cancels);
@@ -123,7 +62,7 @@ TEST_F(svm, copy_malloc)
 		  (GMEM_ACCEL_PAGE_READ | GMEM_ACCEL_PAGE_WRITE));
 	/* Mapped now: the same copy again faults no more. */
 	ASSERT_EQ(0, dev_copy(self->fd, dst + 1, src, len));
-	EXPECT_EQ(st.faults, stats(self->fd).faults);
+	EXPECT_EQ(st.faults, ctx_stats(self->fd).faults);
 	free(src);
 	free(dst);
 }
@@ -191,7 +130,7 @@ TEST_F(svm, bad_access_errnos)
 	EXPECT_EQ(-EPERM, dev_fill(self->fd, ro, 1, 64));
 	EXPECT_EQ(-EFAULT, dev_copy(self->fd, gone, ok, 64));
 	EXPECT_EQ(0, dev_copy(self->fd, ok, ro, 64));	/* reading it is fine */
-	st = stats(self->fd);
+	st = ctx_stats(self->fd);
 	EXPECT_EQ(4, st.cancels);
 	memset(ok, 0, PAGE);
 	EXPECT_EQ(0, dev_fill(self->fd, ok, 0x4242424242424242ull, PAGE));
@@ -211,12 +150,12 @@ TEST_F(svm, cpu_changes_invalidate)
 	ASSERT_EQ(0, dev_fill(self->fd, buf, 0x7777777777777777ull, 8 * PAGE));
 	ASSERT_EQ(0x77, buf[5 * PAGE]);
 	ASSERT_EQ(GMEM_ACCEL_PAGE_READ | GMEM_ACCEL_PAGE_WRITE, page_view(self->fd, buf));
-	inval = stats(self->fd).invalidations;
+	inval = ctx_stats(self->fd).invalidations;
 
 	/* DONTNEED: the CPU sees zeros, and so must the device (not the old page). */
 	ASSERT_EQ(0, madvise(buf, PAGE, MADV_DONTNEED));
 	EXPECT_EQ(0, page_view(self->fd, buf));
-	EXPECT_LT(inval, stats(self->fd).invalidations);
+	EXPECT_LT(inval, ctx_stats(self->fd).invalidations);
 	ASSERT_EQ(0, dev_copy(self->fd, out, buf, PAGE));
 	for (size_t i = 0; i < PAGE; i++)
 		ASSERT_EQ(0, out[i]);

@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: the device's HBM as MEMORY_DEVICE_PRIVATE memory. Process pages move
+ * into HBM with migrate_vma_* (explicit migration requests) and back on a CPU fault
+ * (migrate_to_ram), on request, when their context closes, when HBM is full (the least
+ * recently filled 2 MiB chunk is evicted) and at unbind. The device's DMA engine moves the
+ * data, on the driver's own queue 0, which never waits on a page fault.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/highmem.h>
+#include <linux/migrate.h>
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+
+#include "gmem_accel.h"
+
+/* Source and destination of one migration window, with the data's DMA mappings. */
+struct gmem_migration {
+	struct gmem_accel *g;
+	unsigned long src[GMEM_MIGRATE_PAGES];
+	unsigned long dst[GMEM_MIGRATE_PAGES];
+	dma_addr_t dma[GMEM_MIGRATE_PAGES];	/* the system page of each entry, or 0 */
+	u8 desc[GMEM_MIGRATE_PAGES][GMEM_CMD_SIZE];
+	unsigned int ndesc;
+};
+
+static struct gmem_accel *gmem_hbm_owner(struct page *page)
+{
+	return container_of(page->pgmap, struct gmem_accel, hbm.pgmap);
+}
+
+/* Is @page one of @g's HBM pages? Its byte offset in HBM goes to @offset. */
+bool gmem_hbm_page(struct gmem_accel *g, struct page *page, u64 *offset)
+{
+	if (!is_device_private_page(page) || page->pgmap != &g->hbm.pgmap)
+		return false;
+	*offset = (u64)(page_to_pfn(page) - g->hbm.pfn_first) << PAGE_SHIFT;
+	return true;
+}
+
+static struct gmem_chunk *gmem_chunk_of(struct gmem_hbm *hbm, unsigned long pfn)
+{
+	return &hbm->chunks[(pfn - hbm->pfn_first) / GMEM_CHUNK_PAGES];
+}
+
+static unsigned long gmem_chunk_pfn(struct gmem_hbm *hbm, struct gmem_chunk *c)
+{
+	return hbm->pfn_first + (c - hbm->chunks) * GMEM_CHUNK_PAGES;
+}
+
+/* A free HBM page from the fill chunk or a free one; NULL if every chunk is in use. */
+static struct page *gmem_hbm_take(struct gmem_accel *g)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+	struct gmem_chunk *c;
+	unsigned long i;
+
+	spin_lock(&hbm->lock);
+	c = hbm->fill;
+	if (!c || c->used == GMEM_CHUNK_PAGES) {
+		c = list_first_entry_or_null(&hbm->free, struct gmem_chunk, link);
+		if (!c) {
+			spin_unlock(&hbm->lock);
+			return NULL;
+		}
+		list_move_tail(&c->link, &hbm->lru);
+		hbm->fill = c;
+		gmem_dev_count(g, GMEM_DEV_HBM_CHUNKS_NOW, 1);
+	}
+	i = find_first_zero_bit(c->busy, GMEM_CHUNK_PAGES);
+	__set_bit(i, c->busy);
+	c->used++;
+	spin_unlock(&hbm->lock);
+	gmem_dev_count(g, GMEM_DEV_HBM_PAGES_NOW, 1);
+	return pfn_to_page(gmem_chunk_pfn(hbm, c) + i);
+}
+
+static void gmem_hbm_page_free(struct page *page)
+{
+	struct gmem_accel *g = gmem_hbm_owner(page);
+	struct gmem_hbm *hbm = &g->hbm;
+	unsigned long pfn = page_to_pfn(page);
+	struct gmem_chunk *c = gmem_chunk_of(hbm, pfn);
+
+	page->zone_device_data = NULL;
+	spin_lock(&hbm->lock);
+	__clear_bit((pfn - hbm->pfn_first) % GMEM_CHUNK_PAGES, c->busy);
+	if (!--c->used) {
+		if (c == hbm->fill)
+			hbm->fill = NULL;
+		list_move_tail(&c->link, &hbm->free);
+		gmem_dev_count(g, GMEM_DEV_HBM_CHUNKS_NOW, -1);
+	}
+	spin_unlock(&hbm->lock);
+	gmem_dev_count(g, GMEM_DEV_HBM_PAGES_NOW, -1);
+}
+
+static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
+			     void *owner);
+
+/*
+ * An HBM page for context @ctx, locked and referenced as migrate_vma wants it. When HBM is
+ * full the least recently filled chunk is evicted to system memory; NULL if nothing could
+ * be freed (every page in use is pinned or mid-migration).
+ */
+static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx)
+{
+	struct gmem_accel *g = ctx->g;
+	struct gmem_hbm *hbm = &g->hbm;
+	struct page *page;
+
+	for (unsigned int tries = 0; !(page = gmem_hbm_take(g)); tries++) {
+		struct gmem_chunk *victim;
+
+		if (tries == hbm->nchunks)
+			return NULL;
+		spin_lock(&hbm->lock);
+		victim = list_first_entry_or_null(&hbm->lru, struct gmem_chunk, link);
+		if (victim)	/* next time, the next one, should this one not empty */
+			list_move_tail(&victim->link, &hbm->lru);
+		spin_unlock(&hbm->lock);
+		if (!victim)
+			return NULL;
+		gmem_dev_count(g, GMEM_DEV_EVICTIONS, 1);
+		gmem_evict_range(g, gmem_chunk_pfn(hbm, victim), GMEM_CHUNK_PAGES, NULL);
+	}
+	zone_device_page_init(page);
+	page->zone_device_data = ctx;
+	return page;
+}
+
+static void gmem_add_copy(struct gmem_migration *m, u8 dst_kind, u64 dst, u8 src_kind,
+			  u64 src)
+{
+	gmem_put_desc(m->desc[m->ndesc++], GMEM_OP_COPY,
+		      GMEM_CMD_F_DST(dst_kind) | GMEM_CMD_F_SRC(src_kind), 0, dst, src,
+		      PAGE_SIZE, 0, 0, 0, 0);
+}
+
+static void gmem_add_zero(struct gmem_migration *m, u64 hbm_offset)
+{
+	gmem_put_desc(m->desc[m->ndesc++], GMEM_OP_FILL, GMEM_CMD_F_DST(GMEM_ADDR_HBM), 0,
+		      hbm_offset, 0, PAGE_SIZE, 0, 0, 0, 0);
+}
+
+/* DMA-map system page @page as entry @i's; false if it cannot be. */
+static bool gmem_map_sys(struct gmem_migration *m, unsigned long i, struct page *page)
+{
+	struct device *dev = &m->g->pdev->dev;
+
+	m->dma[i] = dma_map_page(dev, page, 0, PAGE_SIZE, DMA_BIDIRECTIONAL);
+	if (dma_mapping_error(dev, m->dma[i])) {
+		m->dma[i] = 0;
+		return false;
+	}
+	return true;
+}
+
+/* Run the copies; on failure give the new pages back so nothing migrates. */
+static int gmem_migration_copy(struct gmem_migration *m, unsigned long npages)
+{
+	struct device *dev = &m->g->pdev->dev;
+	int ret = m->ndesc ? gmem_kernel_run(m->g, m->desc, m->ndesc) : 0;
+
+	for (unsigned long i = 0; i < npages; i++) {
+		struct page *dpage = migrate_pfn_to_page(m->dst[i]);
+
+		if (m->dma[i])
+			dma_unmap_page(dev, m->dma[i], PAGE_SIZE, DMA_BIDIRECTIONAL);
+		m->dma[i] = 0;
+		if (ret && dpage) {
+			unlock_page(dpage);
+			put_page(dpage);
+			m->dst[i] = 0;
+		}
+	}
+	if (ret)
+		dev_err_ratelimited(&m->g->pdev->dev, "HBM migration copy failed: %d\n", ret);
+	return ret;
+}
+
+/*
+ * The copy half of moving HBM pages (m->src, from migrate_vma_setup or migrate_device_range)
+ * to system memory: new pages, filled by the device. Pages not owned by @owner (when set)
+ * stay. @vma and @start place new pages near the process (NULL: any node).
+ */
+static int gmem_copy_to_ram(struct gmem_migration *m, unsigned long npages,
+			    struct vm_area_struct *vma, unsigned long start, void *owner)
+{
+	m->ndesc = 0;
+	for (unsigned long i = 0; i < npages; i++) {
+		struct page *spage = migrate_pfn_to_page(m->src[i]);
+		struct page *dpage;
+		u64 off;
+
+		m->dst[i] = 0;
+		m->dma[i] = 0;
+		if (!spage || !(m->src[i] & MIGRATE_PFN_MIGRATE) ||
+		    !gmem_hbm_page(m->g, spage, &off) ||
+		    (owner && spage->zone_device_data != owner))
+			continue;
+		dpage = vma ? alloc_page_vma(GFP_HIGHUSER_MOVABLE, vma, start + i * PAGE_SIZE)
+			    : alloc_page(GFP_HIGHUSER_MOVABLE);
+		if (!dpage)
+			continue;
+		lock_page(dpage);
+		m->dst[i] = migrate_pfn(page_to_pfn(dpage)) |
+			    (m->src[i] & MIGRATE_PFN_WRITE);
+		if (!gmem_map_sys(m, i, dpage)) {
+			unlock_page(dpage);
+			put_page(dpage);
+			m->dst[i] = 0;
+			continue;
+		}
+		gmem_add_copy(m, GMEM_ADDR_SYS, m->dma[i], GMEM_ADDR_HBM, off);
+	}
+	return gmem_migration_copy(m, npages);
+}
+
+static unsigned long gmem_count_migrated(struct gmem_migration *m, unsigned long npages)
+{
+	unsigned long n = 0;
+
+	for (unsigned long i = 0; i < npages; i++)
+		n += m->dst[i] && (m->src[i] & MIGRATE_PFN_MIGRATE);
+	return n;
+}
+
+/*
+ * Move HBM pages in [pfn, pfn + npages) to system memory, whichever processes map them
+ * (only @owner's, when set). Their mappings, CPU and device, are updated by the kernel's
+ * rmap walk and the notifiers it calls.
+ */
+static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
+			     void *owner)
+{
+	struct gmem_migration *m = kvzalloc(sizeof(*m), GFP_KERNEL);
+	unsigned long moved;
+
+	if (!m)
+		return;
+	m->g = g;
+	if (migrate_device_range(m->src, pfn, npages))
+		goto out;
+	gmem_copy_to_ram(m, npages, NULL, 0, owner);
+	migrate_device_pages(m->src, m->dst, npages);
+	moved = gmem_count_migrated(m, npages);
+	migrate_device_finalize(m->src, m->dst, npages);
+	gmem_dev_count(g, GMEM_DEV_MIGRATED_TO_SYSTEM, moved);
+out:
+	kvfree(m);
+}
+
+/* Move [start, end) of @vma (one window) back to system memory. */
+static int gmem_window_to_ram(struct gmem_accel *g, struct gmem_migration *m,
+			      struct vm_area_struct *vma, unsigned long start, unsigned long end,
+			      struct page *fault_page, unsigned long *moved)
+{
+	struct migrate_vma args = {
+		.vma = vma,
+		.start = start,
+		.end = end,
+		.src = m->src,
+		.dst = m->dst,
+		.pgmap_owner = g,
+		.flags = MIGRATE_VMA_SELECT_DEVICE_PRIVATE,
+		.fault_page = fault_page,
+	};
+	unsigned long npages = (end - start) >> PAGE_SHIFT;
+	int ret;
+
+	ret = migrate_vma_setup(&args);
+	if (ret)
+		return ret;
+	if (args.cpages)
+		ret = gmem_copy_to_ram(m, npages, vma, start, NULL);
+	migrate_vma_pages(&args);
+	*moved = gmem_count_migrated(m, npages);
+	migrate_vma_finalize(&args);
+	gmem_dev_count(g, GMEM_DEV_MIGRATED_TO_SYSTEM, *moved);
+	return ret;
+}
+
+/*
+ * CPU access to a page in HBM: bring back the window around it — its 2 MiB block inside
+ * the VMA — so that neighbours the CPU is about to touch come along.
+ */
+static vm_fault_t gmem_hbm_migrate_to_ram(struct vm_fault *vmf)
+{
+	struct gmem_accel *g = gmem_hbm_owner(vmf->page);
+	struct vm_area_struct *vma = vmf->vma;
+	unsigned long start = max(vma->vm_start, ALIGN_DOWN(vmf->address, GMEM_HUGE_SIZE));
+	unsigned long end = min(vma->vm_end, ALIGN(vmf->address + 1, GMEM_HUGE_SIZE));
+	struct gmem_migration *m = kvzalloc(sizeof(*m), GFP_KERNEL);
+	unsigned long moved = 0;
+	int ret;
+
+	if (!m)
+		return VM_FAULT_OOM;
+	m->g = g;
+	gmem_dev_count(g, GMEM_DEV_CPU_FAULTS, 1);
+	ret = gmem_window_to_ram(g, m, vma, start, end, vmf->page, &moved);
+	kvfree(m);
+	if (ret == -ENOMEM)
+		return VM_FAULT_OOM;
+	return ret ? VM_FAULT_SIGBUS : 0;
+}
+
+static const struct dev_pagemap_ops gmem_hbm_ops = {
+	.page_free = gmem_hbm_page_free,
+	.migrate_to_ram = gmem_hbm_migrate_to_ram,
+};
+
+/*
+ * Move [start, end) of @vma (one window) into HBM. The context's own mapping of the range
+ * is removed here (its notifier skips migrations this context starts) and set up again,
+ * pointing at HBM, once the pages have moved.
+ */
+static int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
+				 struct vm_area_struct *vma, unsigned long start,
+				 unsigned long end, unsigned long *moved)
+{
+	struct migrate_vma args = {
+		.vma = vma,
+		.start = start,
+		.end = end,
+		.src = m->src,
+		.dst = m->dst,
+		.pgmap_owner = ctx,
+		.flags = MIGRATE_VMA_SELECT_SYSTEM,
+	};
+	unsigned long npages = (end - start) >> PAGE_SHIFT;
+	unsigned long seq;
+	int ret;
+
+	memset(m->dst, 0, sizeof(m->dst));
+	memset(m->dma, 0, sizeof(m->dma));
+	m->ndesc = 0;
+	seq = mmu_interval_read_begin(&ctx->notifier);
+	ret = migrate_vma_setup(&args);
+	if (ret)
+		return ret;
+	if (!args.cpages) {
+		migrate_vma_finalize(&args);
+		return 0;
+	}
+	gmem_pt_unmap(ctx, start, end);
+
+	for (unsigned long i = 0; i < npages; i++) {
+		struct page *spage = migrate_pfn_to_page(m->src[i]);
+		struct page *dpage;
+		u64 off;
+
+		if (!(m->src[i] & MIGRATE_PFN_MIGRATE))
+			continue;
+		dpage = gmem_hbm_alloc(ctx);
+		if (!dpage)
+			break;		/* HBM is full of pages that cannot move */
+		gmem_hbm_page(ctx->g, dpage, &off);
+		m->dst[i] = migrate_pfn(page_to_pfn(dpage));
+		if ((m->src[i] & MIGRATE_PFN_WRITE) || (!spage && (vma->vm_flags & VM_WRITE)))
+			m->dst[i] |= MIGRATE_PFN_WRITE;
+		if (!spage) {		/* never touched, or the zero page */
+			gmem_add_zero(m, off);
+		} else if (gmem_map_sys(m, i, spage)) {
+			gmem_add_copy(m, GMEM_ADDR_HBM, off, GMEM_ADDR_SYS, m->dma[i]);
+		} else {
+			unlock_page(dpage);
+			put_page(dpage);
+			m->dst[i] = 0;
+		}
+	}
+	ret = gmem_migration_copy(m, npages);
+	migrate_vma_pages(&args);
+	*moved = gmem_count_migrated(m, npages);
+	gmem_pt_map_migrated(ctx, start, m->src, m->dst, npages, seq);
+	migrate_vma_finalize(&args);
+	gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_DEVICE, *moved);
+	gmem_dev_count(ctx->g, GMEM_DEV_MIGRATED_TO_DEVICE, *moved);
+	return ret;
+}
+
+/*
+ * Migrate [start, end) of the context's process to HBM (@to_device) or back to system
+ * memory, a window (2 MiB block inside a VMA) at a time. -EFAULT if part of the range is
+ * not mapped; pages that cannot move (pinned, shared, HBM full of such) stay where they are.
+ */
+int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, u64 *moved)
+{
+	struct gmem_accel *g = ctx->g;
+	struct gmem_migration *m;
+	int ret = 0;
+
+	*moved = 0;
+	if (!g->hbm.mapped)
+		return -ENODEV;
+	if (!mmget_not_zero(ctx->mm))
+		return -ESRCH;
+	m = kvzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m) {
+		mmput(ctx->mm);
+		return -ENOMEM;
+	}
+	m->g = g;
+	mmap_read_lock(ctx->mm);
+	for (u64 addr = start; addr < end && !ret;) {
+		struct vm_area_struct *vma = vma_lookup(ctx->mm, addr);
+		unsigned long next, n = 0;
+
+		if (!vma) {
+			ret = -EFAULT;
+			break;
+		}
+		next = min3(end, (u64)vma->vm_end, ALIGN(addr + 1, GMEM_HUGE_SIZE));
+		if (to_device)
+			ret = gmem_window_to_device(ctx, m, vma, addr, next, &n);
+		else
+			ret = gmem_window_to_ram(g, m, vma, addr, next, NULL, &n);
+		if (!to_device)
+			gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_SYSTEM, n);
+		*moved += n;
+		addr = next;
+		if (fatal_signal_pending(current))
+			ret = -EINTR;
+	}
+	mmap_read_unlock(ctx->mm);
+	mmput(ctx->mm);
+	kvfree(m);
+	return ret;
+}
+
+/* Unbind: move every page in use out of HBM. */
+static void gmem_evict_all(struct gmem_accel *g)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+
+	for (unsigned int c = 0; c < hbm->nchunks; c++) {
+		if (READ_ONCE(hbm->chunks[c].used))
+			gmem_evict_range(g, gmem_chunk_pfn(hbm, &hbm->chunks[c]),
+					 GMEM_CHUNK_PAGES, NULL);
+	}
+}
+
+/*
+ * A context closes: its pages in HBM go back to its process, if that still runs (an exiting
+ * process has freed them already). Only runs of its own pages are touched, so other
+ * contexts' pages stay mapped.
+ */
+void gmem_hbm_release_ctx(struct gmem_ctx *ctx)
+{
+	struct gmem_hbm *hbm = &ctx->g->hbm;
+	unsigned long pfn, run = 0, end = hbm->pfn_first + hbm->nchunks * GMEM_CHUNK_PAGES;
+
+	if (!hbm->mapped)
+		return;
+	for (pfn = hbm->pfn_first; pfn <= end; pfn++) {
+		bool ours = pfn < end && READ_ONCE(pfn_to_page(pfn)->zone_device_data) == ctx;
+
+		if (ours && run < GMEM_MIGRATE_PAGES) {
+			run++;
+			continue;
+		}
+		if (run)
+			gmem_evict_range(ctx->g, pfn - run, run, ctx);
+		run = ours;
+	}
+}
+
+int gmem_hbm_init(struct gmem_accel *g)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+	u64 size = ALIGN_DOWN(g->info.hbm_size, GMEM_HUGE_SIZE);
+	struct resource *res;
+	void *addr;
+
+	spin_lock_init(&hbm->lock);
+	INIT_LIST_HEAD(&hbm->free);
+	INIT_LIST_HEAD(&hbm->lru);
+	hbm->nchunks = size / GMEM_HUGE_SIZE;
+	if (!hbm->nchunks)
+		return 0;	/* nothing to migrate into */
+	hbm->chunks = kvcalloc(hbm->nchunks, sizeof(*hbm->chunks), GFP_KERNEL);
+	if (!hbm->chunks)
+		return -ENOMEM;
+	for (unsigned int c = 0; c < hbm->nchunks; c++)
+		list_add_tail(&hbm->chunks[c].link, &hbm->free);
+
+	res = request_free_mem_region(&iomem_resource, size, "gmem_accel hbm");
+	if (IS_ERR(res)) {
+		kvfree(hbm->chunks);
+		return PTR_ERR(res);
+	}
+	hbm->pgmap.type = MEMORY_DEVICE_PRIVATE;
+	hbm->pgmap.range.start = res->start;
+	hbm->pgmap.range.end = res->end;
+	hbm->pgmap.nr_range = 1;
+	hbm->pgmap.ops = &gmem_hbm_ops;
+	hbm->pgmap.owner = g;
+	addr = memremap_pages(&hbm->pgmap, dev_to_node(&g->pdev->dev));
+	if (IS_ERR(addr)) {
+		release_mem_region(res->start, resource_size(res));
+		kvfree(hbm->chunks);
+		return PTR_ERR(addr);
+	}
+	hbm->pfn_first = res->start >> PAGE_SHIFT;
+	hbm->mapped = true;
+	return 0;
+}
+
+/* Unbind: every page goes back to system memory, then the pages go away. */
+void gmem_hbm_fini(struct gmem_accel *g)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+
+	if (!hbm->mapped)
+		return;
+	gmem_evict_all(g);
+	hbm->mapped = false;
+	memunmap_pages(&hbm->pgmap);
+	release_mem_region(hbm->pgmap.range.start, range_len(&hbm->pgmap.range));
+	kvfree(hbm->chunks);
+}
+
+void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+	unsigned int nfree = 0;
+	struct gmem_chunk *c;
+
+	spin_lock(&hbm->lock);
+	list_for_each_entry(c, &hbm->free, link)
+		nfree++;
+	seq_printf(m, "chunks %u\nchunks_free %u\nchunk_pages %u\n", hbm->nchunks, nfree,
+		   (unsigned int)GMEM_CHUNK_PAGES);
+	seq_puts(m, "lru (chunk:pages in use, least recently filled first):");
+	list_for_each_entry(c, &hbm->lru, link)
+		seq_printf(m, " %ld:%u", c - hbm->chunks, c->used);
+	seq_puts(m, "\n");
+	spin_unlock(&hbm->lock);
+}

@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * HBM as device memory: process pages migrate into the device's HBM (GMEM_ACCEL_IOC_MIGRATE)
+ * and back (CPU touch, explicit migration, close, eviction when HBM is full), the device's
+ * DMA engine moving the data. Every test checks the bytes, the device's view of the pages
+ * (SNAPSHOT: HBM or not) and the driver's counters.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "gmem_accel_uapi.h"
+#include "gmem_test_util.h"
+
+#define PAGE 4096ul
+#define HUGE (2ul << 20)
+#define RW (PROT_READ | PROT_WRITE)
+
+/* Anonymous memory the kernel backs with 4 KiB pages (THP is a test of its own). */
+static uint8_t *map_small_pages(size_t len)
+{
+	uint8_t *p = map_anon(len, RW);
+
+	if (p)
+		madvise(p, len, MADV_NOHUGEPAGE);
+	return p;
+}
+
+/* How many of the @npages pages from @addr the device sees in HBM. */
+static unsigned long pages_in_hbm(int fd, void *addr, unsigned long npages)
+{
+	uint8_t *v = malloc(npages);
+	struct gmem_accel_snapshot s = { .addr = (uintptr_t)addr, .npages = npages,
+					 .out = (uintptr_t)v };
+	unsigned long n = 0;
+
+	if (!v || ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &s)) {
+		free(v);
+		return ~0ul;
+	}
+	for (unsigned long i = 0; i < npages; i++)
+		n += !!(v[i] & GMEM_ACCEL_PAGE_HBM);
+	free(v);
+	return n;
+}
+
+static int64_t dev_stat(const char *name)
+{
+	int64_t v = INT64_MIN;
+
+	gmem_debugfs_stat(0, name, &v);
+	return v;
+}
+
+FIXTURE(hbm) {
+	int fd;
+	int64_t hbm_pages0;
+};
+
+FIXTURE_SETUP(hbm)
+{
+	self->fd = gmem_open(0, O_RDWR);
+	ASSERT_LE(0, self->fd) TH_LOG("open /dev/gmem_accel0: %s", strerror(errno));
+	self->hbm_pages0 = dev_stat("hbm_pages_now");
+}
+
+FIXTURE_TEARDOWN(hbm)
+{
+	close(self->fd);
+}
+
+/*
+ * Data the CPU wrote moves into HBM byte for byte; the device maps it there at once (no
+ * fault), works on it, and a CPU read brings the whole window back with the device's data.
+ */
+TEST_F(hbm, to_device_and_back_on_cpu_fault)
+{
+	size_t len = 2 * HUGE;
+	unsigned long npages = len / PAGE;
+	uint8_t *buf = map_small_pages(len), *copy = malloc(len), *want = malloc(len);
+	struct gmem_accel_stats st;
+	int64_t cpu_faults;
+	size_t i;
+
+	ASSERT_NE(NULL, buf);
+	pattern(buf, len, 1);
+	memcpy(want, buf, len);
+	ASSERT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(npages, pages_in_hbm(self->fd, buf, npages));
+	EXPECT_EQ(self->hbm_pages0 + (int64_t)npages, dev_stat("hbm_pages_now"));
+	st = ctx_stats(self->fd);
+	EXPECT_EQ(npages, st.migrated_to_device);
+
+	/* The migration mapped the HBM pages: the device writes them without a fault. */
+	ASSERT_EQ(0, dev_fill(self->fd, buf + HUGE, 0x1122334455667788ull, HUGE));
+	EXPECT_EQ(st.faults, ctx_stats(self->fd).faults);
+	EXPECT_EQ(npages, pages_in_hbm(self->fd, buf, npages));
+	/* And reads them: the same bytes. */
+	ASSERT_EQ(0, dev_copy(self->fd, copy, buf, HUGE));
+	EXPECT_EQ(0, memcmp(copy, want, HUGE));
+
+	cpu_faults = dev_stat("cpu_faults");
+	EXPECT_EQ(0, memcmp(buf, want, HUGE));	/* CPU reads migrate back */
+	for (i = HUGE; i < len; i += 8)
+		ASSERT_EQ(0x1122334455667788ull, *(uint64_t *)(buf + i)) TH_LOG("offset %zu", i);
+	/* One CPU fault per 2 MiB window: the neighbours came along. */
+	EXPECT_EQ(2, dev_stat("cpu_faults") - cpu_faults);
+	EXPECT_EQ(0, pages_in_hbm(self->fd, buf, npages));
+	EXPECT_EQ(self->hbm_pages0, dev_stat("hbm_pages_now"));
+	free(copy);
+	free(want);
+	munmap(buf, len);
+}
+
+/* Memory never touched (and the zero page) arrives in HBM as zeroes. */
+TEST_F(hbm, untouched_memory_is_zero)
+{
+	size_t len = HUGE;
+	uint8_t *buf = map_small_pages(len);
+	volatile uint8_t sink;
+	size_t i;
+
+	ASSERT_NE(NULL, buf);
+	sink = buf[5 * PAGE];			/* maps the zero page there */
+	(void)sink;
+	memset(buf + 9 * PAGE, 0xff, PAGE);	/* and a real page here */
+	ASSERT_EQ((long)(len / PAGE), dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	for (i = 0; i < len; i++)
+		ASSERT_EQ(i / PAGE == 9 ? 0xff : 0, buf[i]) TH_LOG("offset %zu", i);
+	munmap(buf, len);
+}
+
+/* Explicit migration back; a second one to the same place moves nothing. */
+TEST_F(hbm, explicit_round_trip)
+{
+	size_t len = 3 * HUGE + 5 * PAGE;	/* windows of different sizes */
+	unsigned long npages = len / PAGE;
+	uint8_t *buf = map_small_pages(len), *want = malloc(len);
+
+	ASSERT_NE(NULL, buf);
+	pattern(buf, len, 2);
+	memcpy(want, buf, len);
+	ASSERT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(0, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	ASSERT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_SYSTEM));
+	EXPECT_EQ(0, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_SYSTEM));
+	EXPECT_EQ(0, pages_in_hbm(self->fd, buf, npages));
+	EXPECT_EQ(npages, ctx_stats(self->fd).migrated_to_system);
+	EXPECT_EQ(self->hbm_pages0, dev_stat("hbm_pages_now"));
+	EXPECT_EQ(0, memcmp(buf, want, len));
+	free(want);
+	munmap(buf, len);
+}
+
+/* A THP is split and migrated like its 512 pages. */
+TEST_F(hbm, transparent_huge_page)
+{
+	uint8_t *raw = map_anon(2 * HUGE, RW), *buf, *want = malloc(HUGE), *copy = malloc(HUGE);
+
+	ASSERT_NE(NULL, raw);
+	buf = (uint8_t *)(((uintptr_t)raw + HUGE - 1) & ~(HUGE - 1));
+	madvise(buf, HUGE, MADV_HUGEPAGE);
+	pattern(buf, HUGE, 3);
+	memcpy(want, buf, HUGE);
+	ASSERT_EQ((long)(HUGE / PAGE), dev_migrate(self->fd, buf, HUGE, GMEM_ACCEL_TO_DEVICE));
+	/*
+	 * Splitting the THP changed the CPU page table while the migration ran, so the device
+	 * mapping is left to the next fault: the device's access then finds HBM pages.
+	 */
+	ASSERT_EQ(0, dev_copy(self->fd, copy, buf, HUGE));
+	EXPECT_EQ(HUGE / PAGE, pages_in_hbm(self->fd, buf, HUGE / PAGE));
+	EXPECT_EQ(0, memcmp(copy, want, HUGE));
+	EXPECT_EQ(0, memcmp(buf, want, HUGE));
+	free(want);
+	munmap(raw, 2 * HUGE);
+}
+
+/* munmap of HBM-resident memory gives its pages and chunks back. */
+TEST_F(hbm, munmap_returns_chunks)
+{
+	size_t len = 4 * HUGE;
+	uint8_t *buf = map_small_pages(len);
+	int64_t chunks0 = dev_stat("hbm_chunks_now");
+
+	ASSERT_NE(NULL, buf);
+	memset(buf, 1, len);
+	ASSERT_EQ((long)(len / PAGE), dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(self->hbm_pages0 + (int64_t)(len / PAGE), dev_stat("hbm_pages_now"));
+	EXPECT_LE(chunks0 + 4, dev_stat("hbm_chunks_now"));
+	ASSERT_EQ(0, munmap(buf, len));
+	EXPECT_EQ(self->hbm_pages0, dev_stat("hbm_pages_now"));
+	EXPECT_EQ(chunks0, dev_stat("hbm_chunks_now"));
+}
+
+/* Closing the context brings its pages home; the process keeps its data. */
+TEST(close_brings_pages_home)
+{
+	size_t len = HUGE;
+	int fd = gmem_open(0, O_RDWR);
+	uint8_t *buf = map_small_pages(len), *want = malloc(len);
+	int64_t pages0 = dev_stat("hbm_pages_now");
+
+	ASSERT_LE(0, fd);
+	ASSERT_NE(NULL, buf);
+	pattern(buf, len, 4);
+	memcpy(want, buf, len);
+	ASSERT_EQ((long)(len / PAGE), dev_migrate(fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(pages0 + (int64_t)(len / PAGE), dev_stat("hbm_pages_now"));
+	close(fd);
+	EXPECT_EQ(pages0, dev_stat("hbm_pages_now"));
+	EXPECT_EQ(0, memcmp(buf, want, len));
+}
+
+/* fork() of memory in HBM: parent and child each see their own data after writes. */
+TEST_F(hbm, fork_of_hbm_memory)
+{
+	size_t len = HUGE;
+	uint8_t *buf = map_small_pages(len), *want = malloc(len);
+	int status;
+	pid_t pid;
+
+	ASSERT_NE(NULL, buf);
+	pattern(buf, len, 5);
+	memcpy(want, buf, len);
+	ASSERT_EQ((long)(len / PAGE), dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd = gmem_open(0, O_RDWR);
+
+		if (memcmp(buf, want, len))
+			_exit(1);		/* the child reads the parent's data */
+		memset(buf, 0xc5, len);		/* and writes its own copy */
+		if (fd < 0 || dev_migrate(fd, buf, len, GMEM_ACCEL_TO_DEVICE) < 0)
+			_exit(2);
+		for (size_t i = 0; i < len; i++)
+			if (buf[i] != 0xc5)
+				_exit(3);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* The parent's device work and CPU reads see the parent's data. */
+	ASSERT_EQ(0, dev_fill(self->fd, buf, 0x3c3c3c3c3c3c3c3cull, PAGE));
+	memset(want, 0x3c, PAGE);
+	EXPECT_EQ(0, memcmp(buf, want, len));
+	free(want);
+	munmap(buf, len);
+}
+
+/* A working set 4x the HBM: chunks are evicted to make room, and no byte is lost. */
+TEST_F(hbm, oversubscription)
+{
+	struct gmem_accel_info info = { 0 };
+	size_t len, step, off;
+	uint8_t *buf;
+	int64_t evictions0 = dev_stat("evictions");
+	long moved = 0, n;
+
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_GET_INFO, &info));
+	len = 4 * (info.hbm_size & ~(HUGE - 1));
+	step = len / 16;
+	buf = map_small_pages(len);
+	ASSERT_NE(NULL, buf) TH_LOG("%zu MiB", len >> 20);
+	for (size_t off = 0; off < len; off += PAGE)
+		*(uint64_t *)(buf + off) = off * 3 + 1;
+	for (size_t off = 0; off < len; off += step) {
+		n = dev_migrate(self->fd, buf + off, step, GMEM_ACCEL_TO_DEVICE);
+		ASSERT_LE(0, n) TH_LOG("at %zu MiB: %s", off >> 20, strerror(-n));
+		moved += n;
+	}
+	EXPECT_EQ((long)(len / PAGE), moved);
+	EXPECT_LE(3 * (int64_t)(info.hbm_size / HUGE), dev_stat("evictions") - evictions0);
+	EXPECT_GE((int64_t)(info.hbm_size / PAGE), dev_stat("hbm_pages_now"));
+	/* The device increments every page's first word (wherever it is), the CPU checks. */
+	for (size_t off = 0; off < len; off += step) {
+		struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_ATOMIC_ADD, .flags =
+					    GMEM_ACCEL_CMD_WIDE, .dst = (uintptr_t)(buf + off),
+					    .size = step / PAGE, .value = 1, .dst_stride = PAGE };
+
+		ASSERT_EQ(0, run_cmds(self->fd, &c, 1));
+	}
+	for (off = 0; off < len; off += PAGE)
+		ASSERT_EQ(off * 3 + 2, *(uint64_t *)(buf + off)) TH_LOG("offset %zu", off);
+	munmap(buf, len);
+}
+
+/* Random interleavings of device writes, migrations both ways and CPU writes. */
+TEST_F(hbm, random_interleavings)
+{
+	size_t len = 4 * HUGE, npages = len / PAGE;
+	uint8_t *buf = map_small_pages(len), *shadow = calloc(1, len);
+	unsigned int seed = 12345;
+
+	ASSERT_NE(NULL, buf);
+	memset(buf, 0, len);
+	for (int step = 0; step < 200; step++) {
+		size_t first = rand_r(&seed) % npages;
+		size_t count = 1 + rand_r(&seed) % (npages - first < 64 ? npages - first : 64);
+		uint8_t *p = buf + first * PAGE, v = rand_r(&seed);
+		size_t n = count * PAGE;
+
+		switch (rand_r(&seed) % 4) {
+		case 0:
+			ASSERT_EQ(0, dev_fill(self->fd, p, v * 0x0101010101010101ull, n));
+			memset(shadow + first * PAGE, v, n);
+			break;
+		case 1:
+			ASSERT_LE(0, dev_migrate(self->fd, p, n, GMEM_ACCEL_TO_DEVICE));
+			break;
+		case 2:
+			ASSERT_LE(0, dev_migrate(self->fd, p, n, GMEM_ACCEL_TO_SYSTEM));
+			break;
+		case 3:
+			memset(p + 17, v, n - 17);
+			memset(shadow + first * PAGE + 17, v, n - 17);
+			break;
+		}
+		if (step % 50 == 49)
+			ASSERT_EQ(0, memcmp(buf, shadow, len)) TH_LOG("step %d", step);
+	}
+	ASSERT_EQ(0, memcmp(buf, shadow, len));
+	free(shadow);
+	munmap(buf, len);
+}
+
+/* Two processes migrating and checking their own data at once. */
+TEST(two_processes)
+{
+	pid_t pids[2];
+	int status;
+
+	for (int p = 0; p < 2; p++) {
+		pids[p] = fork();
+		ASSERT_LE(0, pids[p]);
+		if (pids[p] == 0) {
+			int fd = gmem_open(0, O_RDWR);
+			size_t len = 2 * HUGE;
+			uint8_t *buf = map_small_pages(len), *want = malloc(len);
+
+			if (fd < 0 || !buf || !want)
+				_exit(1);
+			for (int round = 0; round < 4; round++) {
+				pattern(buf, len, p * 10 + round);
+				memcpy(want, buf, len);
+				if (dev_migrate(fd, buf, len, GMEM_ACCEL_TO_DEVICE) != (long)(len / PAGE))
+					_exit(2);
+				if (dev_fill(fd, buf, p + round, PAGE))
+					_exit(3);
+				for (size_t i = 0; i < PAGE; i += 8)
+					*(uint64_t *)(want + i) = p + round;
+				if (memcmp(buf, want, len))
+					_exit(4);
+			}
+			_exit(0);
+		}
+	}
+	for (int p = 0; p < 2; p++) {
+		ASSERT_EQ(pids[p], waitpid(pids[p], &status, 0));
+		EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("process %d", p);
+	}
+}
+
+/* Bad migration requests fail cleanly and move nothing. */
+TEST_F(hbm, bad_migrate_args)
+{
+	uint8_t *buf = map_small_pages(4 * PAGE);
+	struct gmem_accel_migrate m;
+
+	ASSERT_NE(NULL, buf);
+#define EXPECT_MIGRATE_ERRNO(err, ...) do {					\
+	m = (struct gmem_accel_migrate){ __VA_ARGS__ };				\
+	EXPECT_EQ(-1, ioctl(self->fd, GMEM_ACCEL_IOC_MIGRATE, &m));		\
+	EXPECT_EQ(err, errno);							\
+} while (0)
+	EXPECT_MIGRATE_ERRNO(EINVAL, .addr = (uintptr_t)buf + 1, .size = PAGE);
+	EXPECT_MIGRATE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = PAGE + 1);
+	EXPECT_MIGRATE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = 0);
+	EXPECT_MIGRATE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = PAGE, .target = 2);
+	EXPECT_MIGRATE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = PAGE, .flags = 1);
+	EXPECT_MIGRATE_ERRNO(EINVAL, .addr = -PAGE, .size = 2 * PAGE);
+	EXPECT_MIGRATE_ERRNO(EFAULT, .addr = 1ull << 60, .size = PAGE);
+	munmap(buf + 2 * PAGE, PAGE);
+	EXPECT_MIGRATE_ERRNO(EFAULT, .addr = (uintptr_t)buf, .size = 4 * PAGE);
+	EXPECT_EQ(2, m.pages);		/* the pages before the hole moved */
+	EXPECT_EQ(-EFAULT, dev_migrate(self->fd, NULL, PAGE, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(-EFAULT, (long)ioctl(self->fd, GMEM_ACCEL_IOC_MIGRATE, NULL) ? -errno : 0);
+}
+
+TEST_HARNESS_MAIN
