@@ -6,6 +6,7 @@
 #include <linux/atomic.h>
 #include <linux/cdev.h>
 #include <linux/device.h>
+#include <linux/maple_tree.h>
 #include <linux/idr.h>
 #include <linux/memremap.h>
 #include <linux/mmu_notifier.h>
@@ -29,6 +30,7 @@
 #define GMEM_CHUNK_PAGES	(GMEM_HUGE_SIZE / PAGE_SIZE)	/* HBM allocation unit */
 
 struct gmem_ctx;
+struct gmem_migration;
 
 /* Device-wide counters (debugfs "stats"); the *_NOW ones are gauges, the rest only grow. */
 enum gmem_dev_counter {
@@ -92,6 +94,7 @@ struct gmem_hbm {
 	struct list_head free;		/* chunks with no page in use */
 	struct list_head lru;		/* chunks in use, least recently filled first */
 	struct gmem_chunk *fill;	/* where the next pages come from */
+	struct gmem_migration *fault_migration;	/* the fault worker's (it is ordered) */
 	bool mapped;
 };
 
@@ -181,6 +184,7 @@ struct gmem_pt {
  * @stats:     counters for GMEM_ACCEL_IOC_STATS
  * @tgid, @comm: the opening process, for debugfs
  * @busy:      its commands outlived close: the id is held until they pass
+ * @advice:    GMEM_ACCEL_PREFER_* by page index (absent: NONE)
  */
 struct gmem_ctx {
 	struct gmem_accel *g;
@@ -194,6 +198,7 @@ struct gmem_ctx {
 	pid_t tgid;
 	char comm[TASK_COMM_LEN];
 	u64 last_fence[GMEM_NUM_QUEUES];
+	struct maple_tree advice;
 	bool busy;
 	bool shut_down;
 };
@@ -260,7 +265,9 @@ void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src
 int gmem_hbm_init(struct gmem_accel *g);
 void gmem_hbm_fini(struct gmem_accel *g);
 bool gmem_hbm_page(struct gmem_accel *g, struct page *page, u64 *offset);
-int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, u64 *moved);
+int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool skip_holes,
+		 u64 *moved);
+void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_hbm_release_ctx(struct gmem_ctx *ctx);
 void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m);
 

@@ -163,10 +163,33 @@ static long gmem_accel_migrate(struct gmem_ctx *ctx, void __user *uarg)
 	if (mig.addr + mig.size > TASK_SIZE_MAX)
 		return -EFAULT;
 	ret = gmem_migrate(ctx, mig.addr, mig.addr + mig.size,
-			   mig.target == GMEM_ACCEL_TO_DEVICE, &mig.pages);
+			   mig.target == GMEM_ACCEL_TO_DEVICE, false, &mig.pages);
 	if (put_user(mig.pages, &((struct gmem_accel_migrate __user *)uarg)->pages))
 		ret = ret ?: -EFAULT;
 	return ret;
+}
+
+static long gmem_accel_advise(struct gmem_ctx *ctx, void __user *uarg)
+{
+	struct gmem_accel_advise adv;
+	unsigned long first, last;
+	u64 moved;
+	int ret;
+
+	if (copy_from_user(&adv, uarg, sizeof(adv)))
+		return -EFAULT;
+	if (adv.flags || adv.location > GMEM_ACCEL_PREFER_SYSTEM || !adv.size ||
+	    !PAGE_ALIGNED(adv.addr) || !PAGE_ALIGNED(adv.size) || adv.addr + adv.size < adv.addr)
+		return -EINVAL;
+	if (adv.addr + adv.size > TASK_SIZE_MAX)
+		return -EFAULT;
+	first = adv.addr >> PAGE_SHIFT;
+	last = ((adv.addr + adv.size) >> PAGE_SHIFT) - 1;
+	ret = mtree_store_range(&ctx->advice, first, last, adv.location == GMEM_ACCEL_PREFER_NONE ?
+				NULL : xa_mk_value(adv.location), GFP_KERNEL);
+	if (ret || adv.location != GMEM_ACCEL_PREFER_SYSTEM || !ctx->g->hbm.mapped)
+		return ret;
+	return gmem_migrate(ctx, adv.addr, adv.addr + adv.size, false, true, &moved);
 }
 
 static long gmem_accel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -204,6 +227,9 @@ static long gmem_accel_ioctl(struct file *file, unsigned int cmd, unsigned long 
 		break;
 	case GMEM_ACCEL_IOC_MIGRATE:
 		ret = gmem_accel_migrate(f->ctx, uarg);
+		break;
+	case GMEM_ACCEL_IOC_ADVISE:
+		ret = gmem_accel_advise(f->ctx, uarg);
 		break;
 	default:
 		ret = -ENOTTY;

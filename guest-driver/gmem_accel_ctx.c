@@ -415,6 +415,7 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 	ctx->g = g;
 	mutex_init(&ctx->lock);
 	xa_init(&ctx->errors);
+	mt_init(&ctx->advice);
 	ctx->tgid = current->tgid;
 	get_task_comm(ctx->comm, current);
 
@@ -512,5 +513,6 @@ void gmem_ctx_destroy(struct gmem_ctx *ctx)
 {
 	gmem_ctx_shutdown(ctx);
 	xa_destroy(&ctx->errors);
+	mtree_destroy(&ctx->advice);
 	kfree(ctx);
 }

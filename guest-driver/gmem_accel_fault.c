@@ -120,6 +120,14 @@ static int gmem_fault_window(struct gmem_ctx *ctx, u64 va, u64 *start, u64 *end)
 	return ret;
 }
 
+/* Did the process advise that @va should live in HBM (GMEM_ACCEL_IOC_ADVISE)? */
+static bool gmem_prefers_device(struct gmem_ctx *ctx, u64 va)
+{
+	void *advice = mtree_load(&ctx->advice, va >> PAGE_SHIFT);
+
+	return advice && xa_to_value(advice) == GMEM_ACCEL_PREFER_DEVICE;
+}
+
 /* Service one group of faults of context @ctx; 0 or the errno to fail its command with. */
 static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned int n,
 			    unsigned long *req, unsigned long *pfns)
@@ -136,6 +144,8 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 		ret = gmem_fault_window(ctx, f[i].va & PAGE_MASK, &start, &end);
 		if (ret)
 			break;
+		if (gmem_prefers_device(ctx, f[i].va))
+			gmem_fault_migrate(ctx, start, end);
 		memset(req, 0, ((end - start) >> PAGE_SHIFT) * sizeof(*req));
 		/* Every fault of the group inside this window is requested in this call. */
 		for (; i < n && f[i].va >= start && f[i].va < end; i++) {

@@ -385,9 +385,11 @@ static int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 /*
  * Migrate [start, end) of the context's process to HBM (@to_device) or back to system
  * memory, a window (2 MiB block inside a VMA) at a time. -EFAULT if part of the range is
- * not mapped; pages that cannot move (pinned, shared, HBM full of such) stay where they are.
+ * not mapped (unless @skip_holes); pages that cannot move (pinned, shared, HBM full of
+ * such) stay where they are.
  */
-int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, u64 *moved)
+int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool skip_holes,
+		 u64 *moved)
 {
 	struct gmem_accel *g = ctx->g;
 	struct gmem_migration *m;
@@ -406,13 +408,14 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, u64 *
 	m->g = g;
 	mmap_read_lock(ctx->mm);
 	for (u64 addr = start; addr < end && !ret;) {
-		struct vm_area_struct *vma = vma_lookup(ctx->mm, addr);
+		struct vm_area_struct *vma = find_vma(ctx->mm, addr);
 		unsigned long next, n = 0;
 
-		if (!vma) {
-			ret = -EFAULT;
+		if (!vma || vma->vm_start >= end || (vma->vm_start > addr && !skip_holes)) {
+			ret = skip_holes ? 0 : -EFAULT;
 			break;
 		}
+		addr = max_t(u64, addr, vma->vm_start);
 		next = min3(end, (u64)vma->vm_end, ALIGN(addr + 1, GMEM_HUGE_SIZE));
 		if (to_device)
 			ret = gmem_window_to_device(ctx, m, vma, addr, next, &n);
@@ -429,6 +432,26 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, u64 *
 	mmput(ctx->mm);
 	kvfree(m);
 	return ret;
+}
+
+/*
+ * A device fault in a PREFER_DEVICE range: move its window [start, end) to HBM first, so
+ * that the fault maps HBM. Failures leave the pages in system memory, mapped from there.
+ * Called by the fault worker only (it owns hbm.fault_migration).
+ */
+void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	struct gmem_migration *m = ctx->g->hbm.fault_migration;
+	struct vm_area_struct *vma;
+	unsigned long n = 0;
+
+	if (!m)
+		return;
+	mmap_read_lock(ctx->mm);
+	vma = vma_lookup(ctx->mm, start);
+	if (vma && end <= vma->vm_end)
+		gmem_window_to_device(ctx, m, vma, start, end, &n);
+	mmap_read_unlock(ctx->mm);
 }
 
 /* Unbind: move every page in use out of HBM. */
@@ -505,6 +528,9 @@ int gmem_hbm_init(struct gmem_accel *g)
 		return PTR_ERR(addr);
 	}
 	hbm->pfn_first = res->start >> PAGE_SHIFT;
+	hbm->fault_migration = kvzalloc(sizeof(*hbm->fault_migration), GFP_KERNEL);
+	if (hbm->fault_migration)
+		hbm->fault_migration->g = g;
 	hbm->mapped = true;
 	return 0;
 }
@@ -521,6 +547,7 @@ void gmem_hbm_fini(struct gmem_accel *g)
 	memunmap_pages(&hbm->pgmap);
 	release_mem_region(hbm->pgmap.range.start, range_len(&hbm->pgmap.range));
 	kvfree(hbm->chunks);
+	kvfree(hbm->fault_migration);
 }
 
 void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m)

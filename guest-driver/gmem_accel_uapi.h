@@ -154,6 +154,31 @@ struct gmem_accel_stats {
 	__u64 migrated_to_system;
 };
 
+/* struct gmem_accel_advise.location */
+#define GMEM_ACCEL_PREFER_NONE		0	/* no advice: device faults map system memory */
+#define GMEM_ACCEL_PREFER_DEVICE	1	/* device faults migrate the pages to HBM */
+#define GMEM_ACCEL_PREFER_SYSTEM	2	/* pages live in system memory */
+
+/**
+ * struct gmem_accel_advise - where a range of this process's memory should live
+ * @addr:     page aligned
+ * @size:     bytes, page aligned, not 0
+ * @location: GMEM_ACCEL_PREFER_*
+ * @flags:    must be zero
+ *
+ * The policy for device faults follows: in a PREFER_DEVICE range the driver migrates the
+ * faulting window (the 2 MiB block inside the VMA) to HBM and maps it there; elsewhere it
+ * maps system memory for the device to reach over the bus. PREFER_SYSTEM also migrates the
+ * range's HBM pages back at once. Advice belongs to the address range of this context until
+ * replaced (it outlives munmap) or the file is closed; CPU accesses always bring pages back.
+ */
+struct gmem_accel_advise {
+	__u64 addr;
+	__u64 size;
+	__u32 location;
+	__u32 flags;
+};
+
 /* struct gmem_accel_migrate.target */
 #define GMEM_ACCEL_TO_DEVICE	0	/* into this device's HBM */
 #define GMEM_ACCEL_TO_SYSTEM	1	/* back to system memory */
@@ -185,5 +210,6 @@ struct gmem_accel_migrate {
 #define GMEM_ACCEL_IOC_SNAPSHOT _IOW(GMEM_ACCEL_IOC_MAGIC, 0x03, struct gmem_accel_snapshot)
 #define GMEM_ACCEL_IOC_STATS    _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x04, struct gmem_accel_stats)
 #define GMEM_ACCEL_IOC_MIGRATE  _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x05, struct gmem_accel_migrate)
+#define GMEM_ACCEL_IOC_ADVISE   _IOW(GMEM_ACCEL_IOC_MAGIC, 0x06, struct gmem_accel_advise)
 
 #endif /* _UAPI_GMEM_ACCEL_H */

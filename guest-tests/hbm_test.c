@@ -370,6 +370,99 @@ TEST(two_processes)
 	}
 }
 
+static int advise(int fd, void *addr, size_t len, unsigned int location)
+{
+	struct gmem_accel_advise a = { .addr = (uintptr_t)addr, .size = len,
+				       .location = location };
+
+	return ioctl(fd, GMEM_ACCEL_IOC_ADVISE, &a) ? -errno : 0;
+}
+
+/* In a PREFER_DEVICE range, device faults bring the pages into HBM; elsewhere they do not. */
+TEST_F(hbm, advise_device_migrates_on_fault)
+{
+	size_t len = 2 * HUGE;
+	unsigned long npages = len / PAGE;
+	uint8_t *buf = map_small_pages(len), *fresh = map_small_pages(len);
+	uint8_t *copy = map_small_pages(len), *want = malloc(len);
+	size_t i;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, fresh);
+	ASSERT_NE(NULL, copy);
+	pattern(buf, len, 6);
+	memcpy(want, buf, len);
+	ASSERT_EQ(0, advise(self->fd, buf, len, GMEM_ACCEL_PREFER_DEVICE));
+	ASSERT_EQ(0, advise(self->fd, fresh, len, GMEM_ACCEL_PREFER_DEVICE));
+	EXPECT_EQ(0, pages_in_hbm(self->fd, buf, npages));	/* advice alone moves nothing */
+
+	ASSERT_EQ(0, dev_copy(self->fd, copy, buf, len));
+	EXPECT_EQ(npages, pages_in_hbm(self->fd, buf, npages));
+	EXPECT_EQ(0, pages_in_hbm(self->fd, copy, npages));	/* not advised */
+	EXPECT_EQ(npages, ctx_stats(self->fd).migrated_to_device);
+	EXPECT_EQ(0, memcmp(copy, want, len));
+
+	/* Never touched by the CPU: the device's writes land in HBM, the CPU reads them. */
+	ASSERT_EQ(0, dev_fill(self->fd, fresh, 0x0102030405060708ull, len));
+	EXPECT_EQ(npages, pages_in_hbm(self->fd, fresh, npages));
+	for (i = 0; i < len; i += 8)
+		ASSERT_EQ(0x0102030405060708ull, *(uint64_t *)(fresh + i)) TH_LOG("offset %zu", i);
+	EXPECT_EQ(0, memcmp(buf, want, len));
+
+	/* Advice withdrawn: the next faults map system memory. */
+	ASSERT_EQ(0, advise(self->fd, buf, len, GMEM_ACCEL_PREFER_NONE));
+	ASSERT_EQ(0, dev_copy(self->fd, copy, buf, len));
+	EXPECT_EQ(0, pages_in_hbm(self->fd, buf, npages));
+	EXPECT_EQ(GMEM_ACCEL_PAGE_READ, page_view(self->fd, buf) & ~GMEM_ACCEL_PAGE_WRITE);
+	free(want);
+}
+
+/* PREFER_SYSTEM brings HBM pages home at once, and device faults then map system memory. */
+TEST_F(hbm, advise_system_brings_pages_home)
+{
+	size_t len = HUGE + 3 * PAGE;
+	unsigned long npages = len / PAGE;
+	uint8_t *buf = map_small_pages(len), *want = malloc(len);
+
+	ASSERT_NE(NULL, buf);
+	pattern(buf, len, 7);
+	memcpy(want, buf, len);
+	ASSERT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	ASSERT_EQ(0, advise(self->fd, buf, len, GMEM_ACCEL_PREFER_SYSTEM));
+	EXPECT_EQ(self->hbm_pages0, dev_stat("hbm_pages_now"));
+	EXPECT_EQ(0, pages_in_hbm(self->fd, buf, npages));
+	ASSERT_EQ(0, dev_fill(self->fd, buf, 0, PAGE));
+	EXPECT_EQ(GMEM_ACCEL_PAGE_READ | GMEM_ACCEL_PAGE_WRITE, page_view(self->fd, buf));
+	memset(want, 0, PAGE);
+	EXPECT_EQ(0, memcmp(buf, want, len));
+	free(want);
+}
+
+/* Bad advice is refused and changes nothing. */
+TEST_F(hbm, bad_advise_args)
+{
+	uint8_t *buf = map_small_pages(2 * PAGE);
+	struct gmem_accel_advise a;
+
+	ASSERT_NE(NULL, buf);
+#define EXPECT_ADVISE_ERRNO(err, ...) do {					\
+	a = (struct gmem_accel_advise){ __VA_ARGS__ };				\
+	EXPECT_EQ(-1, ioctl(self->fd, GMEM_ACCEL_IOC_ADVISE, &a));		\
+	EXPECT_EQ(err, errno);							\
+} while (0)
+	EXPECT_ADVISE_ERRNO(EINVAL, .addr = (uintptr_t)buf + 8, .size = PAGE, .location = 1);
+	EXPECT_ADVISE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = 100, .location = 1);
+	EXPECT_ADVISE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = 0, .location = 1);
+	EXPECT_ADVISE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = PAGE, .location = 3);
+	EXPECT_ADVISE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = PAGE, .flags = 2);
+	EXPECT_ADVISE_ERRNO(EINVAL, .addr = -PAGE, .size = 2 * PAGE, .location = 1);
+	EXPECT_ADVISE_ERRNO(EFAULT, .addr = 1ull << 60, .size = PAGE, .location = 1);
+	EXPECT_EQ(-EFAULT, ioctl(self->fd, GMEM_ACCEL_IOC_ADVISE, NULL) ? -errno : 0);
+	/* None of them took effect: a device fault maps system memory. */
+	ASSERT_EQ(0, dev_fill(self->fd, buf, 1, 2 * PAGE));
+	EXPECT_EQ(0, pages_in_hbm(self->fd, buf, 2));
+}
+
 /* Bad migration requests fail cleanly and move nothing. */
 TEST_F(hbm, bad_migrate_args)
 {
