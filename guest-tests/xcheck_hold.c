@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * For host-tests/monitor_crosscheck.sh (not a suite test): map a pattern of pages for the
- * device — written, read-only, untouched, a THP — print the driver's view of them, then hold
+ * device — written, read-only, untouched, in HBM, a THP — print the driver's view of them, then hold
  * still until the host has read the same context's page table over the QEMU monitor.
  *   XCHECK ctx=<context> va=<hex> npages=<n> view=<one hex byte per page>
  */
@@ -57,6 +57,10 @@ int main(void)
 					 .src = (uintptr_t)buf + 16 * PAGE, .size = 4 * PAGE });
 	run(fd, (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)scratch,
 					 .src = (uintptr_t)buf + 40 * PAGE, .size = 8 });
+	/* Pages 48-63: migrated to HBM, which maps them for the device. */
+	memset(buf + 48 * PAGE, 3, 16 * PAGE);
+	if (dev_migrate(fd, buf + 48 * PAGE, 16 * PAGE, GMEM_ACCEL_TO_DEVICE) != 16)
+		return 5;
 	/* The second 2 MiB: a THP, read by the device. */
 	memset(buf + HUGE, 2, HUGE);
 	run(fd, (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)scratch,

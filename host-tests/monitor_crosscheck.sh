@@ -27,7 +27,7 @@ if [ -z "$line" ] || [ -z "$qmp" ]; then
 	not_ok "the guest program printed its view"
 	tail -n 20 "$dir/vm.log" | diag
 	not_ok "the monitor's page table matches it page by page"
-	not_ok "the pattern has writable, read-only and 2 MiB pages"
+	not_ok "the pattern has writable, read-only, 2 MiB and HBM pages"
 	tap_done
 fi
 ok "the guest program printed its view"
@@ -52,13 +52,13 @@ for i in bad[:5]:
     print(f"page {i}: driver {view[i]:#x}, device {dev[i]:#x}")
 kinds = set(view)
 print(f"{len(bad)} differ; kinds {sorted(kinds)}")
-if {READ, READ | WRITE, READ | WRITE | HUGE} <= kinds:
-    print("has read-only, writable and 2 MiB pages")
+if {READ, READ | WRITE, READ | WRITE | HUGE, READ | WRITE | HBM} <= kinds:
+    print("has read-only, writable, 2 MiB and HBM pages")
 PY
 )
 check "the monitor's page table matches it page by page" grep -q '^0 differ' <<<"$result"
-check "the pattern has writable, read-only and 2 MiB pages" \
-	grep -q 'has read-only, writable and 2 MiB' <<<"$result"
+check "the pattern has writable, read-only, 2 MiB and HBM pages" \
+	grep -q 'has read-only, writable, 2 MiB and HBM' <<<"$result"
 printf '%s\n' "$result" | diag
 python3 -c 'import json,socket,sys
 s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f=s.makefile("r"); f.readline()
