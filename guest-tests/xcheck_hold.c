@@ -2,7 +2,9 @@
 /*
  * For host-tests/monitor_crosscheck.sh (not a suite test): map a pattern of pages for the
  * device — written, read-only, untouched, in HBM, a THP — print the driver's view of them, then hold
- * still until the host has read the same context's page table over the QEMU monitor.
+ * still until the host has read the same context's page table over the QEMU monitor. The
+ * kernel may still change the pages (khugepaged, compaction): the view is printed again
+ * whenever it changes, so the host can tell whether it was current during its read.
  *   XCHECK ctx=<context> va=<hex> npages=<n> view=<one hex byte per page>
  */
 #include <fcntl.h>
@@ -39,7 +41,7 @@ int main(void)
 	uint8_t *raw = mmap(NULL, NPAGES * PAGE + HUGE, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uint8_t *buf, *scratch = malloc(64 * PAGE), view[NPAGES];
-	struct gmem_accel_snapshot snap = { .npages = NPAGES, .out = (uintptr_t)view };
+	struct gmem_accel_snapshot snap = { .npages = NPAGES };
 	struct gmem_accel_stats st = { 0 };
 
 	if (fd < 0 || raw == MAP_FAILED)
@@ -66,13 +68,25 @@ int main(void)
 	run(fd, (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)scratch,
 					 .src = (uintptr_t)buf + HUGE + 5 * PAGE, .size = PAGE });
 	snap.addr = (uintptr_t)buf;
-	if (ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap) || ioctl(fd, GMEM_ACCEL_IOC_STATS, &st))
+	if (ioctl(fd, GMEM_ACCEL_IOC_STATS, &st))
 		return 4;
-	printf("XCHECK ctx=%u va=%#lx npages=%d view=", st.context, (unsigned long)buf, NPAGES);
-	for (int i = 0; i < NPAGES; i++)
-		printf("%02x", view[i]);
-	printf("\n");
-	fflush(stdout);
-	sleep(300);	/* the host quits the VM when it is done */
+	/* The host quits the VM when it is done. */
+	for (int printed = 0; printed < 1000; usleep(100 * 1000)) {
+		uint8_t now[NPAGES];
+
+		snap.out = (uintptr_t)now;
+		if (ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap))
+			return 4;
+		if (printed && !memcmp(now, view, NPAGES))
+			continue;
+		memcpy(view, now, NPAGES);
+		printf("XCHECK ctx=%u va=%#lx npages=%d view=", st.context, (unsigned long)buf,
+		       NPAGES);
+		for (int i = 0; i < NPAGES; i++)
+			printf("%02x", view[i]);
+		printf("\n");
+		fflush(stdout);
+		printed++;
+	}
 	return 0;
 }

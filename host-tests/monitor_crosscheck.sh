@@ -31,8 +31,17 @@ if [ -z "$line" ] || [ -z "$qmp" ]; then
 	tap_done
 fi
 ok "the guest program printed its view"
-read -r ctx va npages view < <(sed -E 's/^XCHECK ctx=([0-9]+) va=(0x[0-9a-f]+) npages=([0-9]+) view=([0-9a-f]+)$/\1 \2 \3 \4/' <<<"$line")
-"$REPO/scripts/gmem-monitor" --socket "$qmp" --json gmem0 "$ctx" "$va" $((npages * 4096)) >"$dir/pt.json"
+# Read the device's table while the driver's view stays put (it is reprinted on any change).
+latest() { grep -a '^XCHECK ' "$dir/vm.log" | tr -d '\r' | tail -n 1; }
+for attempt in 1 2 3 4 5; do
+	sleep 0.5
+	line=$(latest)
+	read -r ctx va npages view < <(sed -E 's/^XCHECK ctx=([0-9]+) va=(0x[0-9a-f]+) npages=([0-9]+) view=([0-9a-f]+)$/\1 \2 \3 \4/' <<<"$line")
+	"$REPO/scripts/gmem-monitor" --socket "$qmp" --json gmem0 "$ctx" "$va" $((npages * 4096)) >"$dir/pt.json"
+	sleep 0.5
+	[ "$(latest)" = "$line" ] && break
+	echo "the driver's view changed during the monitor read (attempt $attempt); again" | diag
+done
 result=$(python3 - "$dir/pt.json" "$va" "$npages" "$view" <<'PY'
 import json, sys
 pt = json.load(open(sys.argv[1]))["gmem0"]

@@ -6,7 +6,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 summary() { /usr/bin/python3 "$REPO/scripts/lib/tap_summary.py" --name t "$1" | tail -n 1; }
 
-plan 6
+plan 7
 printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "TAP version 13" "1..3" "ok 1 x" \
 	"ok 2 y # SKIP no device" "ok 3 z" "GMEM-TEST-END a 0" GMEM-SUITE-END >"$tmp/good"
 check "all passing, one skipped" test "$(summary "$tmp/good")" = "2 passed, 0 failed, 1 skipped"
@@ -25,5 +25,10 @@ check "non-zero exit with all results passing" test "$(summary "$tmp/status")" =
 
 printf 'kernel panic\n' >"$tmp/none"
 check "a suite that never started" test "$(summary "$tmp/none")" = "0 passed, 1 failed"
+printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "1..2" "not ok 1 x" "# why x" "ok 2 y" \
+	"# about y" "GMEM-TEST-END a 1" GMEM-SUITE-END >"$tmp/diag"
+check "a failure is listed with the diagnostics after it, and only those" \
+	test "$(/usr/bin/python3 "$REPO/scripts/lib/tap_summary.py" --name t "$tmp/diag" | sed -n '2,3p')" = \
+	"$(printf '  FAILED a: x\n      # why x')"
 check "exit status 1 on failure" bash -c "! /usr/bin/python3 '$REPO/scripts/lib/tap_summary.py' '$tmp/fail' >/dev/null"
 tap_done

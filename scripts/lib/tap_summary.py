@@ -28,16 +28,24 @@ class Counts:
     def __init__(self):
         self.passed = self.failed = self.skipped = 0
         self.failures = []
+        self.details = []
 
     def fail(self, what):
         self.failed += 1
         self.failures.append(what)
+        self.details.append([])
 
 
 def parse_program(name, lines, exit_status, counts):
     plan, seen = None, 0
     before = counts.failed
+    diag_for = None     # the failure the "# ..." lines after it explain (TAP puts them there)
     for line in lines:
+        if line.startswith("#") and diag_for is not None:
+            if len(counts.details[diag_for]) < 4:
+                counts.details[diag_for].append(line)
+            continue
+        diag_for = None
         m = PLAN.match(line)
         if m and plan is None:
             plan = int(m.group(1))
@@ -52,6 +60,7 @@ def parse_program(name, lines, exit_status, counts):
             counts.skipped += 1
         elif m.group(1) and directive != "TODO":
             counts.fail(f"{name}: {desc}")
+            diag_for = len(counts.failures) - 1
         else:
             counts.passed += 1
     if exit_status is None:
@@ -139,8 +148,10 @@ def main():
     for path in args.files:
         label = args.name or os.path.splitext(os.path.basename(path))[0]
         parse_suite(path, label, counts)
-    for what in counts.failures:
+    for what, details in zip(counts.failures, counts.details):
         print(f"  FAILED {what}")
+        for d in details:
+            print(f"      {d}")
     line = f"{counts.passed} passed, {counts.failed} failed"
     if counts.skipped:
         line += f", {counts.skipped} skipped"
