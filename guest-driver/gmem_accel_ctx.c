@@ -269,18 +269,24 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 
 		if (!(pfn & HMM_PFN_VALID) || (pfn & HMM_PFN_ERROR))
 			continue;
-		if (is_device_private_page(hmm_pfn_to_page(pfn))) {
+		if (is_zone_device_page(hmm_pfn_to_page(pfn))) {
 			u64 off;
 			int ret;
 
-			/* hmm_range_fault only leaves our own HBM pages in place. */
-			if (!gmem_hbm_page(ctx->g, hmm_pfn_to_page(pfn), &off))
+			/*
+			 * Our HBM, private or coherent. hmm_range_fault leaves no other
+			 * device's private pages in place; another device's coherent
+			 * memory is mapped over the bus like system memory.
+			 */
+			if (gmem_hbm_page(ctx->g, hmm_pfn_to_page(pfn), &off)) {
+				ret = gmem_pt_set_hbm(ctx, addr, off, write);
+				if (ret < 0)
+					return ret;
+				replaced += ret;
 				continue;
-			ret = gmem_pt_set_hbm(ctx, addr, off, write);
-			if (ret < 0)
-				return ret;
-			replaced += ret;
-			continue;
+			}
+			if (is_device_private_page(hmm_pfn_to_page(pfn)))
+				continue;
 		}
 		huge = hmm_pfn_to_map_order(pfn) >= GMEM_HUGE_SHIFT - PAGE_SHIFT &&
 		       IS_ALIGNED(addr, GMEM_HUGE_SIZE) && npages - i >= 512 &&

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * gmem-accel driver: the device's HBM as MEMORY_DEVICE_PRIVATE memory. Process pages move
+ * gmem-accel driver: the device's HBM as MEMORY_DEVICE_PRIVATE memory, or, when the device
+ * says BAR2 is CPU-coherent (CAP_COHERENT), as MEMORY_DEVICE_COHERENT memory the CPU maps
+ * directly (as amdkfd does for CPU-coherent VRAM). Process pages move
  * into HBM with migrate_vma_* (explicit migration requests) and back on a CPU fault
  * (migrate_to_ram), on request, when their context closes, when HBM is full (the least
  * recently filled 2 MiB chunk is evicted) and at unbind. The device's DMA engine moves the
@@ -34,7 +36,7 @@ static struct gmem_accel *gmem_hbm_owner(struct page *page)
 /* Is @page one of @g's HBM pages? Its byte offset in HBM goes to @offset. */
 bool gmem_hbm_page(struct gmem_accel *g, struct page *page, u64 *offset)
 {
-	if (!is_device_private_page(page) || page->pgmap != &g->hbm.pgmap)
+	if (!is_zone_device_page(page) || page->pgmap != &g->hbm.pgmap)
 		return false;
 	*offset = (u64)(page_to_pfn(page) - g->hbm.pfn_first) << PAGE_SHIFT;
 	return true;
@@ -265,7 +267,8 @@ static int gmem_window_to_ram(struct gmem_accel *g, struct gmem_migration *m,
 		.src = m->src,
 		.dst = m->dst,
 		.pgmap_owner = g,
-		.flags = MIGRATE_VMA_SELECT_DEVICE_PRIVATE,
+		.flags = g->hbm.pgmap.type == MEMORY_DEVICE_COHERENT ?
+			 MIGRATE_VMA_SELECT_DEVICE_COHERENT : MIGRATE_VMA_SELECT_DEVICE_PRIVATE,
 		.fault_page = fault_page,
 	};
 	unsigned long npages = (end - start) >> PAGE_SHIFT;
@@ -308,9 +311,14 @@ static vm_fault_t gmem_hbm_migrate_to_ram(struct vm_fault *vmf)
 	return ret ? VM_FAULT_SIGBUS : 0;
 }
 
-static const struct dev_pagemap_ops gmem_hbm_ops = {
+static const struct dev_pagemap_ops gmem_hbm_private_ops = {
 	.page_free = gmem_hbm_page_free,
 	.migrate_to_ram = gmem_hbm_migrate_to_ram,
+};
+
+/* The CPU reaches coherent HBM itself: no migration on CPU access. */
+static const struct dev_pagemap_ops gmem_hbm_coherent_ops = {
+	.page_free = gmem_hbm_page_free,
 };
 
 /*
@@ -491,10 +499,32 @@ void gmem_hbm_release_ctx(struct gmem_ctx *ctx)
 	}
 }
 
+static void gmem_hbm_release_range(struct gmem_accel *g)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+
+	if (hbm->pgmap.type == MEMORY_DEVICE_COHERENT)
+		pci_release_region(g->pdev, GMEM_BAR_HBM);
+	else
+		release_mem_region(hbm->pgmap.range.start, range_len(&hbm->pgmap.range));
+}
+
+/* Physical addresses for coherent HBM: BAR2 itself. */
+static struct resource *gmem_hbm_bar(struct gmem_accel *g)
+{
+	struct pci_dev *pdev = g->pdev;
+	int ret = pci_request_region(pdev, GMEM_BAR_HBM, GMEM_ACCEL_NAME " hbm");
+
+	if (ret)
+		return ERR_PTR(ret);
+	return &pdev->resource[GMEM_BAR_HBM];
+}
+
 int gmem_hbm_init(struct gmem_accel *g)
 {
 	struct gmem_hbm *hbm = &g->hbm;
 	u64 size = ALIGN_DOWN(g->info.hbm_size, GMEM_HUGE_SIZE);
+	bool coherent = g->info.caps & GMEM_CAP_COHERENT;
 	struct resource *res;
 	void *addr;
 
@@ -510,20 +540,22 @@ int gmem_hbm_init(struct gmem_accel *g)
 	for (unsigned int c = 0; c < hbm->nchunks; c++)
 		list_add_tail(&hbm->chunks[c].link, &hbm->free);
 
-	res = request_free_mem_region(&iomem_resource, size, "gmem_accel hbm");
+	/* Device-private pages need physical addresses nothing else uses: a free range. */
+	res = coherent ? gmem_hbm_bar(g)
+		       : request_free_mem_region(&iomem_resource, size, "gmem_accel hbm");
 	if (IS_ERR(res)) {
 		kvfree(hbm->chunks);
 		return PTR_ERR(res);
 	}
-	hbm->pgmap.type = MEMORY_DEVICE_PRIVATE;
+	hbm->pgmap.type = coherent ? MEMORY_DEVICE_COHERENT : MEMORY_DEVICE_PRIVATE;
 	hbm->pgmap.range.start = res->start;
-	hbm->pgmap.range.end = res->end;
+	hbm->pgmap.range.end = res->start + size - 1;
 	hbm->pgmap.nr_range = 1;
-	hbm->pgmap.ops = &gmem_hbm_ops;
+	hbm->pgmap.ops = coherent ? &gmem_hbm_coherent_ops : &gmem_hbm_private_ops;
 	hbm->pgmap.owner = g;
 	addr = memremap_pages(&hbm->pgmap, dev_to_node(&g->pdev->dev));
 	if (IS_ERR(addr)) {
-		release_mem_region(res->start, resource_size(res));
+		gmem_hbm_release_range(g);
 		kvfree(hbm->chunks);
 		return PTR_ERR(addr);
 	}
@@ -545,7 +577,7 @@ void gmem_hbm_fini(struct gmem_accel *g)
 	gmem_evict_all(g);
 	hbm->mapped = false;
 	memunmap_pages(&hbm->pgmap);
-	release_mem_region(hbm->pgmap.range.start, range_len(&hbm->pgmap.range));
+	gmem_hbm_release_range(g);
 	kvfree(hbm->chunks);
 	kvfree(hbm->fault_migration);
 }

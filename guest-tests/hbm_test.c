@@ -3,7 +3,9 @@
  * HBM as device memory: process pages migrate into the device's HBM (GMEM_ACCEL_IOC_MIGRATE)
  * and back (CPU touch, explicit migration, close, eviction when HBM is full), the device's
  * DMA engine moving the data. Every test checks the bytes, the device's view of the pages
- * (SNAPSHOT: HBM or not) and the driver's counters.
+ * (SNAPSHOT: HBM or not) and the driver's counters. The fixture's tests run on a device with
+ * private HBM (device 0) and on one with CPU-coherent HBM (the last device, when run-vm.sh's
+ * --coherent made one), where the CPU uses HBM pages in place instead of migrating them back.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "gmem_accel_hw.h"
 #include "gmem_accel_uapi.h"
 #include "gmem_test_util.h"
 
@@ -53,23 +56,49 @@ static unsigned long pages_in_hbm(int fd, void *addr, unsigned long npages)
 	return n;
 }
 
-static int64_t dev_stat(const char *name)
+static int64_t dev_stat_of(int dev, const char *name)
 {
 	int64_t v = INT64_MIN;
 
-	gmem_debugfs_stat(0, name, &v);
+	gmem_debugfs_stat(dev, name, &v);
 	return v;
 }
 
 FIXTURE(hbm) {
 	int fd;
+	int dev;
 	int64_t hbm_pages0;
 };
 
+FIXTURE_VARIANT(hbm) {
+	bool coherent;
+};
+
+FIXTURE_VARIANT_ADD(hbm, private) {
+	.coherent = false,
+};
+
+FIXTURE_VARIANT_ADD(hbm, coherent) {
+	.coherent = true,
+};
+
+/* A counter of the fixture's device. */
+#define dev_stat(name) dev_stat_of(self->dev, name)
+
 FIXTURE_SETUP(hbm)
 {
-	self->fd = gmem_open(0, O_RDWR);
-	ASSERT_LE(0, self->fd) TH_LOG("open /dev/gmem_accel0: %s", strerror(errno));
+	struct gmem_accel_info info = { 0 };
+
+	self->dev = 0;
+	if (variant->coherent) {
+		if (!gmem_expect("coherent", 0))
+			SKIP(return, "no coherent device (run-vm.sh --coherent N)");
+		self->dev = gmem_expect("devices", 1) - 1;
+	}
+	self->fd = gmem_open(self->dev, O_RDWR);
+	ASSERT_LE(0, self->fd) TH_LOG("open /dev/gmem_accel%d: %s", self->dev, strerror(errno));
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_GET_INFO, &info));
+	ASSERT_EQ(variant->coherent, !!(info.caps & GMEM_CAP_COHERENT));
 	self->hbm_pages0 = dev_stat("hbm_pages_now");
 }
 
@@ -80,9 +109,10 @@ FIXTURE_TEARDOWN(hbm)
 
 /*
  * Data the CPU wrote moves into HBM byte for byte; the device maps it there at once (no
- * fault), works on it, and a CPU read brings the whole window back with the device's data.
+ * fault) and works on it. Private HBM: a CPU read brings the whole window back with the
+ * device's data. Coherent HBM: the CPU reads and writes the pages where they are.
  */
-TEST_F(hbm, to_device_and_back_on_cpu_fault)
+TEST_F(hbm, to_device_then_cpu_access)
 {
 	size_t len = 2 * HUGE;
 	unsigned long npages = len / PAGE;
@@ -109,13 +139,24 @@ TEST_F(hbm, to_device_and_back_on_cpu_fault)
 	EXPECT_EQ(0, memcmp(copy, want, HUGE));
 
 	cpu_faults = dev_stat("cpu_faults");
-	EXPECT_EQ(0, memcmp(buf, want, HUGE));	/* CPU reads migrate back */
+	EXPECT_EQ(0, memcmp(buf, want, HUGE));
 	for (i = HUGE; i < len; i += 8)
 		ASSERT_EQ(0x1122334455667788ull, *(uint64_t *)(buf + i)) TH_LOG("offset %zu", i);
-	/* One CPU fault per 2 MiB window: the neighbours came along. */
-	EXPECT_EQ(2, dev_stat("cpu_faults") - cpu_faults);
-	EXPECT_EQ(0, pages_in_hbm(self->fd, buf, npages));
-	EXPECT_EQ(self->hbm_pages0, dev_stat("hbm_pages_now"));
+	if (variant->coherent) {
+		/* No migration: the CPU wrote HBM itself, and the device reads that. */
+		EXPECT_EQ(0, dev_stat("cpu_faults") - cpu_faults);
+		EXPECT_EQ(npages, pages_in_hbm(self->fd, buf, npages));
+		memset(buf, 0x77, PAGE);
+		ASSERT_EQ(0, dev_copy(self->fd, copy, buf, PAGE));
+		for (i = 0; i < PAGE; i++)
+			ASSERT_EQ(0x77, copy[i]) TH_LOG("offset %zu", i);
+		EXPECT_EQ(self->hbm_pages0 + (int64_t)npages, dev_stat("hbm_pages_now"));
+	} else {
+		/* One CPU fault per 2 MiB window: the neighbours came along. */
+		EXPECT_EQ(2, dev_stat("cpu_faults") - cpu_faults);
+		EXPECT_EQ(0, pages_in_hbm(self->fd, buf, npages));
+		EXPECT_EQ(self->hbm_pages0, dev_stat("hbm_pages_now"));
+	}
 	free(copy);
 	free(want);
 	munmap(buf, len);
@@ -207,16 +248,16 @@ TEST(close_brings_pages_home)
 	size_t len = HUGE;
 	int fd = gmem_open(0, O_RDWR);
 	uint8_t *buf = map_small_pages(len), *want = malloc(len);
-	int64_t pages0 = dev_stat("hbm_pages_now");
+	int64_t pages0 = dev_stat_of(0, "hbm_pages_now");
 
 	ASSERT_LE(0, fd);
 	ASSERT_NE(NULL, buf);
 	pattern(buf, len, 4);
 	memcpy(want, buf, len);
 	ASSERT_EQ((long)(len / PAGE), dev_migrate(fd, buf, len, GMEM_ACCEL_TO_DEVICE));
-	EXPECT_EQ(pages0 + (int64_t)(len / PAGE), dev_stat("hbm_pages_now"));
+	EXPECT_EQ(pages0 + (int64_t)(len / PAGE), dev_stat_of(0, "hbm_pages_now"));
 	close(fd);
-	EXPECT_EQ(pages0, dev_stat("hbm_pages_now"));
+	EXPECT_EQ(pages0, dev_stat_of(0, "hbm_pages_now"));
 	EXPECT_EQ(0, memcmp(buf, want, len));
 }
 
@@ -411,6 +452,7 @@ TEST_F(hbm, advise_device_migrates_on_fault)
 
 	/* Advice withdrawn: the next faults map system memory. */
 	ASSERT_EQ(0, advise(self->fd, buf, len, GMEM_ACCEL_PREFER_NONE));
+	ASSERT_LE(0, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_SYSTEM));
 	ASSERT_EQ(0, dev_copy(self->fd, copy, buf, len));
 	EXPECT_EQ(0, pages_in_hbm(self->fd, buf, npages));
 	EXPECT_EQ(GMEM_ACCEL_PAGE_READ, page_view(self->fd, buf) & ~GMEM_ACCEL_PAGE_WRITE);

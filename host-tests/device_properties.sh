@@ -12,9 +12,9 @@ qemu_try() {
 			-device pcie-root-port,id=rp0,chassis=1 "$@"
 }
 
-plan 13
+plan 14
 help=$("$QEMU" -device gmem-accel,help 2>&1)
-for p in hbm-size tlb-entries ats pasid pri; do
+for p in hbm-size tlb-entries ats pasid pri coherent; do
 	check "-device gmem-accel,help lists $p" grep -q "^  $p=" <<<"$help"
 done
 expect_fail "hbm-size=3M is refused (not a power of two)" 1 "hbm-size=3 MiB is invalid: it must be a power of two" \

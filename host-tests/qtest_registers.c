@@ -17,7 +17,8 @@ static void test_identity(void)
 
     g_assert_cmphex(gq_reg(g, GMEM_REG_ID), ==, GMEM_ID_MAGIC);
     g_assert_cmphex(gq_reg(g, GMEM_REG_VERSION), ==, GMEM_VERSION);
-    g_assert_cmphex(gq_reg(g, GMEM_REG_CAP), ==, GMEM_CAP_KNOWN_MASK);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_CAP), ==,
+                    GMEM_CAP_KNOWN_MASK & ~GMEM_CAP_COHERENT);
     g_assert_cmpuint(gq_reg(g, GMEM_REG_NUM_CONTEXTS), ==, GMEM_NUM_CONTEXTS);
     g_assert_cmpuint(gq_reg(g, GMEM_REG_NUM_QUEUES), ==, GMEM_NUM_QUEUES);
     g_assert_cmpuint(gq_reg(g, GMEM_REG_TLB_ENTRIES), ==, 256);
@@ -32,6 +33,10 @@ static void test_identity(void)
     g = gq_start("ats=off,pasid=off,pri=off");
     g_assert_cmphex(gq_reg(g, GMEM_REG_CAP), ==, GMEM_CAP_HBM | GMEM_CAP_MMU |
                     GMEM_CAP_DMA | GMEM_CAP_FAULTS);
+    gq_quit(g);
+
+    g = gq_start("coherent=on");
+    g_assert_cmphex(gq_reg(g, GMEM_REG_CAP), ==, GMEM_CAP_KNOWN_MASK);
     gq_quit(g);
 
     g = gq_start("tlb-entries=16");

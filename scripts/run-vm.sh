@@ -21,6 +21,8 @@ Options:
   --extra DIR          add DIR's files to the guest under /extra (which is on PATH)
   --devices N          number of gmem-accel devices, 1-16 (default 2)
   --hbm-size SIZE      HBM per device, e.g. 256M or 1G (default 256M)
+  --coherent N         the last N devices have CPU-coherent HBM (coherent=on); default 1
+                       when there are 2 or more devices, else 0
   --accel tcg|kvm      accelerator (default tcg; nested KVM fails on some hosts)
   --smp N              guest CPUs (default 2)
   --memory SIZE        guest RAM, e.g. 2G (default 2G)
@@ -55,7 +57,7 @@ parse_size() {
 
 need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || bad_option "$1 needs a value"; }
 
-mode=suite run_cmd="" extra="" devices=2 hbm_size=256M accel=tcg smp=2 memory=2G
+mode=suite run_cmd="" extra="" devices=2 hbm_size=256M accel=tcg smp=2 memory=2G coherent=""
 qemu_args="" timeout="" results="" build=1
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -64,6 +66,7 @@ while [ $# -gt 0 ]; do
 	--extra) need_arg "$@"; extra=$2; shift ;;
 	--devices) need_arg "$@"; devices=$2; shift ;;
 	--hbm-size) need_arg "$@"; hbm_size=$2; shift ;;
+	--coherent) need_arg "$@"; coherent=$2; shift ;;
 	--accel) need_arg "$@"; accel=$2; shift ;;
 	--smp) need_arg "$@"; smp=$2; shift ;;
 	--memory) need_arg "$@"; memory=$2; shift ;;
@@ -79,6 +82,11 @@ done
 
 [[ $devices =~ ^[0-9]+$ ]] && [ "$devices" -ge 1 ] && [ "$devices" -le 16 ] ||
 	bad_option "--devices '$devices': give a number from 1 to 16"
+if [ -z "$coherent" ]; then
+	[ "$devices" -ge 2 ] && coherent=1 || coherent=0
+fi
+[[ $coherent =~ ^[0-9]+$ ]] && [ "$coherent" -le "$devices" ] ||
+	bad_option "--coherent '$coherent': give a number from 0 to the number of devices ($devices)"
 hbm_bytes=$(parse_size "$hbm_size") ||
 	bad_option "--hbm-size '$hbm_size': give a size like 256M or 1G"
 mem_bytes=$(parse_size "$memory") && [ "$mem_bytes" -ge $((256 << 20)) ] ||
@@ -124,10 +132,11 @@ fi
 device_args=()
 for ((i = 0; i < devices; i++)); do
 	device_args+=(-device "pcie-root-port,id=gmem_rp$i,chassis=$((i + 1))"
-		      -device "gmem-accel,id=gmem$i,bus=gmem_rp$i,hbm-size=$hbm_bytes")
+		      -device "gmem-accel,id=gmem$i,bus=gmem_rp$i,hbm-size=$hbm_bytes$(
+			[ "$i" -lt $((devices - coherent)) ] || echo ,coherent=on)")
 done
 results_log="$run_dir/results.log"
-append="console=ttyS0 panic=-1 quiet gmem.mode=$mode gmemtest.devices=$devices gmemtest.hbm_size=$hbm_bytes"
+append="console=ttyS0 panic=-1 quiet gmem.mode=$mode gmemtest.devices=$devices gmemtest.hbm_size=$hbm_bytes gmemtest.coherent=$coherent"
 qmp="$run_dir/qmp.sock" hmp="$run_dir/hmp.sock"
 cmd=("$qemu" -machine q35 "${accel_args[@]}" -smp "$smp" -m "$((mem_bytes >> 20))M"
 	-nodefaults -no-reboot -display none
@@ -137,7 +146,7 @@ cmd=("$qemu" -machine q35 "${accel_args[@]}" -smp "$smp" -m "$((mem_bytes >> 20)
 	-qmp "unix:$qmp,server=on,wait=off" -monitor "unix:$hmp,server=on,wait=off"
 	"${device_args[@]}" "${extra_qemu[@]}")
 
-step "booting q35 ($accel, $smp CPUs, $memory) with $devices gmem-accel device(s), HBM $hbm_size each"
+step "booting q35 ($accel, $smp CPUs, $memory) with $devices gmem-accel device(s), HBM $hbm_size each, $coherent of them coherent"
 note "QMP monitor: $qmp"
 note "HMP monitor: $hmp   (socat - UNIX-CONNECT:$hmp)"
 note "run directory: $run_dir"

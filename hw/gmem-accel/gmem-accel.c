@@ -64,7 +64,8 @@ static uint32_t gmem_accel_caps(GmemAccelState *s)
     return GMEM_CAP_HBM | GMEM_CAP_MMU | GMEM_CAP_DMA | GMEM_CAP_FAULTS |
            (s->ats ? GMEM_CAP_ATS : 0) |
            (s->pasid ? GMEM_CAP_PASID : 0) |
-           (s->pri ? GMEM_CAP_PRI : 0);
+           (s->pri ? GMEM_CAP_PRI : 0) |
+           (s->coherent ? GMEM_CAP_COHERENT : 0);
 }
 
 /* Device-level reset: the registers and engines, not PCI config space. */
@@ -391,6 +392,7 @@ static const Property gmem_accel_props[] = {
     DEFINE_PROP_BOOL("ats", GmemAccelState, ats, true),
     DEFINE_PROP_BOOL("pasid", GmemAccelState, pasid, true),
     DEFINE_PROP_BOOL("pri", GmemAccelState, pri, true),
+    DEFINE_PROP_BOOL("coherent", GmemAccelState, coherent, false),
 };
 
 static void gmem_accel_class_init(ObjectClass *klass, void *data)

@@ -97,6 +97,7 @@ struct GmemAccelState {
     bool ats;
     bool pasid;
     bool pri;
+    bool coherent;      /* CAP_COHERENT: the guest may use BAR2 as CPU memory */
 };
 
 /* gmem-accel.c */

@@ -65,7 +65,7 @@
 
 #define GMEM_ID_MAGIC               0x4d454d47  /* "GMEM" little-endian */
 #define GMEM_VERSION_MAJOR          0
-#define GMEM_VERSION_MINOR          2
+#define GMEM_VERSION_MINOR          3
 #define GMEM_VERSION \
 	((GMEM_VERSION_MAJOR << 16) | GMEM_VERSION_MINOR)
 #define GMEM_VERSION_MAJOR_OF(v)    (((v) >> 16) & 0xffff)
@@ -79,7 +79,8 @@
 #define GMEM_CAP_MMU                (1u << 4)   /* contexts, walker, TLB */
 #define GMEM_CAP_DMA                (1u << 5)   /* command queues */
 #define GMEM_CAP_FAULTS             (1u << 6)   /* replayable faults */
-#define GMEM_CAP_KNOWN_MASK         0x0000007fu
+#define GMEM_CAP_COHERENT           (1u << 7)   /* BAR2 is CPU-coherent memory */
+#define GMEM_CAP_KNOWN_MASK         0x000000ffu
 
 /* GMEM_REG_STATUS */
 #define GMEM_STATUS_READY           (1u << 0)
