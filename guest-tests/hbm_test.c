@@ -335,14 +335,20 @@ TEST_F(hbm, oversubscription)
 	munmap(buf, len);
 }
 
-/* Random interleavings of device writes, migrations both ways and CPU writes. */
+/*
+ * Random interleavings of device writes, migrations both ways and CPU writes, with HBM filled
+ * by other memory now and then, which evicts whatever of this buffer is there.
+ */
 TEST_F(hbm, random_interleavings)
 {
 	size_t len = 4 * HUGE, npages = len / PAGE;
 	uint8_t *buf = map_small_pages(len), *shadow = calloc(1, len);
+	int64_t evictions0 = dev_stat("evictions");
+	struct gmem_accel_info info = { 0 };
 	unsigned int seed = 12345;
 
 	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_GET_INFO, &info));
 	memset(buf, 0, len);
 	for (int step = 0; step < 200; step++) {
 		size_t first = rand_r(&seed) % npages;
@@ -366,10 +372,20 @@ TEST_F(hbm, random_interleavings)
 			memset(shadow + first * PAGE + 17, v, n - 17);
 			break;
 		}
+		if (step % 50 == 25) {
+			/* Never-touched filler the size of HBM: it needs no system memory. */
+			uint8_t *filler = map_small_pages(info.hbm_size);
+
+			ASSERT_NE(NULL, filler);
+			ASSERT_LT(0, dev_migrate(self->fd, filler, info.hbm_size,
+						 GMEM_ACCEL_TO_DEVICE));
+			munmap(filler, info.hbm_size);
+		}
 		if (step % 50 == 49)
 			ASSERT_EQ(0, memcmp(buf, shadow, len)) TH_LOG("step %d", step);
 	}
 	ASSERT_EQ(0, memcmp(buf, shadow, len));
+	EXPECT_LT(evictions0, dev_stat("evictions"));
 	free(shadow);
 	munmap(buf, len);
 }
