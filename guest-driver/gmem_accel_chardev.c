@@ -150,6 +150,14 @@ static long gmem_accel_stats(struct gmem_ctx *ctx, void __user *uarg)
 	return 0;
 }
 
+/* A MIGRATE or ADVISE range: -EINVAL if empty, unaligned or wrapping, -EFAULT if not user. */
+static int gmem_check_page_range(u64 addr, u64 size)
+{
+	if (!size || !PAGE_ALIGNED(addr) || !PAGE_ALIGNED(size) || addr + size < addr)
+		return -EINVAL;
+	return addr + size > TASK_SIZE_MAX ? -EFAULT : 0;
+}
+
 static long gmem_accel_migrate(struct gmem_ctx *ctx, void __user *uarg)
 {
 	struct gmem_accel_migrate mig;
@@ -157,11 +165,11 @@ static long gmem_accel_migrate(struct gmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&mig, uarg, sizeof(mig)))
 		return -EFAULT;
-	if (mig.flags || mig.target > GMEM_ACCEL_TO_SYSTEM || !mig.size ||
-	    !PAGE_ALIGNED(mig.addr) || !PAGE_ALIGNED(mig.size) || mig.addr + mig.size < mig.addr)
+	if (mig.flags || mig.target > GMEM_ACCEL_TO_SYSTEM)
 		return -EINVAL;
-	if (mig.addr + mig.size > TASK_SIZE_MAX)
-		return -EFAULT;
+	ret = gmem_check_page_range(mig.addr, mig.size);
+	if (ret)
+		return ret;
 	ret = gmem_migrate(ctx, mig.addr, mig.addr + mig.size,
 			   mig.target == GMEM_ACCEL_TO_DEVICE, false, &mig.pages);
 	if (put_user(mig.pages, &((struct gmem_accel_migrate __user *)uarg)->pages))
@@ -178,11 +186,11 @@ static long gmem_accel_advise(struct gmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&adv, uarg, sizeof(adv)))
 		return -EFAULT;
-	if (adv.flags || adv.location > GMEM_ACCEL_PREFER_SYSTEM || !adv.size ||
-	    !PAGE_ALIGNED(adv.addr) || !PAGE_ALIGNED(adv.size) || adv.addr + adv.size < adv.addr)
+	if (adv.flags || adv.location > GMEM_ACCEL_PREFER_SYSTEM)
 		return -EINVAL;
-	if (adv.addr + adv.size > TASK_SIZE_MAX)
-		return -EFAULT;
+	ret = gmem_check_page_range(adv.addr, adv.size);
+	if (ret)
+		return ret;
 	first = adv.addr >> PAGE_SHIFT;
 	last = ((adv.addr + adv.size) >> PAGE_SHIFT) - 1;
 	ret = mtree_store_range(&ctx->advice, first, last, adv.location == GMEM_ACCEL_PREFER_NONE ?

@@ -427,6 +427,13 @@ TEST(two_processes)
 	}
 }
 
+/* ioctl(@req) on argument @var, set to (@type){ ... }, must fail with errno @err. */
+#define EXPECT_ARGS_ERRNO(err, req, var, type, ...) do {			\
+	var = (type){ __VA_ARGS__ };						\
+	EXPECT_EQ(-1, ioctl(self->fd, req, &var));				\
+	EXPECT_EQ(err, errno);							\
+} while (0)
+
 static int advise(int fd, void *addr, size_t len, unsigned int location)
 {
 	struct gmem_accel_advise a = { .addr = (uintptr_t)addr, .size = len,
@@ -503,11 +510,8 @@ TEST_F(hbm, bad_advise_args)
 	struct gmem_accel_advise a;
 
 	ASSERT_NE(NULL, buf);
-#define EXPECT_ADVISE_ERRNO(err, ...) do {					\
-	a = (struct gmem_accel_advise){ __VA_ARGS__ };				\
-	EXPECT_EQ(-1, ioctl(self->fd, GMEM_ACCEL_IOC_ADVISE, &a));		\
-	EXPECT_EQ(err, errno);							\
-} while (0)
+#define EXPECT_ADVISE_ERRNO(err, ...) \
+	EXPECT_ARGS_ERRNO(err, GMEM_ACCEL_IOC_ADVISE, a, struct gmem_accel_advise, __VA_ARGS__)
 	EXPECT_ADVISE_ERRNO(EINVAL, .addr = (uintptr_t)buf + 8, .size = PAGE, .location = 1);
 	EXPECT_ADVISE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = 100, .location = 1);
 	EXPECT_ADVISE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = 0, .location = 1);
@@ -528,11 +532,8 @@ TEST_F(hbm, bad_migrate_args)
 	struct gmem_accel_migrate m;
 
 	ASSERT_NE(NULL, buf);
-#define EXPECT_MIGRATE_ERRNO(err, ...) do {					\
-	m = (struct gmem_accel_migrate){ __VA_ARGS__ };				\
-	EXPECT_EQ(-1, ioctl(self->fd, GMEM_ACCEL_IOC_MIGRATE, &m));		\
-	EXPECT_EQ(err, errno);							\
-} while (0)
+#define EXPECT_MIGRATE_ERRNO(err, ...) \
+	EXPECT_ARGS_ERRNO(err, GMEM_ACCEL_IOC_MIGRATE, m, struct gmem_accel_migrate, __VA_ARGS__)
 	EXPECT_MIGRATE_ERRNO(EINVAL, .addr = (uintptr_t)buf + 1, .size = PAGE);
 	EXPECT_MIGRATE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = PAGE + 1);
 	EXPECT_MIGRATE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = 0);
