@@ -477,25 +477,29 @@ static void gmem_evict_all(struct gmem_accel *g)
 /*
  * A context closes: its pages in HBM go back to its process, if that still runs (an exiting
  * process has freed them already). Only runs of its own pages are touched, so other
- * contexts' pages stay mapped.
+ * contexts' pages stay mapped; only chunks in use are looked at.
  */
 void gmem_hbm_release_ctx(struct gmem_ctx *ctx)
 {
 	struct gmem_hbm *hbm = &ctx->g->hbm;
-	unsigned long pfn, run = 0, end = hbm->pfn_first + hbm->nchunks * GMEM_CHUNK_PAGES;
 
 	if (!hbm->mapped)
 		return;
-	for (pfn = hbm->pfn_first; pfn <= end; pfn++) {
-		bool ours = pfn < end && READ_ONCE(pfn_to_page(pfn)->zone_device_data) == ctx;
+	for (unsigned int c = 0; c < hbm->nchunks; c++) {
+		unsigned long first = gmem_chunk_pfn(hbm, &hbm->chunks[c]), run = 0;
 
-		if (ours && run < GMEM_MIGRATE_PAGES) {
-			run++;
+		if (!READ_ONCE(hbm->chunks[c].used))
 			continue;
+		for (unsigned long i = 0; i <= GMEM_CHUNK_PAGES; i++) {
+			if (i < GMEM_CHUNK_PAGES &&
+			    READ_ONCE(pfn_to_page(first + i)->zone_device_data) == ctx) {
+				run++;
+				continue;
+			}
+			if (run)
+				gmem_evict_range(ctx->g, first + i - run, run, ctx);
+			run = 0;
 		}
-		if (run)
-			gmem_evict_range(ctx->g, pfn - run, run, ctx);
-		run = ours;
 	}
 }
 
