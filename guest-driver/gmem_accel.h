@@ -92,7 +92,7 @@ struct gmem_hbm {
 	struct gmem_chunk *chunks;
 	unsigned int nchunks;
 	struct list_head free;		/* chunks with no page in use */
-	struct list_head lru;		/* chunks in use, least recently filled first */
+	struct list_head lru;		/* chunks in use, least recently used first */
 	struct gmem_chunk *fill;	/* where the next pages come from */
 	struct gmem_migration *fault_migration;	/* the fault worker's (it is ordered) */
 	bool mapped;
@@ -265,6 +265,7 @@ void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src
 int gmem_hbm_init(struct gmem_accel *g);
 void gmem_hbm_fini(struct gmem_accel *g);
 bool gmem_hbm_page(struct gmem_accel *g, struct page *page, u64 *offset);
+void gmem_hbm_touch(struct gmem_accel *g, struct page *page);
 int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool skip_holes,
 		 u64 *moved);
 void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end);

@@ -279,6 +279,7 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 			 * memory is mapped over the bus like system memory.
 			 */
 			if (gmem_hbm_page(ctx->g, hmm_pfn_to_page(pfn), &off)) {
+				gmem_hbm_touch(ctx->g, hmm_pfn_to_page(pfn));
 				ret = gmem_pt_set_hbm(ctx, addr, off, write);
 				if (ret < 0)
 					return ret;

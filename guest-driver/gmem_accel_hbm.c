@@ -5,7 +5,7 @@
  * directly (as amdkfd does for CPU-coherent VRAM). Process pages move
  * into HBM with migrate_vma_* (explicit migration requests) and back on a CPU fault
  * (migrate_to_ram), on request, when their context closes, when HBM is full (the least
- * recently filled 2 MiB chunk is evicted) and at unbind. The device's DMA engine moves the
+ * recently used 2 MiB chunk is evicted) and at unbind. The device's DMA engine moves the
  * data, on the driver's own queue 0, which never waits on a page fault.
  */
 #include <linux/dma-mapping.h>
@@ -79,6 +79,22 @@ static struct page *gmem_hbm_take(struct gmem_accel *g)
 	return pfn_to_page(gmem_chunk_pfn(hbm, c) + i);
 }
 
+/*
+ * The device is about to use @page (its fault maps it): its chunk becomes the most recently
+ * used, the last to be evicted. The device reports no accesses, so this and filling a chunk
+ * are what "recently used" means.
+ */
+void gmem_hbm_touch(struct gmem_accel *g, struct page *page)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+	struct gmem_chunk *c = gmem_chunk_of(hbm, page_to_pfn(page));
+
+	spin_lock(&hbm->lock);
+	if (c->used && c != hbm->fill)
+		list_move_tail(&c->link, &hbm->lru);
+	spin_unlock(&hbm->lock);
+}
+
 static void gmem_hbm_page_free(struct page *page)
 {
 	struct gmem_accel *g = gmem_hbm_owner(page);
@@ -104,7 +120,7 @@ static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned l
 
 /*
  * An HBM page for context @ctx, locked and referenced as migrate_vma wants it. When HBM is
- * full the least recently filled chunk is evicted to system memory; NULL if nothing could
+ * full the least recently used chunk is evicted to system memory; NULL if nothing could
  * be freed (every page in use is pinned or mid-migration).
  */
 static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx)
@@ -597,7 +613,7 @@ void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m)
 		nfree++;
 	seq_printf(m, "chunks %u\nchunks_free %u\nchunk_pages %u\n", hbm->nchunks, nfree,
 		   (unsigned int)GMEM_CHUNK_PAGES);
-	seq_puts(m, "lru (chunk:pages in use, least recently filled first):");
+	seq_puts(m, "lru (chunk:pages in use, least recently used first):");
 	list_for_each_entry(c, &hbm->lru, link)
 		seq_printf(m, " %ld:%u", c - hbm->chunks, c->used);
 	seq_puts(m, "\n");

@@ -335,6 +335,45 @@ TEST_F(hbm, oversubscription)
 	munmap(buf, len);
 }
 
+/* The chunk a device fault used last is evicted last: LRU, not allocation order. */
+TEST_F(hbm, eviction_spares_recently_used_chunk)
+{
+	struct gmem_accel_info info = { 0 };
+	uint8_t *a = map_small_pages(HUGE), *c = map_small_pages(HUGE), *tmp = malloc(PAGE);
+	uint8_t *b;
+	int64_t evictions0 = dev_stat("evictions");
+	size_t blen;
+
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_GET_INFO, &info));
+	ASSERT_EQ(0, self->hbm_pages0) TH_LOG("HBM is not empty at the start");
+	blen = info.hbm_size - HUGE;
+	b = map_small_pages(blen);
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_NE(NULL, c);
+	memset(a, 0xa, HUGE);
+	/* a fills the first chunk, b (never touched) the rest: HBM is full, nothing evicted. */
+	ASSERT_EQ((long)(HUGE / PAGE), dev_migrate(self->fd, a, HUGE, GMEM_ACCEL_TO_DEVICE));
+	ASSERT_EQ((long)(blen / PAGE), dev_migrate(self->fd, b, blen, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(evictions0, dev_stat("evictions"));
+	/* The device faults on a again (mprotect took its mapping): a's chunk is now the newest. */
+	ASSERT_EQ(0, mprotect(a, HUGE, PROT_READ));
+	ASSERT_EQ(0, dev_copy(self->fd, tmp, a + 5 * PAGE, PAGE));
+	EXPECT_EQ(0xa, tmp[0]);
+	/* c needs a chunk: b's first goes, a stays. */
+	ASSERT_EQ((long)(HUGE / PAGE), dev_migrate(self->fd, c, HUGE, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(evictions0 + 1, dev_stat("evictions"));
+	EXPECT_EQ(HUGE / PAGE, pages_in_hbm(self->fd, a + 5 * PAGE, 1) * (HUGE / PAGE));
+	EXPECT_EQ(0, pages_in_hbm(self->fd, b, HUGE / PAGE));
+	/* (The eviction invalidated the mm while c moved, so c is mapped at its first fault.) */
+	ASSERT_EQ(0, dev_copy(self->fd, tmp, c + HUGE - PAGE, PAGE));
+	EXPECT_EQ(HUGE / PAGE, pages_in_hbm(self->fd, c, HUGE / PAGE));
+	munmap(a, HUGE);
+	munmap(b, blen);
+	munmap(c, HUGE);
+	free(tmp);
+}
+
 /*
  * Random interleavings of device writes, migrations both ways and CPU writes, with HBM filled
  * by other memory now and then, which evicts whatever of this buffer is there.
