@@ -38,6 +38,13 @@ static uint8_t *map_small_pages(size_t len)
 	return p;
 }
 
+/* A pattern in @buf, and the same bytes in @want to check against later. */
+static void pattern_with_copy(uint8_t *buf, uint8_t *want, size_t len, unsigned int seed)
+{
+	pattern(buf, len, seed);
+	memcpy(want, buf, len);
+}
+
 /* How many of the @npages pages from @addr the device sees in HBM. */
 static unsigned long pages_in_hbm(int fd, void *addr, unsigned long npages)
 {
@@ -122,8 +129,7 @@ TEST_F(hbm, to_device_then_cpu_access)
 	size_t i;
 
 	ASSERT_NE(NULL, buf);
-	pattern(buf, len, 1);
-	memcpy(want, buf, len);
+	pattern_with_copy(buf, want, len, 1);
 	ASSERT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
 	EXPECT_EQ(npages, pages_in_hbm(self->fd, buf, npages));
 	EXPECT_EQ(self->hbm_pages0 + (int64_t)npages, dev_stat("hbm_pages_now"));
@@ -188,8 +194,7 @@ TEST_F(hbm, explicit_round_trip)
 	uint8_t *buf = map_small_pages(len), *want = malloc(len);
 
 	ASSERT_NE(NULL, buf);
-	pattern(buf, len, 2);
-	memcpy(want, buf, len);
+	pattern_with_copy(buf, want, len, 2);
 	ASSERT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
 	EXPECT_EQ(0, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
 	ASSERT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_SYSTEM));
@@ -210,8 +215,7 @@ TEST_F(hbm, transparent_huge_page)
 	ASSERT_NE(NULL, raw);
 	buf = (uint8_t *)(((uintptr_t)raw + HUGE - 1) & ~(HUGE - 1));
 	madvise(buf, HUGE, MADV_HUGEPAGE);
-	pattern(buf, HUGE, 3);
-	memcpy(want, buf, HUGE);
+	pattern_with_copy(buf, want, HUGE, 3);
 	ASSERT_EQ((long)(HUGE / PAGE), dev_migrate(self->fd, buf, HUGE, GMEM_ACCEL_TO_DEVICE));
 	/*
 	 * Splitting the THP changed the CPU page table while the migration ran, so the device
@@ -252,8 +256,7 @@ TEST(close_brings_pages_home)
 
 	ASSERT_LE(0, fd);
 	ASSERT_NE(NULL, buf);
-	pattern(buf, len, 4);
-	memcpy(want, buf, len);
+	pattern_with_copy(buf, want, len, 4);
 	ASSERT_EQ((long)(len / PAGE), dev_migrate(fd, buf, len, GMEM_ACCEL_TO_DEVICE));
 	EXPECT_EQ(pages0 + (int64_t)(len / PAGE), dev_stat_of(0, "hbm_pages_now"));
 	close(fd);
@@ -270,8 +273,7 @@ TEST_F(hbm, fork_of_hbm_memory)
 	pid_t pid;
 
 	ASSERT_NE(NULL, buf);
-	pattern(buf, len, 5);
-	memcpy(want, buf, len);
+	pattern_with_copy(buf, want, len, 5);
 	ASSERT_EQ((long)(len / PAGE), dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
 	pid = fork();
 	ASSERT_LE(0, pid);
@@ -446,8 +448,7 @@ TEST(two_processes)
 			if (fd < 0 || !buf || !want)
 				_exit(1);
 			for (int round = 0; round < 4; round++) {
-				pattern(buf, len, p * 10 + round);
-				memcpy(want, buf, len);
+				pattern_with_copy(buf, want, len, p * 10 + round);
 				if (dev_migrate(fd, buf, len, GMEM_ACCEL_TO_DEVICE) != (long)(len / PAGE))
 					_exit(2);
 				if (dev_fill(fd, buf, p + round, PAGE))
@@ -493,8 +494,7 @@ TEST_F(hbm, advise_device_migrates_on_fault)
 	ASSERT_NE(NULL, buf);
 	ASSERT_NE(NULL, fresh);
 	ASSERT_NE(NULL, copy);
-	pattern(buf, len, 6);
-	memcpy(want, buf, len);
+	pattern_with_copy(buf, want, len, 6);
 	ASSERT_EQ(0, advise(self->fd, buf, len, GMEM_ACCEL_PREFER_DEVICE));
 	ASSERT_EQ(0, advise(self->fd, fresh, len, GMEM_ACCEL_PREFER_DEVICE));
 	EXPECT_EQ(0, pages_in_hbm(self->fd, buf, npages));	/* advice alone moves nothing */
@@ -529,8 +529,7 @@ TEST_F(hbm, advise_system_brings_pages_home)
 	uint8_t *buf = map_small_pages(len), *want = malloc(len);
 
 	ASSERT_NE(NULL, buf);
-	pattern(buf, len, 7);
-	memcpy(want, buf, len);
+	pattern_with_copy(buf, want, len, 7);
 	ASSERT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
 	ASSERT_EQ(0, advise(self->fd, buf, len, GMEM_ACCEL_PREFER_SYSTEM));
 	EXPECT_EQ(self->hbm_pages0, dev_stat("hbm_pages_now"));
