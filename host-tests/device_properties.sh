@@ -1,7 +1,7 @@
 #!/bin/bash
 # -device gmem-accel: properties are listed, bad ones are refused with a clear error, good ones
 # start. QEMU runs without a guest (-S, QMP on stdio) so each case takes a fraction of a second.
-. "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/../scripts/lib/tap.sh"
 : "${QEMU:?set QEMU to qemu-system-x86_64}"
 
 # Start QEMU paused with the given -device arguments and quit over QMP.

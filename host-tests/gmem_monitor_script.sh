@@ -1,7 +1,7 @@
 #!/bin/bash
 # scripts/gmem-monitor against a QEMU with two devices (paused, no guest): text from HMP, JSON
 # from QOM, and clear errors for a missing VM, device or context.
-. "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/../scripts/lib/tap.sh"
 : "${QEMU:?set QEMU to qemu-system-x86_64}" "${REPO:?set REPO to the checkout}"
 
 dir=$(mktemp -d)

@@ -3,7 +3,7 @@
 # program maps a pattern for the device (written, read-only, untouched, a THP) and prints the
 # driver's SNAPSHOT; this script reads the same context's page table over the VM's QMP socket
 # with scripts/gmem-monitor and compares.
-. "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/../scripts/lib/tap.sh"
 : "${REPO:?set REPO to the checkout}" "${GMEM_BUILD_DIR:?set GMEM_BUILD_DIR to the build}"
 
 dir=$(mktemp -d)

@@ -1,7 +1,7 @@
 #!/bin/bash
 # scripts/run-vm.sh refuses bad options with exit status 2 and a message naming the option,
 # before it installs, builds or boots anything.
-. "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/../scripts/lib/tap.sh"
 : "${REPO:?set REPO to the source tree}"
 run_vm() { "$REPO/scripts/run-vm.sh" "$@"; }
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The summary counts what the tests said and treats everything that went missing as a failure.
-. "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/../scripts/lib/tap.sh"
 : "${REPO:?set REPO to the source tree}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -1,4 +1,4 @@
-# Minimal TAP producer for the host tests (sourced).
+# Minimal TAP producer (sourced): host tests (bash) and guest test scripts (busybox sh).
 tap_n=0
 tap_failed=0
 plan() { echo "1..$1"; }
@@ -14,7 +14,7 @@ expect_fail() {
 	shift 3
 	out=$("$@" 2>&1) || st=$?
 	if { [ "$want" = any ] && [ "$st" != 0 ]; } || [ "$st" = "$want" ]; then
-		if grep -qE -- "$pat" <<<"$out"; then ok "$d"; return; fi
+		if printf '%s\n' "$out" | grep -qE -- "$pat"; then ok "$d"; return; fi
 	fi
 	not_ok "$d (exit $st, wanted $want and /$pat/)"
 	printf '%s\n' "$out" | head -n 5 | diag
