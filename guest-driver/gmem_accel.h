@@ -31,6 +31,7 @@
 
 struct gmem_ctx;
 struct gmem_migration;
+struct hmm_range;
 
 /* Device-wide counters (debugfs "stats"); the *_NOW ones are gauges, the rest only grow. */
 enum gmem_dev_counter {
@@ -164,6 +165,9 @@ struct gmem_accel {
 
 	atomic64_t stats[GMEM_DEV_NR_COUNTERS];
 	struct dentry *debugfs;
+
+	struct cdev dmirror_cdev;	/* the test_hmm-compatible node (gmem_accel_dmirror.c) */
+	struct device *dmirror_dev;
 };
 
 /* A device page-table page and, above level 1, the tables it points to. */
@@ -171,6 +175,12 @@ struct gmem_pt {
 	u64 *pte;			/* 512 entries, DMA coherent */
 	dma_addr_t dma;
 	struct gmem_pt **child;		/* levels 2-4 */
+};
+
+/* A range a device fault inside faults in whole (see gmem_ctx.ahead). */
+struct gmem_fault_ahead {
+	u64 start, end;
+	bool write;
 };
 
 /**
@@ -185,6 +195,8 @@ struct gmem_pt {
  * @tgid, @comm: the opening process, for debugfs
  * @busy:      its commands outlived close: the id is held until they pass
  * @advice:    GMEM_ACCEL_PREFER_* by page index (absent: NONE)
+ * @ahead:     while a command of the test_hmm interface runs, its operand ranges: a device
+ *             fault inside one faults all of them in, as test_hmm's dmirror_fault() does
  */
 struct gmem_ctx {
 	struct gmem_accel *g;
@@ -199,8 +211,17 @@ struct gmem_ctx {
 	char comm[TASK_COMM_LEN];
 	u64 last_fence[GMEM_NUM_QUEUES];
 	struct maple_tree advice;
+	struct gmem_fault_ahead ahead[2];
+	unsigned int nahead;
 	bool busy;
 	bool shut_down;
+};
+
+/* An open /dev/gmem_accelN or /dev/gmem_dmirrorN: one context. */
+struct gmem_file {
+	struct gmem_accel *g;
+	struct gmem_ctx *ctx;
+	struct mutex cmd_lock;		/* test_hmm interface: one command at a time (ahead) */
 };
 
 static inline struct gmem_accel *to_gmem_accel(struct device *dev)
@@ -256,6 +277,10 @@ void gmem_ctx_destroy(struct gmem_ctx *ctx);
 void gmem_ctx_shutdown(struct gmem_ctx *ctx);
 void gmem_ctx_get_stats(struct gmem_ctx *ctx, struct gmem_accel_stats *st);
 int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned long npages);
+int gmem_pt_map_exclusive(struct gmem_ctx *ctx, u64 va, struct page **pages,
+			  unsigned long npages);
+u64 gmem_pt_leaf(struct gmem_ctx *ctx, u64 va, bool *huge);
+bool gmem_pt_any_exclusive(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npages);
 void gmem_pt_unmap(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src,
@@ -270,10 +295,23 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool 
 		 u64 *moved);
 void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_hbm_release_ctx(struct gmem_ctx *ctx);
+void gmem_hbm_evict_all(struct gmem_accel *g);
 void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m);
 
 /* gmem_accel_fault.c: fault queue servicing */
 void gmem_fault_work(struct work_struct *work);
+int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
+			  const unsigned long *req, unsigned long npages);
+
+/* gmem_accel_chardev.c: file life cycle shared by both nodes */
+int gmem_file_open(struct gmem_accel *g, struct file *file);
+int gmem_file_release(struct file *file);
+
+/* gmem_accel_dmirror.c: lib/test_hmm's uAPI on gmem-accel (/dev/gmem_dmirrorN) */
+int gmem_dmirror_init(void);
+void gmem_dmirror_exit(void);
+void gmem_dmirror_add(struct gmem_accel *g);
+void gmem_dmirror_remove(struct gmem_accel *g);
 
 /* gmem_accel_debugfs.c: /sys/kernel/debug/gmem_accel/gmem_accelN/ */
 void gmem_debugfs_init(void);

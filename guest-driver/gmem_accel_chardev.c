@@ -9,20 +9,16 @@
 
 #include "gmem_accel.h"
 
-struct gmem_file {
-	struct gmem_accel *g;
-	struct gmem_ctx *ctx;
-};
-
-static int gmem_accel_open(struct inode *inode, struct file *file)
+/* Bind a new context of @g to the opening process; the file's private_data is a gmem_file. */
+int gmem_file_open(struct gmem_accel *g, struct file *file)
 {
-	struct gmem_accel *g = container_of(inode->i_cdev, struct gmem_accel, cdev);
 	struct gmem_file *f;
 	int ret = 0;
 
 	f = kzalloc(sizeof(*f), GFP_KERNEL);
 	if (!f)
 		return -ENOMEM;
+	mutex_init(&f->cmd_lock);
 	down_read(&g->lock);
 	if (!g->pdev) {
 		ret = -ENODEV;
@@ -42,7 +38,7 @@ static int gmem_accel_open(struct inode *inode, struct file *file)
 	return 0;
 }
 
-static int gmem_accel_release_file(struct inode *inode, struct file *file)
+int gmem_file_release(struct file *file)
 {
 	struct gmem_file *f = file->private_data;
 	struct gmem_accel *g = f->g;
@@ -59,9 +55,20 @@ static int gmem_accel_release_file(struct inode *inode, struct file *file)
 	}
 	up_read(&g->lock);
 	gmem_ctx_destroy(f->ctx);
+	mutex_destroy(&f->cmd_lock);
 	kfree(f);
 	put_device(&g->dev);
 	return 0;
+}
+
+static int gmem_accel_open(struct inode *inode, struct file *file)
+{
+	return gmem_file_open(container_of(inode->i_cdev, struct gmem_accel, cdev), file);
+}
+
+static int gmem_accel_release_file(struct inode *inode, struct file *file)
+{
+	return gmem_file_release(file);
 }
 
 static long gmem_accel_get_info(struct gmem_accel *g, void __user *uarg)

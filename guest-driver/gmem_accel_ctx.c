@@ -20,6 +20,9 @@
  */
 #define GMEM_PTE_SW_STALE	(1ull << 8)
 static_assert(GMEM_PTE_SW_STALE & GMEM_PTE_SW_MASK);
+/* Another: the page is the device's exclusively (make_device_exclusive_range). */
+#define GMEM_PTE_SW_EXCLUSIVE	(1ull << 9)
+static_assert(GMEM_PTE_SW_EXCLUSIVE & GMEM_PTE_SW_MASK);
 
 static struct device *gmem_dma_dev(struct gmem_ctx *ctx)
 {
@@ -325,32 +328,86 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 	return replaced;
 }
 
+/*
+ * Map @npages pages from @va that make_device_exclusive_range() gave the device (locked,
+ * CPU mappings replaced by device-exclusive entries): readable, writable, atomic, and marked
+ * so that gmem_pt_any_exclusive() sees them until a CPU access revokes them (the notifier
+ * then zaps the entries). Called with ctx->lock held; returns as gmem_pt_map() does.
+ */
+int gmem_pt_map_exclusive(struct gmem_ctx *ctx, u64 va, struct page **pages,
+			  unsigned long npages)
+{
+	int replaced = 0;
+
+	for (unsigned long i = 0; i < npages; i++) {
+		unsigned long pfn = page_to_pfn(pages[i]) | HMM_PFN_VALID | HMM_PFN_WRITE;
+		struct gmem_pt *pt;
+		int ret;
+
+		ret = gmem_pt_map(ctx, va + i * PAGE_SIZE, &pfn, 1);
+		if (ret < 0)
+			return ret;
+		replaced += ret;
+		pt = gmem_pt_table(ctx, va + i * PAGE_SIZE, 1, false);
+		if (pt) {
+			u64 *pte = &pt->pte[GMEM_PT_INDEX(va + i * PAGE_SIZE, 1)];
+
+			WRITE_ONCE(*pte, *pte | GMEM_PTE_SW_EXCLUSIVE);
+		}
+	}
+	return replaced;
+}
+
+/* The leaf entry translating @va (0 if none); @huge: a 2 MiB leaf. ctx->lock held. */
+u64 gmem_pt_leaf(struct gmem_ctx *ctx, u64 va, bool *huge)
+{
+	struct gmem_pt *pt = gmem_pt_table(ctx, va, 2, false);
+	u64 e;
+
+	*huge = false;
+	if (!pt)
+		return 0;
+	e = READ_ONCE(pt->pte[GMEM_PT_INDEX(va, 2)]);
+	if (e & GMEM_PTE_HUGE) {
+		*huge = true;
+		return e;
+	}
+	pt = pt->child[GMEM_PT_INDEX(va, 2)];
+	return pt ? READ_ONCE(pt->pte[GMEM_PT_INDEX(va, 1)]) : 0;
+}
+
+/* Does the device still hold a page of [start, end) exclusively? */
+bool gmem_pt_any_exclusive(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	bool found = false, huge;
+
+	mutex_lock(&ctx->lock);
+	for (u64 va = start; va < end && !found; va += PAGE_SIZE) {
+		u64 e = gmem_pt_leaf(ctx, va, &huge);
+
+		found = (e & GMEM_PTE_VALID) && (e & GMEM_PTE_SW_EXCLUSIVE);
+	}
+	mutex_unlock(&ctx->lock);
+	return found;
+}
+
 /* The device's view of [va, va + npages pages): GMEM_ACCEL_PAGE_* per page. */
 void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npages)
 {
 	mutex_lock(&ctx->lock);
 	for (unsigned long i = 0; i < npages; i++) {
-		u64 addr = va + i * PAGE_SIZE, e = 0;
-		struct gmem_pt *pt = gmem_pt_table(ctx, addr, 2, false);
+		bool huge;
+		u64 e = gmem_pt_leaf(ctx, va + i * PAGE_SIZE, &huge);
 		u8 flags = 0;
 
-		if (pt) {
-			e = READ_ONCE(pt->pte[GMEM_PT_INDEX(addr, 2)]);
-			if (!(e & GMEM_PTE_HUGE)) {
-				pt = pt->child[GMEM_PT_INDEX(addr, 2)];
-				e = pt ? READ_ONCE(pt->pte[GMEM_PT_INDEX(addr, 1)]) : 0;
-			} else {
-				flags |= GMEM_ACCEL_PAGE_2M;
-			}
-		}
 		if (e & GMEM_PTE_VALID) {
 			flags |= GMEM_ACCEL_PAGE_READ;
 			if (e & GMEM_PTE_WRITE)
 				flags |= GMEM_ACCEL_PAGE_WRITE;
 			if (e & GMEM_PTE_HBM)
 				flags |= GMEM_ACCEL_PAGE_HBM;
-		} else {
-			flags = 0;
+			if (huge)
+				flags |= GMEM_ACCEL_PAGE_2M;
 		}
 		out[i] = flags;
 	}
@@ -364,10 +421,12 @@ static bool gmem_invalidate(struct mmu_interval_notifier *mni,
 	unsigned long zapped;
 
 	/*
-	 * A migration this context started (gmem_window_to_device) updates its device mapping
-	 * itself. Others' — CPU faults, evictions, other contexts — zap it here.
+	 * A migration this context started (gmem_window_to_device), or pages it takes exclusively
+	 * (gmem_accel_dmirror.c): it updates its device mapping itself. Others' — CPU faults,
+	 * evictions, other contexts — zap it here.
 	 */
-	if (range->event == MMU_NOTIFY_MIGRATE && range->owner == ctx) {
+	if ((range->event == MMU_NOTIFY_MIGRATE || range->event == MMU_NOTIFY_EXCLUSIVE) &&
+	    range->owner == ctx) {
 		trace_gmem_accel_invalidate(ctx->id, range->start, range->end, range->event,
 					    true, 0);
 		return true;

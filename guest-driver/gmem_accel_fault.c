@@ -47,8 +47,8 @@ static int gmem_fault_cmp(const void *a, const void *b)
  * Documentation/mm/hmm.rst; returns 0 with ctx->lock held and the result still current.
  * @req holds each page's input flags, restored on every retry.
  */
-static int gmem_hmm_fault_locked(struct gmem_ctx *ctx, struct hmm_range *range,
-				 const unsigned long *req, unsigned long npages)
+int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
+			  const unsigned long *req, unsigned long npages)
 {
 	unsigned long timeout = jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
 	int ret;
@@ -87,7 +87,7 @@ static int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned l
 	};
 	int ret, replaced;
 
-	ret = gmem_hmm_fault_locked(ctx, &range, req, npages);
+	ret = gmem_hmm_range_locked(ctx, &range, req, npages);
 	trace_gmem_accel_fault_range(ctx->id, start, end, ret);
 	if (ret)
 		return ret;
@@ -128,18 +128,55 @@ static bool gmem_prefers_device(struct gmem_ctx *ctx, u64 va)
 	return advice && xa_to_value(advice) == GMEM_ACCEL_PREFER_DEVICE;
 }
 
+static const struct gmem_fault_ahead *gmem_ahead_of(struct gmem_ctx *ctx, u64 va)
+{
+	for (unsigned int r = 0; r < READ_ONCE(ctx->nahead); r++)
+		if (va >= ctx->ahead[r].start && va < ctx->ahead[r].end)
+			return &ctx->ahead[r];
+	return NULL;
+}
+
+/* Fault in the whole of @r, a window at a time: every page requested. */
+static int gmem_fault_ahead(struct gmem_ctx *ctx, const struct gmem_fault_ahead *r,
+			    unsigned long *req, unsigned long *pfns)
+{
+	unsigned long want = HMM_PFN_REQ_FAULT | (r->write ? HMM_PFN_REQ_WRITE : 0);
+	int ret = 0;
+
+	for (u64 va = r->start, start, end; va < r->end && !ret; va = end) {
+		ret = gmem_fault_window(ctx, va, &start, &end);
+		if (ret)
+			break;
+		for (u64 p = start; p < end; p += PAGE_SIZE)
+			req[(p - start) >> PAGE_SHIFT] = p >= va && p < r->end ? want : 0;
+		ret = gmem_fault_range(ctx, start, end, req, pfns);
+	}
+	return ret;
+}
+
 /* Service one group of faults of context @ctx; 0 or the errno to fail its command with. */
 static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned int n,
 			    unsigned long *req, unsigned long *pfns)
 {
+	bool ahead = false;
 	unsigned int i = 0;
 	int ret = 0;
 
 	if (!mmget_not_zero(ctx->mm))
 		return -EFAULT;		/* the process is exiting */
 	sort(f, n, sizeof(*f), gmem_fault_cmp, NULL);
+	for (unsigned int k = 0; k < n && !ahead; k++)
+		ahead = !!gmem_ahead_of(ctx, f[k].va);
+	/* One of the ranges faulted: all of them are brought in now, in one round. */
+	for (unsigned int r = 0; ahead && r < READ_ONCE(ctx->nahead) && !ret; r++)
+		ret = gmem_fault_ahead(ctx, &ctx->ahead[r], req, pfns);
 	while (i < n && !ret) {
 		u64 start, end;
+
+		if (ahead && gmem_ahead_of(ctx, f[i].va)) {
+			i++;
+			continue;
+		}
 
 		ret = gmem_fault_window(ctx, f[i].va & PAGE_MASK, &start, &end);
 		if (ret)

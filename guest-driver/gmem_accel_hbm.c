@@ -478,8 +478,8 @@ void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
 	mmap_read_unlock(ctx->mm);
 }
 
-/* Unbind: move every page in use out of HBM. */
-static void gmem_evict_all(struct gmem_accel *g)
+/* Move every page in use out of HBM (unbind; HMM_DMIRROR_RELEASE). */
+void gmem_hbm_evict_all(struct gmem_accel *g)
 {
 	struct gmem_hbm *hbm = &g->hbm;
 
@@ -594,7 +594,7 @@ void gmem_hbm_fini(struct gmem_accel *g)
 
 	if (!hbm->mapped)
 		return;
-	gmem_evict_all(g);
+	gmem_hbm_evict_all(g);
 	hbm->mapped = false;
 	memunmap_pages(&hbm->pgmap);
 	gmem_hbm_release_range(g);

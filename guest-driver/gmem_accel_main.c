@@ -141,6 +141,7 @@ static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id
 
 	pci_set_drvdata(pdev, g);
 	gmem_debugfs_add(g);
+	gmem_dmirror_add(g);
 	pci_info(pdev, "%s: version %u.%u, HBM %llu MiB, caps %#x, %d MSI-X vectors\n",
 		 dev_name(&g->dev), GMEM_VERSION_MAJOR_OF(g->info.version),
 		 GMEM_VERSION_MINOR_OF(g->info.version), g->info.hbm_size >> 20,
@@ -164,6 +165,7 @@ static void gmem_accel_remove(struct pci_dev *pdev)
 {
 	struct gmem_accel *g = pci_get_drvdata(pdev);
 
+	gmem_dmirror_remove(g);
 	cdev_device_del(&g->cdev, &g->dev);
 	gmem_debugfs_remove(g);
 	/* Files still open keep g alive but must not touch the device any more. */
@@ -206,11 +208,16 @@ static int __init gmem_accel_init(void)
 	ret = class_register(&gmem_accel_class);
 	if (ret)
 		goto err_region;
-	ret = pci_register_driver(&gmem_accel_driver);
+	ret = gmem_dmirror_init();
 	if (ret)
 		goto err_class;
+	ret = pci_register_driver(&gmem_accel_driver);
+	if (ret)
+		goto err_dmirror;
 	return 0;
 
+err_dmirror:
+	gmem_dmirror_exit();
 err_class:
 	class_unregister(&gmem_accel_class);
 err_region:
@@ -222,6 +229,7 @@ err_region:
 static void __exit gmem_accel_exit(void)
 {
 	pci_unregister_driver(&gmem_accel_driver);
+	gmem_dmirror_exit();
 	class_unregister(&gmem_accel_class);
 	gmem_debugfs_exit();
 	unregister_chrdev_region(gmem_accel_devt, GMEM_ACCEL_MAX_DEVICES);
