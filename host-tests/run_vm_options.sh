@@ -13,7 +13,7 @@ expect_fail "--devices two" 2 "--devices 'two'" run_vm --devices two
 expect_fail "--devices without a value" 2 "--devices needs a value" run_vm --devices
 expect_fail "--hbm-size 12Q" 2 "--hbm-size '12Q': give a size like 256M" run_vm --hbm-size 12Q
 expect_fail "--coherent 3 of 2 devices" 2 "--coherent '3': give a number from 0 to the number of devices" \
-	run_vm --coherent 3
+	run_vm --devices 2 --coherent 3
 expect_fail "--accel xen" 2 "--accel 'xen': give tcg or kvm" run_vm --accel xen
 expect_fail "--extra on a missing directory" 2 "--extra '/nonexistent/dir' is not a directory" \
 	run_vm --extra /nonexistent/dir

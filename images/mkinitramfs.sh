@@ -1,21 +1,27 @@
 #!/bin/bash
 # Pack the guest initramfs (newc cpio, uncompressed):
-#   mkinitramfs.sh OUTPUT INIT BUSYBOX MODULE... -- TEST...
-# Modules go to /lib/modules, tests to /tests (the suite runs every one of them).
+#   mkinitramfs.sh OUTPUT INIT BUSYBOX MODULE... -- TEST... [-- HELPER...]
+# Modules go to /lib/modules, tests to /tests (the suite runs every one of them), helpers
+# (programs the tests run) to /usr/libexec/gmem-accel.
 set -euo pipefail
 out=$1 init=$2 busybox=$3
 shift 3
 modules=()
 while [ $# -gt 0 ] && [ "$1" != -- ]; do modules+=("$1"); shift; done
 [ $# -gt 0 ] && shift
+tests=()
+while [ $# -gt 0 ] && [ "$1" != -- ]; do tests+=("$1"); shift; done
+[ $# -gt 0 ] && shift
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 
-mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,tmp,etc,root,lib/modules,tests,extra}
+mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,usr/libexec/gmem-accel,dev,proc,sys,tmp,etc,root}
+mkdir -p "$stage"/{lib/modules,tests,extra}
 install -m 0755 "$init" "$stage/init"
 install -m 0755 "$busybox" "$stage/bin/busybox"
 for m in "${modules[@]}"; do install -m 0644 "$m" "$stage/lib/modules/"; done
-for t in "$@"; do install -m 0755 "$t" "$stage/tests/"; done
+for t in "${tests[@]}"; do install -m 0755 "$t" "$stage/tests/"; done
+for h in "$@"; do install -m 0755 "$h" "$stage/usr/libexec/gmem-accel/"; done
 echo 'root:x:0:0:root:/root:/bin/sh' >"$stage/etc/passwd"
 echo 'export PS1="gmem-guest# "' >"$stage/etc/profile"
 (cd "$stage" && find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) >"$out.tmp"

@@ -19,10 +19,11 @@ Modes (default: the guest test suite):
   --run CMD            run CMD in the guest (sh -c) and return its exit status
 Options:
   --extra DIR          add DIR's files to the guest under /extra (which is on PATH)
-  --devices N          number of gmem-accel devices, 1-16 (default 2)
+  --devices N          number of gmem-accel devices, 1-16 (default 4: hmm-tests wants two
+                       device-private and two coherent ones)
   --hbm-size SIZE      HBM per device, e.g. 256M or 1G (default 256M)
-  --coherent N         the last N devices have CPU-coherent HBM (coherent=on); default 1
-                       when there are 2 or more devices, else 0
+  --coherent N         the last N devices have CPU-coherent HBM (coherent=on); default half
+                       of them, rounded down
   --accel tcg|kvm      accelerator (default tcg; nested KVM fails on some hosts)
   --smp N              guest CPUs (default 2)
   --memory SIZE        guest RAM, e.g. 2G (default 2G)
@@ -57,7 +58,7 @@ parse_size() {
 
 need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || bad_option "$1 needs a value"; }
 
-mode=suite run_cmd="" extra="" devices=2 hbm_size=256M accel=tcg smp=2 memory=2G coherent=""
+mode=suite run_cmd="" extra="" devices=4 hbm_size=256M accel=tcg smp=2 memory=2G coherent=""
 qemu_args="" timeout="" results="" build=1
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -83,7 +84,7 @@ done
 [[ $devices =~ ^[0-9]+$ ]] && [ "$devices" -ge 1 ] && [ "$devices" -le 16 ] ||
 	bad_option "--devices '$devices': give a number from 1 to 16"
 if [ -z "$coherent" ]; then
-	[ "$devices" -ge 2 ] && coherent=1 || coherent=0
+	coherent=$((devices / 2))
 fi
 [[ $coherent =~ ^[0-9]+$ ]] && [ "$coherent" -le "$devices" ] ||
 	bad_option "--coherent '$coherent': give a number from 0 to the number of devices ($devices)"
