@@ -49,6 +49,26 @@ struct gmem_dmirror_window {
 	u8 prot[GMEM_WINDOW_PAGES];
 };
 
+/* Scratch for a walk over the context's process, which is held (mmget) until the put. */
+static struct gmem_dmirror_window *gmem_window_get(struct gmem_ctx *ctx)
+{
+	struct gmem_dmirror_window *w = kvmalloc(sizeof(*w), GFP_KERNEL);
+
+	if (!w)
+		return ERR_PTR(-ENOMEM);
+	if (!mmget_not_zero(ctx->mm)) {
+		kvfree(w);
+		return ERR_PTR(-EINVAL);
+	}
+	return w;
+}
+
+static void gmem_window_put(struct gmem_ctx *ctx, struct gmem_dmirror_window *w)
+{
+	mmput(ctx->mm);
+	kvfree(w);
+}
+
 /* The 2 MiB-aligned window holding @va, clipped to [va, end). */
 static u64 gmem_window_end(u64 va, u64 end)
 {
@@ -180,13 +200,9 @@ static int gmem_dmirror_mirror(struct gmem_ctx *ctx, u64 start, u64 end, u8 __us
 	struct gmem_dmirror_window *w;
 	int ret = 0;
 
-	w = kvmalloc(sizeof(*w), GFP_KERNEL);
-	if (!w)
-		return -ENOMEM;
-	if (!mmget_not_zero(ctx->mm)) {
-		kvfree(w);
-		return -EINVAL;
-	}
+	w = gmem_window_get(ctx);
+	if (IS_ERR(w))
+		return PTR_ERR(w);
 	*local = 0;
 	for (u64 va = start, next; va < end && !ret; va = next) {
 		unsigned long n;
@@ -206,8 +222,7 @@ static int gmem_dmirror_mirror(struct gmem_ctx *ctx, u64 start, u64 end, u8 __us
 		if (out && copy_to_user(out + ((va - start) >> PAGE_SHIFT), w->prot, n))
 			ret = -EFAULT;
 	}
-	mmput(ctx->mm);
-	kvfree(w);
+	gmem_window_put(ctx, w);
 	return ret;
 }
 
@@ -350,19 +365,14 @@ static int gmem_dmirror_exclusive(struct gmem_file *f, struct hmm_dmirror_cmd *c
 	struct gmem_dmirror_window *w;
 	int ret = 0;
 
-	w = kvmalloc(sizeof(*w), GFP_KERNEL);
-	if (!w)
-		return -ENOMEM;
-	if (!mmget_not_zero(ctx->mm)) {
-		kvfree(w);
-		return -EINVAL;
-	}
+	w = gmem_window_get(ctx);
+	if (IS_ERR(w))
+		return PTR_ERR(w);
 	for (u64 va = cmd->addr, next; va < end && !ret; va = next) {
 		next = gmem_window_end(va, end);
 		ret = gmem_dmirror_exclusive_window(ctx, w, va, next);
 	}
-	mmput(ctx->mm);
-	kvfree(w);
+	gmem_window_put(ctx, w);
 	if (ret)
 		return ret;
 	/* Only the destination may fault: faulting the source in would end exclusivity. */
