@@ -72,9 +72,13 @@ int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
 	}
 }
 
-/* Fault in and map [start, end), requesting the pages flagged in @req; ctx->mm is held. */
-static int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
-			    unsigned long *pfns)
+/*
+ * hmm_range_fault() over [start, end): with @fault, faulting in the pages flagged in @req
+ * (and, as hmm does, every page from the first flagged one to @end); without, mapping only
+ * what the CPU maps. Maps the result into the device page table unless @fault.
+ */
+static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
+			 unsigned long *pfns, bool fault)
 {
 	unsigned long npages = (end - start) >> PAGE_SHIFT;
 	struct hmm_range range = {
@@ -82,20 +86,46 @@ static int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned l
 		.start = start,
 		.end = end,
 		.hmm_pfns = pfns,
-		.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE,
+		.pfn_flags_mask = fault ? HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE : 0,
 		.dev_private_owner = ctx->g,
 	};
-	int ret, replaced;
+	int ret, replaced = 0;
 
 	ret = gmem_hmm_range_locked(ctx, &range, req, npages);
-	trace_gmem_accel_fault_range(ctx->id, start, end, ret);
+	if (fault)
+		trace_gmem_accel_fault_range(ctx->id, start, end, ret);
 	if (ret)
 		return ret;
-	replaced = gmem_pt_map(ctx, start, pfns, npages);
+	if (!fault)
+		replaced = gmem_pt_map(ctx, start, pfns, npages);
 	mutex_unlock(&ctx->lock);
 	if (replaced > 0)	/* e.g. read-only -> writable: the old entry may be cached */
 		gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
 	return replaced < 0 ? replaced : 0;
+}
+
+/*
+ * Fault in the pages flagged in @req of the window [start, end) and map the window's pages
+ * the CPU maps. Two passes: hmm_range_fault() faults every page from the first one asked
+ * for to the end of its range, so the faulting pass covers just the flagged span.
+ */
+static int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
+			    unsigned long *pfns)
+{
+	unsigned long npages = (end - start) >> PAGE_SHIFT, first = 0, last = npages;
+	int ret;
+
+	while (first < npages && !req[first])
+		first++;
+	while (last > first && !req[last - 1])
+		last--;
+	if (first < last) {
+		ret = gmem_hmm_pass(ctx, start + first * PAGE_SIZE, start + last * PAGE_SIZE,
+				    req + first, pfns + first, true);
+		if (ret)
+			return ret;
+	}
+	return gmem_hmm_pass(ctx, start, end, req, pfns, false);
 }
 
 /*

@@ -237,6 +237,32 @@ TEST_F(svm, thp_is_2m_on_device)
 	free(out);
 }
 
+/*
+ * A device write to one page populates that page only, not its 2 MiB window: hmm_range_fault
+ * faults every page from the first one asked for to the end of its range, so the driver
+ * faults just the span the device asked for. The CPU's write of the last page creates the
+ * page table first (else the kernel fills the whole hole anyway).
+ */
+TEST_F(svm, fault_populates_only_the_faulting_page)
+{
+	uint8_t *raw = map_anon(2 * HUGE, PROT_READ | PROT_WRITE), *buf;
+	unsigned char resident[512];
+	int i, n = 0;
+
+	ASSERT_NE(NULL, raw);
+	buf = (uint8_t *)(((uintptr_t)raw + HUGE - 1) & ~(HUGE - 1));
+	ASSERT_EQ(0, madvise(buf, HUGE, MADV_NOHUGEPAGE));
+	buf[HUGE - 1] = 1;
+	ASSERT_EQ(0, dev_fill(self->fd, buf + 7 * PAGE, 0x5a5a5a5a5a5a5a5aull, PAGE));
+	ASSERT_EQ(0, mincore(buf, HUGE, resident));
+	for (i = 0; i < 512; i++)
+		n += resident[i] & 1;
+	EXPECT_EQ(2, n);
+	EXPECT_EQ(1, resident[7] & 1);
+	EXPECT_EQ(0x5a, buf[7 * PAGE + 100]);
+	munmap(raw, 2 * HUGE);
+}
+
 /* Compute commands: atomics on one counter, a strided scale-add. */
 TEST_F(svm, compute)
 {
