@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Fault, migration and DMA figures of an HMM device, through lib/test_hmm's uAPI so that
+ * gmem-accel (/dev/gmem_dmirrorN) and lib/test_hmm.ko (/dev/hmm_dmirrorN) run the very same
+ * code:
+ *   hmm-bench NAME NODE [GMEM_DEVICE]
+ * prints "BENCH NAME METRIC VALUE UNIT" lines (scripts/run-bench.sh makes the table). With
+ * GMEM_DEVICE (the N of /dev/gmem_accelN behind NODE) it also times the DMA engine copying
+ * between HBM and system memory. Every figure is a median of REPS runs (latencies: of
+ * LAT_SAMPLES samples); a run whose result is wrong (bytes, cpages, faults) aborts.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <lib/test_hmm_uapi.h>
+
+#include "gmem_test_util.h"
+
+#define PAGE		4096ul
+#define MiB		(1ul << 20)
+#define TWO_MiB		(2 * MiB)
+#define REPS		5
+#define LAT_SAMPLES	256
+
+static const char *name;
+
+static double now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The @pct percentile of @n samples (sorts them). */
+static double percentile(double *v, int n, int pct)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return v[(n - 1) * pct / 100];
+}
+
+static void report(const char *metric, double value, const char *unit)
+{
+	printf("BENCH %s %s %.3f %s\n", name, metric, value, unit);
+	fflush(stdout);
+}
+
+static void __attribute__((noreturn)) die(const char *what)
+{
+	fprintf(stderr, "hmm-bench %s: %s: %s\n", name, what, strerror(errno));
+	exit(1);
+}
+
+/* One test_hmm command; the run is void (exit) unless it did all @npages. */
+static struct hmm_dmirror_cmd dmirror(int fd, unsigned long req, void *addr, void *ptr,
+				      unsigned long npages)
+{
+	struct hmm_dmirror_cmd cmd = {
+		.addr = (uintptr_t)addr, .ptr = (uintptr_t)ptr, .npages = npages,
+	};
+
+	while (ioctl(fd, req, &cmd)) {
+		if (errno != EINTR)
+			die("ioctl");
+	}
+	if (cmd.cpages != npages) {
+		errno = EIO;
+		die("cpages short");
+	}
+	return cmd;
+}
+
+static void *map_touched(size_t size, unsigned char byte)
+{
+	void *p = map_anon(size, PROT_READ | PROT_WRITE);
+
+	if (!p)
+		die("mmap");
+	memset(p, byte, size);
+	return p;
+}
+
+static double mibps(size_t bytes, double us)
+{
+	return bytes / (double)MiB / (us / 1e6);
+}
+
+/*
+ * Device fault round trip: the device reads one page of memory nobody touched yet (one
+ * fault, replayed); then the same page again (mapped, no fault). The pages lie in one 2 MiB
+ * block whose last page the CPU wrote first: hmm_range_fault() faults in every page of a
+ * range whose page table does not exist yet, so without that the first fault would bring
+ * in all the others.
+ */
+static void bench_fault_latency(int fd)
+{
+	double fault[LAT_SAMPLES], mapped[LAT_SAMPLES];
+	char *map = map_anon(2 * TWO_MiB, PROT_READ | PROT_WRITE), *buf;
+	char *mirror = map_touched(PAGE, 0x5a);
+
+	if (!map)
+		die("mmap");
+	buf = (char *)(((uintptr_t)map + TWO_MiB - 1) & ~(TWO_MiB - 1));
+	if (madvise(buf, TWO_MiB, MADV_NOHUGEPAGE))
+		die("madvise");
+	buf[TWO_MiB - 1] = 1;
+	for (int i = 0; i < LAT_SAMPLES; i++) {
+		struct hmm_dmirror_cmd c;
+		double t0 = now_us();
+
+		c = dmirror(fd, HMM_DMIRROR_READ, buf + i * PAGE, mirror, 1);
+		fault[i] = now_us() - t0;
+		if (c.faults != 1 || mirror[0] != 0) {
+			errno = EIO;
+			die("fault round trip: not one fault, or wrong data");
+		}
+		t0 = now_us();
+		c = dmirror(fd, HMM_DMIRROR_READ, buf + i * PAGE, mirror, 1);
+		mapped[i] = now_us() - t0;
+		if (c.faults != 0) {
+			errno = EIO;
+			die("mapped access faulted");
+		}
+	}
+	report("fault_rt_p50", percentile(fault, LAT_SAMPLES, 50), "us");
+	report("fault_rt_p99", percentile(fault, LAT_SAMPLES, 99), "us");
+	report("mapped_access_p50", percentile(mapped, LAT_SAMPLES, 50), "us");
+	munmap(map, 2 * TWO_MiB);
+	munmap(mirror, PAGE);
+}
+
+/* The device reads (or writes) @size of fresh anonymous memory: every page faults. */
+static void bench_fault_throughput(int fd, size_t size, bool write)
+{
+	double runs[REPS];
+	char metric[64];
+
+	for (int r = 0; r < REPS; r++) {
+		char *mirror = map_touched(size, 0x33);
+		char *buf = map_anon(size, PROT_READ | PROT_WRITE);
+		double t0;
+
+		if (!buf)
+			die("mmap");
+		t0 = now_us();
+		dmirror(fd, write ? HMM_DMIRROR_WRITE : HMM_DMIRROR_READ, buf, mirror,
+			size / PAGE);
+		runs[r] = mibps(size, now_us() - t0);
+		if ((write ? buf[size - 1] : mirror[size - 1]) != (write ? 0x33 : 0)) {
+			errno = EIO;
+			die("fault throughput: wrong data");
+		}
+		munmap(buf, size);
+		munmap(mirror, size);
+	}
+	snprintf(metric, sizeof(metric), "%s_fault_%zuM", write ? "write" : "read", size / MiB);
+	report(metric, percentile(runs, REPS, 50), "MiB/s");
+}
+
+/*
+ * @size of CPU-written memory to device memory (test_hmm's MIGRATE_TO_DEV, which also reads
+ * it back to the mirror), back by CPU faults (a load per page), and to device memory and
+ * back again by MIGRATE_TO_SYS.
+ */
+static void bench_migration(int fd, size_t size)
+{
+	double to_dev[REPS], cpu_back[REPS], to_sys[REPS];
+
+	for (int r = 0; r < REPS; r++) {
+		char *buf = map_touched(size, 0x77), *mirror = map_touched(size, 0);
+		volatile char *v = buf;
+		unsigned int sum = 0;
+		double t0 = now_us();
+
+		dmirror(fd, HMM_DMIRROR_MIGRATE_TO_DEV, buf, mirror, size / PAGE);
+		to_dev[r] = mibps(size, now_us() - t0);
+		t0 = now_us();
+		for (size_t off = 0; off < size; off += PAGE)
+			sum += v[off];
+		cpu_back[r] = mibps(size, now_us() - t0);
+		if (sum != 0x77u * (size / PAGE) || mirror[size - 1] != 0x77) {
+			errno = EIO;
+			die("migration: wrong data");
+		}
+		dmirror(fd, HMM_DMIRROR_MIGRATE_TO_DEV, buf, mirror, size / PAGE);
+		t0 = now_us();
+		dmirror(fd, HMM_DMIRROR_MIGRATE_TO_SYS, buf, mirror, size / PAGE);
+		to_sys[r] = mibps(size, now_us() - t0);
+		munmap(buf, size);
+		munmap(mirror, size);
+	}
+	report("migrate_to_device", percentile(to_dev, REPS, 50), "MiB/s");
+	report("cpu_fault_back", percentile(cpu_back, REPS, 50), "MiB/s");
+	report("migrate_to_system", percentile(to_sys, REPS, 50), "MiB/s");
+}
+
+/* gmem-accel's DMA engine: @size between a buffer in HBM and one in system memory. */
+static void bench_dma(int dev, size_t size)
+{
+	double to_sys[REPS], to_hbm[REPS];
+	int fd = gmem_open(dev, O_RDWR);
+	char *hbm, *sys;
+
+	if (fd < 0)
+		die("open /dev/gmem_accelN");
+	hbm = map_touched(size, 0x11);
+	sys = map_touched(size, 0x22);
+	if (dev_migrate(fd, hbm, size, GMEM_ACCEL_TO_DEVICE) != (long)(size / PAGE))
+		die("migrate to HBM");
+	if (dev_copy(fd, sys, hbm, size))	/* maps both: the runs below do not fault */
+		die("warm-up copy");
+	if (!(page_view(fd, hbm) & GMEM_ACCEL_PAGE_HBM) || sys[size - 1] != 0x11) {
+		errno = EIO;
+		die("DMA: source not in HBM, or wrong data");
+	}
+	for (int r = 0; r < REPS; r++) {
+		double t0 = now_us();
+
+		if (dev_copy(fd, sys, hbm, size))
+			die("copy HBM to system");
+		to_sys[r] = mibps(size, now_us() - t0) / 1024;
+		t0 = now_us();
+		if (dev_copy(fd, hbm, sys, size))
+			die("copy system to HBM");
+		to_hbm[r] = mibps(size, now_us() - t0) / 1024;
+	}
+	report("dma_hbm_to_system", percentile(to_sys, REPS, 50), "GiB/s");
+	report("dma_system_to_hbm", percentile(to_hbm, REPS, 50), "GiB/s");
+	munmap(hbm, size);
+	munmap(sys, size);
+	close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	int fd;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: hmm-bench NAME NODE [GMEM_DEVICE]\n");
+		return 2;
+	}
+	name = argv[1];
+	fd = open(argv[2], O_RDWR);
+	if (fd < 0)
+		die(argv[2]);
+	bench_fault_latency(fd);
+	bench_fault_throughput(fd, 64 * MiB, false);
+	bench_fault_throughput(fd, 256 * MiB, false);
+	bench_fault_throughput(fd, 64 * MiB, true);
+	bench_fault_throughput(fd, 256 * MiB, true);
+	bench_migration(fd, 64 * MiB);
+	close(fd);
+	if (argc > 3)
+		bench_dma(atoi(argv[3]), 64 * MiB);
+	return 0;
+}
