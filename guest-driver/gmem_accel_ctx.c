@@ -206,6 +206,8 @@ static int gmem_pt_set_hbm(struct gmem_ctx *ctx, u64 va, u64 off, bool write)
 	if (!pt)
 		return -ENOMEM;
 	pte = &pt->pte[GMEM_PT_INDEX(va, 1)];
+	if (READ_ONCE(*pte) == gmem_leaf_pte(off, write, true))
+		return 0;	/* already so: nothing for the device TLB to forget */
 	replaced = !!(READ_ONCE(*pte) & GMEM_PTE_VALID);
 	if (READ_ONCE(*pte) & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE))
 		gmem_leaf_release(ctx, pte, 1);
@@ -266,9 +268,9 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 		bool write = pfn & HMM_PFN_WRITE;
 		struct gmem_pt *pt;
 		dma_addr_t dma;
+		u64 entry, *pte;
 		bool huge;
 		int level;
-		u64 *pte;
 
 		if (!(pfn & HMM_PFN_VALID) || (pfn & HMM_PFN_ERROR))
 			continue;
@@ -315,15 +317,24 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 				   DMA_BIDIRECTIONAL);
 		if (dma_mapping_error(dev, dma))
 			return -ENOMEM;
+		if (huge)
+			i += 511;
+		entry = gmem_leaf_pte(dma, write, false) | (huge ? GMEM_PTE_HUGE : 0);
+		if (READ_ONCE(*pte) == entry) {
+			/*
+			 * Mapped so already (a direct DMA mapping gives the same address each
+			 * time): keep it, and the device TLB need not forget it.
+			 */
+			dma_unmap_page(dev, dma, gmem_leaf_size(level), DMA_BIDIRECTIONAL);
+			continue;
+		}
 		gmem_dev_count(ctx->g, GMEM_DEV_DMA_MAPPED_NOW, huge ? 512 : 1);
 		if (READ_ONCE(*pte) & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) {
 			replaced++;
 			gmem_leaf_release(ctx, pte, level);
 		}
-		WRITE_ONCE(*pte, gmem_leaf_pte(dma, write, false) | (huge ? GMEM_PTE_HUGE : 0));
+		WRITE_ONCE(*pte, entry);
 		gmem_ctx_count(ctx, GMEM_CTX_PAGES_MAPPED, huge ? 512 : 1);
-		if (huge)
-			i += 511;
 	}
 	return replaced;
 }
