@@ -73,12 +73,12 @@ int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
 }
 
 /*
- * hmm_range_fault() over [start, end): with @fault, faulting in the pages flagged in @req
- * (and, as hmm does, every page from the first flagged one to @end); without, mapping only
- * what the CPU maps. Maps the result into the device page table unless @fault.
+ * hmm_range_fault() over [start, end), faulting in the pages flagged in @req if @fault (and,
+ * as hmm does, every page from the first flagged one to @end), then, if @map, mapping the
+ * result into the device page table.
  */
 static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
-			 unsigned long *pfns, bool fault)
+			 unsigned long *pfns, bool fault, bool map)
 {
 	unsigned long npages = (end - start) >> PAGE_SHIFT;
 	struct hmm_range range = {
@@ -96,7 +96,7 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 		trace_gmem_accel_fault_range(ctx->id, start, end, ret);
 	if (ret)
 		return ret;
-	if (!fault)
+	if (map)
 		replaced = gmem_pt_map(ctx, start, pfns, npages);
 	mutex_unlock(&ctx->lock);
 	if (replaced > 0)	/* e.g. read-only -> writable: the old entry may be cached */
@@ -106,8 +106,9 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 
 /*
  * Fault in the pages flagged in @req of the window [start, end) and map the window's pages
- * the CPU maps. Two passes: hmm_range_fault() faults every page from the first one asked
- * for to the end of its range, so the faulting pass covers just the flagged span.
+ * the CPU maps. hmm_range_fault() faults every page from the first one asked for to the end
+ * of its range, so unless the whole window is asked for, the faulting pass covers just the
+ * flagged span and a second pass maps the window without faulting.
  */
 static int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
 			    unsigned long *pfns)
@@ -119,13 +120,15 @@ static int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned l
 		first++;
 	while (last > first && !req[last - 1])
 		last--;
+	if (first == 0 && last == npages)
+		return gmem_hmm_pass(ctx, start, end, req, pfns, true, true);
 	if (first < last) {
 		ret = gmem_hmm_pass(ctx, start + first * PAGE_SIZE, start + last * PAGE_SIZE,
-				    req + first, pfns + first, true);
+				    req + first, pfns + first, true, false);
 		if (ret)
 			return ret;
 	}
-	return gmem_hmm_pass(ctx, start, end, req, pfns, false);
+	return gmem_hmm_pass(ctx, start, end, req, pfns, false, true);
 }
 
 /*
