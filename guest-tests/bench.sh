@@ -1,15 +1,10 @@
 #!/bin/sh
 # Guest half of scripts/run-bench.sh: the same hmm-bench against gmem-accel's first
 # device-private device and against lib/test_hmm.ko's first device, one after the other.
+. /usr/libexec/gmem-accel/gmem_devices.sh
 bench=/usr/libexec/gmem-accel/hmm-bench
-dev=""
-for d in /sys/class/gmem_accel/gmem_accel*; do
-	[ -e "$d" ] || continue
-	if [ $(($(cat "$d/capabilities") & 0x80)) -eq 0 ]; then
-		dev=${d##*gmem_accel}
-		break
-	fi
-done
+set -- $(gmem_devices private)
+dev=$1
 [ -n "$dev" ] || { echo "bench: no device-private gmem-accel device"; exit 1; }
 echo "BENCH-INFO guest_kernel $(uname -r)"
 echo "BENCH-INFO thp $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled)"

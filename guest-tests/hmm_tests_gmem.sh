@@ -3,20 +3,11 @@
 # kernel's tree) against gmem-accel's test_hmm interface (/dev/gmem_dmirrorN, docs/hmm-tests.md).
 # hmm-tests opens /dev/hmm_dmirror0-1 (device-private) and 2-3 (device-coherent): they become
 # links to the nodes of the first two gmem-accel devices of each kind. Its TAP is ours.
+. /usr/libexec/gmem-accel/gmem_devices.sh
 hmm_tests=/usr/libexec/gmem-accel/hmm-tests
-private="" coherent=""
-for d in /sys/class/gmem_accel/gmem_accel*; do
-	[ -e "$d" ] || continue
-	n=${d##*gmem_accel}
-	if [ $(($(cat "$d/capabilities") & 0x80)) -ne 0 ]; then
-		coherent="$coherent $n"
-	else
-		private="$private $n"
-	fi
-done
-set -- $private
+set -- $(gmem_devices private)
 p0=$1 p1=$2
-set -- $coherent
+set -- $(gmem_devices coherent)
 c0=$1 c1=$2
 if [ -z "$p1" ] || [ -z "$c1" ]; then
 	echo "1..0 # SKIP hmm-tests needs 2 device-private and 2 coherent gmem-accel devices" \
