@@ -1,12 +1,13 @@
 /*
  * gmem-accel: DMA engines, device MMU and replayable faults.
  *
- * Each command queue is an engine. Engines run in a bottom half on the
- * main loop, never on the vCPU thread that rang the doorbell, a budget of
- * work per queue per run. A command that misses a translation stalls only
- * its own queue: the faulting pages (plus the next few the command will
- * touch) go to the fault queue as one group, and the queue waits for the
- * driver's REPLAY or CANCEL for that group.
+ * Each command queue is an engine. A doorbell or a fault response starts its
+ * queue at once on the vCPU thread that wrote it, up to a budget of work;
+ * what is left runs in a bottom half on the main loop, a budget per queue
+ * per run, so a long command never holds a vCPU. A command that misses a
+ * translation stalls only its own queue: the faulting pages (plus the next
+ * few the command will touch) go to the fault queue as one group, and the
+ * queue waits for the driver's REPLAY or CANCEL for that group.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -26,6 +27,8 @@
 
 /* Work a queue may do per bottom-half run before the others get theirs. */
 #define GMEM_ENGINE_BUDGET      (1 * MiB)
+/* Work a doorbell or fault response does on the vCPU thread that wrote it. */
+#define GMEM_INLINE_BUDGET      (256 * KiB)
 #define GMEM_ELEMENT_COST       64      /* budget bytes per compute element */
 /* Steps a faulting command looks ahead for more faults to coalesce. */
 #define GMEM_FAULT_LOOKAHEAD    1024
@@ -405,38 +408,6 @@ static void gmem_queue_stall(GmemAccelState *s, unsigned qid)
     gmem_fault_post(s, qid);    /* or later, when FQ_HEAD makes room */
 }
 
-static void gmem_fault_respond(GmemAccelState *s, uint32_t val)
-{
-    uint16_t group = val & GMEM_RESP_GROUP_MASK;
-    uint32_t code = val >> GMEM_RESP_SHIFT;
-
-    for (unsigned qid = 0; qid < GMEM_NUM_QUEUES; qid++) {
-        GmemQueue *q = &s->queue[qid];
-
-        if (q->state != GMEM_CQ_STATE_STALLED || !q->group_posted ||
-            q->group != group ||
-            (code != GMEM_RESP_REPLAY && code != GMEM_RESP_CANCEL)) {
-            continue;
-        }
-        trace_gmem_accel_fault_response(qid, group, code);
-        if (code == GMEM_RESP_REPLAY) {
-            s->counters[GMEM_CNT_REPLAYS]++;
-            q->nfaults = 0;
-            q->group_posted = false;
-            q->state = GMEM_CQ_STATE_RUNNING;
-        } else {
-            s->counters[GMEM_CNT_CANCELS]++;
-            gmem_queue_complete(s, qid, GMEM_CMD_ST_FAULT);
-        }
-        qemu_bh_schedule(s->engine_bh);
-        return;
-    }
-    gmem_accel_set_error(s, GMEM_ERR_BAD_RESPONSE, val, 0,
-                         "FAULT_RESPONSE 0x%x: no stalled group %u, or "
-                         "code %u is neither REPLAY nor CANCEL", val, group,
-                         code);
-}
-
 /* ---- execution ---- */
 
 typedef struct GmemTarget {
@@ -605,10 +576,9 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
     gmem_queue_complete(s, qid, GMEM_CMD_ST_OK);
 }
 
-static void gmem_queue_run(GmemAccelState *s, unsigned qid)
+static void gmem_queue_run(GmemAccelState *s, unsigned qid, uint64_t budget)
 {
     GmemQueue *q = &s->queue[qid];
-    uint64_t budget = GMEM_ENGINE_BUDGET;
 
     while (budget && q->state == GMEM_CQ_STATE_RUNNING) {
         if (!q->busy) {
@@ -637,12 +607,60 @@ static void gmem_engine_bh(void *opaque)
         return;
     }
     for (unsigned qid = 0; qid < GMEM_NUM_QUEUES; qid++) {
-        gmem_queue_run(s, qid);
+        gmem_queue_run(s, qid, GMEM_ENGINE_BUDGET);
         more |= s->queue[qid].state == GMEM_CQ_STATE_RUNNING;
     }
     if (more) {
         qemu_bh_schedule(s->engine_bh);
     }
+}
+
+/*
+ * Run queue @qid now, on the thread that wrote the doorbell or the fault
+ * response, and leave what is left to the bottom half. Handing every command
+ * to the main loop cost a thread wake-up each way (tens of microseconds
+ * under TCG), which dominated a short command's latency.
+ */
+static void gmem_engine_kick(GmemAccelState *s, unsigned qid)
+{
+    if (runstate_is_running()) {
+        gmem_queue_run(s, qid, GMEM_INLINE_BUDGET);
+    }
+    if (s->queue[qid].state == GMEM_CQ_STATE_RUNNING) {
+        qemu_bh_schedule(s->engine_bh);
+    }
+}
+
+static void gmem_fault_respond(GmemAccelState *s, uint32_t val)
+{
+    uint16_t group = val & GMEM_RESP_GROUP_MASK;
+    uint32_t code = val >> GMEM_RESP_SHIFT;
+
+    for (unsigned qid = 0; qid < GMEM_NUM_QUEUES; qid++) {
+        GmemQueue *q = &s->queue[qid];
+
+        if (q->state != GMEM_CQ_STATE_STALLED || !q->group_posted ||
+            q->group != group ||
+            (code != GMEM_RESP_REPLAY && code != GMEM_RESP_CANCEL)) {
+            continue;
+        }
+        trace_gmem_accel_fault_response(qid, group, code);
+        if (code == GMEM_RESP_REPLAY) {
+            s->counters[GMEM_CNT_REPLAYS]++;
+            q->nfaults = 0;
+            q->group_posted = false;
+            q->state = GMEM_CQ_STATE_RUNNING;
+        } else {
+            s->counters[GMEM_CNT_CANCELS]++;
+            gmem_queue_complete(s, qid, GMEM_CMD_ST_FAULT);
+        }
+        gmem_engine_kick(s, qid);
+        return;
+    }
+    gmem_accel_set_error(s, GMEM_ERR_BAD_RESPONSE, val, 0,
+                         "FAULT_RESPONSE 0x%x: no stalled group %u, or "
+                         "code %u is neither REPLAY nor CANCEL", val, group,
+                         code);
 }
 
 /* ---- registers ---- */
@@ -764,7 +782,7 @@ static bool gmem_queue_reg_write(GmemAccelState *s, unsigned qid, unsigned r,
             if (q->state == GMEM_CQ_STATE_IDLE) {
                 q->state = GMEM_CQ_STATE_RUNNING;
             }
-            qemu_bh_schedule(s->engine_bh);
+            gmem_engine_kick(s, qid);
         }
         return true;
     case GMEM_CQ_HEAD:
