@@ -39,6 +39,7 @@ enum gmem_dev_counter {
 	GMEM_DEV_FAULT_RECORDS,
 	GMEM_DEV_FAULT_RECORDS_DROPPED,	/* beyond GMEM_FAULT_GROUP_MAX in one group */
 	GMEM_DEV_FAULT_GROUPS,
+	GMEM_DEV_FAULT_GROUPS_BY_WAITER,	/* of those, served by a waiting process */
 	GMEM_DEV_REPLAYS,
 	GMEM_DEV_CANCELS,
 	GMEM_DEV_INVALIDATIONS,
@@ -136,12 +137,14 @@ struct gmem_accel {
 
 	struct gmem_queue queue[GMEM_NUM_QUEUES];
 
-	/* fault queue, drained by fault_work */
+	/* fault queue, drained by fault_work or a waiting process under fault_lock */
+	struct mutex fault_lock;
+	atomic_t fault_servers;		/* processes that will drain it before they sleep */
 	void *fq;
 	dma_addr_t fq_dma;
 	u32 fq_head;
-	unsigned long *fault_req;	/* fault_work's hmm input flags and results, */
-	unsigned long *fault_pfns;	/* one 2 MiB block each (the work is ordered) */
+	unsigned long *fault_req;	/* the drainer's hmm input flags and results, */
+	unsigned long *fault_pfns;	/* one 2 MiB block each */
 	struct work_struct fault_work;
 	struct workqueue_struct *wq;
 
@@ -264,6 +267,8 @@ int gmem_tlb_invalidate(struct gmem_accel *g, unsigned int ctx, u64 va, u64 size
 int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
 		u64 *fence);
 int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
+int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
+		     u32 timeout_ms);
 void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q);
 int gmem_ctx_drain(struct gmem_ctx *ctx);
 void gmem_put_desc(void *d, u8 op, u8 flags, u16 ctx, u64 dst, u64 src, u64 size,
@@ -281,6 +286,7 @@ int gmem_pt_map_exclusive(struct gmem_ctx *ctx, u64 va, struct page **pages,
 			  unsigned long npages);
 u64 gmem_pt_leaf(struct gmem_ctx *ctx, u64 va, bool *huge);
 bool gmem_pt_any_exclusive(struct gmem_ctx *ctx, u64 start, u64 end);
+bool gmem_pt_maps_all(struct gmem_ctx *ctx, u64 start, u64 end, bool write);
 void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npages);
 void gmem_pt_unmap(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src,
@@ -300,6 +306,9 @@ void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m);
 
 /* gmem_accel_fault.c: fault queue servicing */
 void gmem_fault_work(struct work_struct *work);
+bool gmem_fault_serve(struct gmem_accel *g);
+void gmem_fault_serve_begin(struct gmem_accel *g);
+void gmem_fault_serve_end(struct gmem_accel *g);
 int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
 			  const unsigned long *req, unsigned long npages);
 

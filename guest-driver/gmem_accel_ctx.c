@@ -387,6 +387,20 @@ u64 gmem_pt_leaf(struct gmem_ctx *ctx, u64 va, bool *huge)
 	return pt ? READ_ONCE(pt->pte[GMEM_PT_INDEX(va, 1)]) : 0;
 }
 
+/* Does the device map every page of [start, end), writable too if @write? */
+bool gmem_pt_maps_all(struct gmem_ctx *ctx, u64 start, u64 end, bool write)
+{
+	u64 need = GMEM_PTE_VALID | (write ? GMEM_PTE_WRITE : 0);
+	bool all = true, huge;
+
+	mutex_lock(&ctx->lock);
+	for (u64 va = start; va < end && all; va += huge ? GMEM_HUGE_SIZE - (va & (GMEM_HUGE_SIZE - 1))
+							: PAGE_SIZE)
+		all = (gmem_pt_leaf(ctx, va, &huge) & need) == need;
+	mutex_unlock(&ctx->lock);
+	return all;
+}
+
 /* Does the device still hold a page of [start, end) exclusively? */
 bool gmem_pt_any_exclusive(struct gmem_ctx *ctx, u64 start, u64 end)
 {

@@ -17,6 +17,7 @@ static const char * const gmem_dev_counter_names[GMEM_DEV_NR_COUNTERS] = {
 	[GMEM_DEV_FAULT_RECORDS] = "fault_records",
 	[GMEM_DEV_FAULT_RECORDS_DROPPED] = "fault_records_dropped",
 	[GMEM_DEV_FAULT_GROUPS] = "fault_groups",
+	[GMEM_DEV_FAULT_GROUPS_BY_WAITER] = "fault_groups_by_waiter",
 	[GMEM_DEV_REPLAYS] = "replays",
 	[GMEM_DEV_CANCELS] = "cancels",
 	[GMEM_DEV_INVALIDATIONS] = "invalidations",

@@ -83,7 +83,7 @@ static u64 gmem_window_end(u64 va, u64 end)
 static int gmem_dmirror_copy(struct gmem_file *f, u64 dst, u64 src, u64 size, bool ahead_src,
 			     u64 *faults)
 {
-	u64 n = DIV_ROUND_UP(size, GMEM_CMD_MAX_BYTES), before, fence;
+	u64 n = DIV_ROUND_UP(size, GMEM_CMD_MAX_BYTES), before;
 	struct gmem_ctx *ctx = f->ctx;
 	struct gmem_accel_cmd *cmds;
 	int ret;
@@ -106,10 +106,8 @@ static int gmem_dmirror_copy(struct gmem_file *f, u64 dst, u64 src, u64 size, bo
 	/* The device's first fault comes after the doorbell, which orders these stores. */
 	WRITE_ONCE(ctx->nahead, ahead_src ? 2 : 1);
 	before = atomic64_read(&ctx->stats[GMEM_CTX_FAULT_GROUPS]);
-	ret = gmem_submit(ctx, cmds, n, &fence);
+	ret = gmem_submit_wait(ctx, cmds, n, GMEM_DMIRROR_TIMEOUT_MS);
 	kfree(cmds);
-	if (!ret)
-		ret = gmem_wait(ctx, fence, GMEM_DMIRROR_TIMEOUT_MS);
 	WRITE_ONCE(ctx->nahead, 0);
 	*faults = atomic64_read(&ctx->stats[GMEM_CTX_FAULT_GROUPS]) - before;
 	return ret;

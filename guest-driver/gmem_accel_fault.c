@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * gmem-accel driver: replayable device faults. The fault interrupt queues fault_work, which
- * drains the fault queue a group at a time (a group = the pages one stalled command needs),
- * faults the pages in with hmm_range_fault, maps them into the context's device page table
- * and answers REPLAY; a fault the process's mappings cannot satisfy is answered CANCEL and
+ * (or a process about to wait for its batch, gmem_fault_serve) drains the fault queue a group
+ * at a time (a group = the pages one stalled command needs), faults the pages in with
+ * hmm_range_fault, maps them into the context's device page table and answers REPLAY; a fault the process's mappings cannot satisfy is answered CANCEL and
  * the command fails with the errno hmm_range_fault gave (EFAULT, EPERM).
  */
 #include <linux/hmm.h>
@@ -13,6 +13,9 @@
 
 #include "gmem_accel.h"
 #include "gmem_accel_trace.h"
+
+/* Present pages around a fault are mapped with it, a block of this size (a THP: all of it). */
+#define GMEM_MAP_AROUND		SZ_64K
 
 struct gmem_fault {
 	u64 va;
@@ -104,37 +107,59 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 	return replaced < 0 ? replaced : 0;
 }
 
+/* Memory that lives in 2 MiB units, a THP or an HBM chunk of ours, is mapped a window at once. */
+static bool gmem_fault_whole_window(struct gmem_ctx *ctx, unsigned long hmm_pfn)
+{
+	u64 off;
+
+	return (hmm_pfn & HMM_PFN_VALID) &&
+	       (hmm_pfn_to_map_order(hmm_pfn) >= GMEM_HUGE_SHIFT - PAGE_SHIFT ||
+		gmem_hbm_page(ctx->g, hmm_pfn_to_page(hmm_pfn), &off));
+}
+
 /*
- * Fault in the pages flagged in @req of the window [start, end) and map the window's pages
- * the CPU maps. hmm_range_fault() faults every page from the first one asked for to the end
- * of its range, so unless the whole window is asked for, the faulting pass covers just the
- * flagged span and a second pass maps the window without faulting.
+ * Fault in the pages flagged in @req of the window [start, end) (2 MiB at most) and map,
+ * with them, the pages the CPU maps in their 64 KiB blocks; the whole window where memory
+ * comes in 2 MiB units (a THP, which the device then maps with a 2 MiB page; an HBM chunk).
+ * Walking all 2 MiB of neighbours every time doubled a single-page fault's round trip.
+ * hmm_range_fault() faults every page from the first one asked for to the end of its
+ * range, so unless the whole window is asked for, the faulting pass covers just the flagged
+ * span and a second pass maps the neighbours without faulting.
  */
 static int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
 			    unsigned long *pfns)
 {
 	unsigned long npages = (end - start) >> PAGE_SHIFT, first = 0, last = npages;
+	unsigned long a, b;
 	int ret;
 
 	while (first < npages && !req[first])
 		first++;
 	while (last > first && !req[last - 1])
 		last--;
+	if (first == last)
+		return 0;
 	if (first == 0 && last == npages)
 		return gmem_hmm_pass(ctx, start, end, req, pfns, true, true);
-	if (first < last) {
-		ret = gmem_hmm_pass(ctx, start + first * PAGE_SIZE, start + last * PAGE_SIZE,
-				    req + first, pfns + first, true, false);
-		if (ret)
-			return ret;
+	a = (max_t(u64, ALIGN_DOWN(start + first * PAGE_SIZE, GMEM_MAP_AROUND), start) - start) >>
+	    PAGE_SHIFT;
+	b = (min_t(u64, ALIGN(start + last * PAGE_SIZE, GMEM_MAP_AROUND), end) - start) >>
+	    PAGE_SHIFT;
+	ret = gmem_hmm_pass(ctx, start + first * PAGE_SIZE, start + last * PAGE_SIZE,
+			    req + first, pfns + first, true, false);
+	if (ret)
+		return ret;
+	if (gmem_fault_whole_window(ctx, pfns[first])) {
+		a = 0;
+		b = npages;
 	}
-	return gmem_hmm_pass(ctx, start, end, req, pfns, false, true);
+	return gmem_hmm_pass(ctx, start + a * PAGE_SIZE, start + b * PAGE_SIZE, req + a,
+			     pfns + a, false, true);
 }
 
 /*
- * The window around faulting page @va: its 2 MiB-aligned block, inside its VMA. Pages in it
- * the CPU already maps are mapped for the device too, without faulting them; and where the
- * CPU maps a THP, the device gets a 2 MiB page.
+ * The window around faulting page @va: its 2 MiB-aligned block, inside its VMA; the unit
+ * gmem_fault_range() works in.
  */
 static int gmem_fault_window(struct gmem_ctx *ctx, u64 va, u64 *start, u64 *end)
 {
@@ -169,7 +194,10 @@ static const struct gmem_fault_ahead *gmem_ahead_of(struct gmem_ctx *ctx, u64 va
 	return NULL;
 }
 
-/* Fault in the whole of @r, a window at a time: every page requested. */
+/*
+ * Fault in the whole of @r, a window at a time: every page requested. A window the device
+ * maps already (e.g. the other buffer of a copy, in use before) is left as it is.
+ */
 static int gmem_fault_ahead(struct gmem_ctx *ctx, const struct gmem_fault_ahead *r,
 			    unsigned long *req, unsigned long *pfns)
 {
@@ -180,6 +208,8 @@ static int gmem_fault_ahead(struct gmem_ctx *ctx, const struct gmem_fault_ahead 
 		ret = gmem_fault_window(ctx, va, &start, &end);
 		if (ret)
 			break;
+		if (gmem_pt_maps_all(ctx, va, min(r->end, end), r->write))
+			continue;
 		for (u64 p = start; p < end; p += PAGE_SIZE)
 			req[(p - start) >> PAGE_SHIFT] = p >= va && p < r->end ? want : 0;
 		ret = gmem_fault_range(ctx, start, end, req, pfns);
@@ -259,14 +289,15 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 	gmem_write(g, GMEM_REG_FAULT_RESPONSE, resp);
 }
 
-void gmem_fault_work(struct work_struct *work)
+/* Answer every complete group in the fault queue; how many there were. */
+static unsigned int gmem_fault_drain(struct gmem_accel *g)
 {
-	struct gmem_accel *g = container_of(work, struct gmem_accel, fault_work);
 	struct gmem_fault group[GMEM_FAULT_GROUP_MAX];
 	u32 mask = (1u << GMEM_FQ_LOG2) - 1;
-	unsigned int n = 0;
+	unsigned int n = 0, groups = 0;
 	u32 tail;
 
+	lockdep_assert_held(&g->fault_lock);
 	while (g->regs && (tail = gmem_read(g, GMEM_REG_FQ_TAIL)) != g->fq_head) {
 		if (tail > mask)
 			break;
@@ -275,7 +306,7 @@ void gmem_fault_work(struct work_struct *work)
 			struct gmem_fault f;
 
 			gmem_fault_read(g, g->fq_head, &f);
-			g->fq_head = (g->fq_head + 1) & mask;
+			WRITE_ONCE(g->fq_head, (g->fq_head + 1) & mask);
 			gmem_dev_count(g, GMEM_DEV_FAULT_RECORDS, 1);
 			if (n < GMEM_FAULT_GROUP_MAX)
 				group[n++] = f;
@@ -283,10 +314,55 @@ void gmem_fault_work(struct work_struct *work)
 				gmem_dev_count(g, GMEM_DEV_FAULT_RECORDS_DROPPED, 1);
 			if (f.flags & GMEM_FAULT_F_LAST) {
 				gmem_fault_answer(g, group, n, g->fault_req, g->fault_pfns);
+				groups++;
 				n = 0;
 			}
 		}
 		/* Consumed: a group waiting for room in the queue can be posted now. */
 		gmem_write(g, GMEM_REG_FQ_HEAD, g->fq_head);
 	}
+	return groups;
+}
+
+void gmem_fault_work(struct work_struct *work)
+{
+	struct gmem_accel *g = container_of(work, struct gmem_accel, fault_work);
+
+	mutex_lock(&g->fault_lock);
+	gmem_fault_drain(g);
+	mutex_unlock(&g->fault_lock);
+}
+
+/*
+ * A process that waits for its batch serves the faults the batch raises on its own thread
+ * (gmem_fault_serve): the device posts them as the doorbell is written, and handing them to
+ * the fault worker costs a wake-up of another CPU each way, most of a fault's round trip.
+ * Between gmem_fault_serve_begin() and _end() the fault interrupt leaves the queue to such
+ * a process; _end() hands whatever is left to the worker.
+ */
+void gmem_fault_serve_begin(struct gmem_accel *g)
+{
+	atomic_inc(&g->fault_servers);
+}
+
+void gmem_fault_serve_end(struct gmem_accel *g)
+{
+	atomic_dec(&g->fault_servers);
+	/* Pairs with gmem_fault_irq(): it queued the worker, or its records are seen here. */
+	smp_mb__after_atomic();
+	if (g->regs && gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head))
+		queue_work(g->wq, &g->fault_work);
+}
+
+/* Serve the fault queue, unless someone already is; false if it had no complete group. */
+bool gmem_fault_serve(struct gmem_accel *g)
+{
+	unsigned int groups;
+
+	if (!mutex_trylock(&g->fault_lock))
+		return false;
+	groups = gmem_fault_drain(g);
+	mutex_unlock(&g->fault_lock);
+	gmem_dev_count(g, GMEM_DEV_FAULT_GROUPS_BY_WAITER, groups);
+	return groups;
 }

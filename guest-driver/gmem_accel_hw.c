@@ -18,7 +18,10 @@ static irqreturn_t gmem_fault_irq(int irq, void *data)
 	struct gmem_accel *g = data;
 
 	gmem_dev_count(g, GMEM_DEV_FAULT_IRQS, 1);
-	queue_work(g->wq, &g->fault_work);
+	/* A process about to wait drains the queue itself (gmem_fault_serve_end). */
+	smp_mb();
+	if (!atomic_read(&g->fault_servers))
+		queue_work(g->wq, &g->fault_work);
 	return IRQ_HANDLED;
 }
 
@@ -75,6 +78,7 @@ int gmem_hw_init(struct gmem_accel *g)
 
 	mutex_init(&g->ctx_lock);
 	mutex_init(&g->inv_lock);
+	mutex_init(&g->fault_lock);
 	ida_init(&g->ctx_ids);
 	INIT_WORK(&g->fault_work, gmem_fault_work);
 	/* Context 0: the driver's own commands (no address space; HBM and bus addresses). */

@@ -303,6 +303,30 @@ int gmem_kernel_run(struct gmem_accel *g, void *descs, unsigned int count)
 	return ret;
 }
 
+/* Serve faults on this thread (see gmem_fault_serve_begin) while batch @seq of @q runs. */
+static void gmem_wait_serving(struct gmem_accel *g, struct gmem_queue *q, u64 seq)
+{
+	while (!gmem_fence_done(q, seq) && gmem_fault_serve(g))
+		cond_resched();
+}
+
+/* gmem_submit() and gmem_wait() for it, serving its faults on this thread. */
+int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
+		     u32 timeout_ms)
+{
+	struct gmem_accel *g = ctx->g;
+	u64 fence;
+	int ret;
+
+	gmem_fault_serve_begin(g);
+	ret = gmem_submit(ctx, cmds, count, &fence);
+	if (!ret)
+		gmem_wait_serving(g, &g->queue[fence >> GMEM_FENCE_QUEUE_SHIFT],
+				  fence & GENMASK_ULL(GMEM_FENCE_QUEUE_SHIFT - 1, 0));
+	gmem_fault_serve_end(g);
+	return ret ?: gmem_wait(ctx, fence, timeout_ms);
+}
+
 int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 {
 	u32 qid = fence >> GMEM_FENCE_QUEUE_SHIFT;
@@ -313,6 +337,7 @@ int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 	if (qid >= GMEM_NUM_QUEUES || !seq || seq > ctx->last_fence[qid])
 		return -EINVAL;
 	q = &ctx->g->queue[qid];
+	gmem_wait_serving(ctx->g, q, seq);
 	left = wait_event_interruptible_timeout(q->wq, gmem_fence_done(q, seq),
 						msecs_to_jiffies(timeout_ms));
 	if (left < 0)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include <lib/test_hmm_uapi.h>
 #include "gmem_accel_hw.h"
 #include "gmem_accel_uapi.h"
 #include "gmem_test_util.h"
@@ -261,6 +262,65 @@ TEST_F(svm, fault_populates_only_the_faulting_page)
 	EXPECT_EQ(1, resident[7] & 1);
 	EXPECT_EQ(0x5a, buf[7 * PAGE + 100]);
 	munmap(raw, 2 * HUGE);
+}
+
+/*
+ * A device fault maps, with the faulting page, the pages around it that the CPU maps: those
+ * of its 64 KiB block, not the rest of the 2 MiB window (small pages; a THP is mapped whole).
+ */
+TEST_F(svm, fault_maps_present_neighbours_in_64k_block)
+{
+	uint8_t *raw = map_anon(2 * HUGE, PROT_READ | PROT_WRITE), *buf, *out = malloc(PAGE);
+	uint8_t view[512];
+	struct gmem_accel_snapshot s = { .npages = 512, .out = (uintptr_t)view };
+	int i;
+
+	ASSERT_NE(NULL, raw);
+	buf = (uint8_t *)(((uintptr_t)raw + HUGE - 1) & ~(HUGE - 1));
+	ASSERT_EQ(0, madvise(buf, HUGE, MADV_NOHUGEPAGE));
+	memset(buf, 0x6e, HUGE);
+	ASSERT_EQ(0, dev_copy(self->fd, out, buf + 20 * PAGE, PAGE));
+	EXPECT_EQ(0x6e, out[PAGE - 1]);
+	s.addr = (uintptr_t)buf;
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_SNAPSHOT, &s));
+	for (i = 0; i < 512; i++)
+		ASSERT_EQ(i >= 16 && i < 32 ? GMEM_ACCEL_PAGE_READ | GMEM_ACCEL_PAGE_WRITE : 0,
+			  view[i]) TH_LOG("page %d", i);
+	munmap(raw, 2 * HUGE);
+	free(out);
+}
+
+/*
+ * A process waiting for its command serves the command's fault itself (no hand-off to the
+ * fault worker): test_hmm's READ through /dev/gmem_dmirror0 takes one fault group, served
+ * by the waiter, and reads the fresh pages as zeros.
+ */
+TEST(waiter_serves_its_faults)
+{
+	int fd = open("/dev/gmem_dmirror0", O_RDWR);
+	uint8_t *buf = map_anon(4 * PAGE, PROT_READ | PROT_WRITE), *mirror = malloc(4 * PAGE);
+	struct hmm_dmirror_cmd c = { .addr = (uintptr_t)buf, .ptr = (uintptr_t)mirror,
+				     .npages = 4 };
+	int64_t groups0, groups1, by_waiter0, by_waiter1;
+	size_t i;
+
+	ASSERT_LE(0, fd) TH_LOG("open /dev/gmem_dmirror0: %s", strerror(errno));
+	ASSERT_NE(NULL, buf);
+	memset(mirror, 0xee, 4 * PAGE);
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_groups", &groups0));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_groups_by_waiter", &by_waiter0));
+	ASSERT_EQ(0, ioctl(fd, HMM_DMIRROR_READ, &c)) TH_LOG("%s", strerror(errno));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_groups", &groups1));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_groups_by_waiter", &by_waiter1));
+	EXPECT_EQ(4, c.cpages);
+	EXPECT_EQ(1, c.faults);
+	EXPECT_EQ(1, groups1 - groups0);
+	EXPECT_EQ(1, by_waiter1 - by_waiter0);
+	for (i = 0; i < 4 * PAGE; i++)
+		ASSERT_EQ(0, mirror[i]) TH_LOG("byte %zu", i);
+	munmap(buf, 4 * PAGE);
+	free(mirror);
+	close(fd);
 }
 
 /* Compute commands: atomics on one counter, a strided scale-add. */
