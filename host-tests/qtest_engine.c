@@ -77,6 +77,61 @@ static void test_copy_all_kinds(void)
     env_quit(e);
 }
 
+/*
+ * Pages that are contiguous behind their VAs move in one step, pages that
+ * are not in steps of their own, and a missing page ends a run without
+ * being skipped: a copy over 6 VA pages whose targets run 0,1,2 | 9 | 10,11
+ * lands byte for byte, and with page 3 missing faults on page 3 alone.
+ */
+static void test_copy_contiguous_runs(void)
+{
+    static const unsigned page_of[6] = { 0, 1, 2, 9, 10, 11 };
+    const uint64_t va = 0x40000000ull, sys = SYS_DATA + 0x300000;
+    const size_t len = 6 * 4096 - 300;
+    Env *e = env_start(NULL);
+    g_autofree uint8_t *src = g_malloc(len), *out = g_malloc(len);
+    Rec r[4];
+    uint32_t idx;
+
+    for (unsigned p = 0; p < 6; p++) {
+        if (p != 3) {
+            map4k(e, va + p * 4096, sys + page_of[p] * 4096, RWA);
+        }
+    }
+    pattern(src, len, 21);
+    for (unsigned p = 0; p < 6; p++) {
+        qt_memwrite(e->qt, sys + page_of[p] * 4096 + (p ? 0 : 100),
+                    src + (p ? p * 4096 - 100 : 0),
+                    MIN(4096 - (p ? 0 : 100), len - (p ? p * 4096 - 100 : 0)));
+    }
+    idx = submit(e, 1, copy_cmd(GMEM_ADDR_HBM, 0x5000, GMEM_ADDR_VA,
+                                va + 100, len));
+    wait_state(e, 1, GMEM_CQ_STATE_STALLED);
+    g_assert_cmpuint(fq_take(e, r, G_N_ELEMENTS(r)), ==, 1);
+    g_assert_cmphex(r[0].va, ==, va + 3 * 4096);
+    map4k(e, va + 3 * 4096, sys + page_of[3] * 4096, RWA);
+    qt_memwrite(e->qt, sys + page_of[3] * 4096, src + 3 * 4096 - 100, 4096);
+    respond(e, r[0].group, GMEM_RESP_REPLAY);
+    g_assert_cmpuint(wait_done(e, 1, idx), ==, GMEM_CMD_ST_OK);
+    qt_memread(e->qt, BAR2_ADDR + 0x5000, out, len);
+    g_assert_cmpmem(out, len, src, len);
+
+    /* And back, HBM to the scattered pages. */
+    pattern(src, len, 22);
+    qt_memwrite(e->qt, BAR2_ADDR + 0x5000, src, len);
+    g_assert_cmpuint(run(e, 1, copy_cmd(GMEM_ADDR_VA, va + 100, GMEM_ADDR_HBM,
+                                        0x5000, len)), ==, GMEM_CMD_ST_OK);
+    for (unsigned p = 0; p < 6; p++) {
+        size_t off = p ? p * 4096 - 100 : 0;
+        size_t n = MIN(4096 - (p ? 0 : 100), len - off);
+
+        qt_memread(e->qt, sys + page_of[p] * 4096 + (p ? 0 : 100), out, n);
+        g_assert_cmpmem(out, n, src + off, n);
+    }
+    g_assert_cmpuint(counter(e, GMEM_CNT_BYTES), ==, 2 * len);
+    env_quit(e);
+}
+
 static void test_fill_all_kinds(void)
 {
     static const uint64_t dst[3] = {
@@ -645,6 +700,8 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/gmem-accel/dma/copy-all-kinds", test_copy_all_kinds);
+    g_test_add_func("/gmem-accel/dma/copy-contiguous-runs",
+                    test_copy_contiguous_runs);
     g_test_add_func("/gmem-accel/dma/fill-all-kinds", test_fill_all_kinds);
     g_test_add_func("/gmem-accel/dma/fence-notify", test_fence_notify);
     g_test_add_func("/gmem-accel/dma/compute", test_compute);

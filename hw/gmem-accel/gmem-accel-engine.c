@@ -17,6 +17,7 @@
 #include "qemu/bswap.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
+#include "qemu/rcu.h"
 #include "qemu/units.h"
 #include "hw/pci/msix.h"
 #include "migration/vmstate.h"
@@ -57,6 +58,7 @@ static bool gmem_hbm_range(GmemAccelState *s, uint64_t addr, uint64_t len)
 bool gmem_read_pte(void *opaque, bool hbm, uint64_t addr, uint64_t *pte)
 {
     GmemAccelState *s = opaque;
+    MemTxResult res;
 
     if (hbm) {
         if (!gmem_hbm_range(s, addr, sizeof(*pte))) {
@@ -65,8 +67,13 @@ bool gmem_read_pte(void *opaque, bool hbm, uint64_t addr, uint64_t *pte)
         *pte = ldq_le_p(s->hbm_ptr + addr);
         return true;
     }
-    return ldq_le_pci_dma(PCI_DEVICE(s), addr, pte,
-                          MEMTXATTRS_UNSPECIFIED) == MEMTX_OK;
+    /*
+     * Not ldq_le_pci_dma(): its dma_memory_rw() path made walks cost more
+     * than the copies they serve.
+     */
+    *pte = address_space_ldq_le(pci_get_address_space(PCI_DEVICE(s)), addr,
+                                MEMTXATTRS_UNSPECIFIED, &res);
+    return res == MEMTX_OK;
 }
 
 static bool gmem_mem_rw(GmemAccelState *s, bool hbm, uint64_t addr,
@@ -88,6 +95,67 @@ static bool gmem_mem_rw(GmemAccelState *s, bool hbm, uint64_t addr,
                       write ? DMA_DIRECTION_FROM_DEVICE
                             : DMA_DIRECTION_TO_DEVICE,
                       MEMTXATTRS_UNSPECIFIED) == MEMTX_OK;
+}
+
+/*
+ * A host pointer to @len bytes of system memory at bus address @addr, mapped
+ * with pci_dma_map(), if all of them are RAM the device may access directly;
+ * NULL for anything else (MMIO, holes, ROM for writes, bus mastering off),
+ * which then goes through pci_dma_rw() and its error reporting.
+ */
+static void *gmem_sys_map(GmemAccelState *s, uint64_t addr, uint64_t len,
+                          bool write)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    DMADirection dir = write ? DMA_DIRECTION_FROM_DEVICE
+                             : DMA_DIRECTION_TO_DEVICE;
+    hwaddr xlat, l = len;
+    bool direct;
+    void *p;
+
+    WITH_RCU_READ_LOCK_GUARD() {
+        MemoryRegion *mr = address_space_translate(
+            pci_get_address_space(pdev), addr, &xlat, &l, write,
+            MEMTXATTRS_UNSPECIFIED);
+
+        direct = l == len &&
+                 memory_access_is_direct(mr, write, MEMTXATTRS_UNSPECIFIED);
+    }
+    if (!direct) {
+        return NULL;
+    }
+    l = len;
+    p = pci_dma_map(pdev, addr, &l, dir);
+    if (p && l < len) {
+        pci_dma_unmap(pdev, p, l, dir, 0);
+        return NULL;
+    }
+    return p;
+}
+
+/* A host pointer to @len bytes of HBM or system RAM, or NULL (see above). */
+static void *gmem_mem_map(GmemAccelState *s, bool hbm, uint64_t addr,
+                          uint64_t len, bool write)
+{
+    if (hbm) {
+        return gmem_hbm_range(s, addr, len) ? s->hbm_ptr + addr : NULL;
+    }
+    return gmem_sys_map(s, addr, len, write);
+}
+
+/* Done with gmem_mem_map()'s @p: mark what was @written dirty. */
+static void gmem_mem_unmap(GmemAccelState *s, bool hbm, uint64_t addr,
+                           void *p, uint64_t len, bool write, bool written)
+{
+    if (hbm) {
+        if (written) {
+            memory_region_set_dirty(&s->hbm, addr, len);
+        }
+        return;
+    }
+    pci_dma_unmap(PCI_DEVICE(s), p, len,
+                  write ? DMA_DIRECTION_FROM_DEVICE : DMA_DIRECTION_TO_DEVICE,
+                  written ? len : 0);
 }
 
 static uint64_t gmem_load_elem(const void *p, unsigned width)
@@ -484,6 +552,105 @@ static uint32_t gmem_step_translate(GmemAccelState *s, unsigned qid,
     return faulted ? GMEM_CMD_ST_FAULT : GMEM_CMD_ST_OK;
 }
 
+/*
+ * COPY between RAM (HBM or system) with one memmove from host pointer to host
+ * pointer; false, with nothing done, if either side is not RAM.
+ */
+static bool gmem_copy_direct(GmemAccelState *s, const GmemTarget *tgt,
+                             uint64_t len)
+{
+    void *src = gmem_mem_map(s, tgt[0].hbm, tgt[0].addr, len, false);
+    void *dst = src ? gmem_mem_map(s, tgt[1].hbm, tgt[1].addr, len, true)
+                    : NULL;
+
+    if (dst) {
+        memmove(dst, src, len);
+        gmem_mem_unmap(s, tgt[1].hbm, tgt[1].addr, dst, len, true, true);
+    }
+    if (src) {
+        gmem_mem_unmap(s, tgt[0].hbm, tgt[0].addr, src, len, false, false);
+    }
+    return dst;
+}
+
+/* FILL's byte @i of the step at @progress: @value repeated, little-endian. */
+static void gmem_fill_pattern(uint8_t *buf, uint64_t len, uint64_t progress,
+                              uint64_t value)
+{
+    uint64_t splat = (value & 0xff) * 0x0101010101010101ull;
+
+    if (value == splat) {
+        memset(buf, value & 0xff, len);
+        return;
+    }
+    for (uint64_t i = 0; i < len; i++) {
+        buf[i] = value >> (8 * ((progress + i) & 7));
+    }
+}
+
+/* Translate the step's operands if all of them can be, with no side effect. */
+static bool gmem_step_translates(GmemAccelState *s, uint16_t ctx,
+                                 const GmemStep *step, GmemTarget *tgt)
+{
+    for (unsigned i = 0; i < 2; i++) {
+        const GmemOperand *op = &step->op[i];
+        GmemTranslation t;
+
+        if (!op->len) {
+            continue;
+        }
+        if (op->kind != GMEM_ADDR_VA) {
+            tgt[i] = (GmemTarget) { op->kind == GMEM_ADDR_HBM, op->addr };
+            continue;
+        }
+        if (gmem_translate(s, ctx, op->addr, op->access, &t) != GMEM_WALK_OK) {
+            return false;
+        }
+        tgt[i] = (GmemTarget) { t.target_hbm,
+                                t.target + (op->addr - t.va_base) };
+    }
+    return true;
+}
+
+/*
+ * Grow a translated COPY or FILL step over the steps after it while each
+ * operand goes on contiguously in the same memory, up to GMEM_STEP_MAX_BYTES:
+ * pages the driver allocates in a row (HBM chunks, split THPs) then move with
+ * one memmove, one mapping and one dirty update instead of one per page.
+ */
+static void gmem_step_merge(GmemAccelState *s, const GmemCmd *c,
+                            GmemStep *step, const GmemTarget *tgt)
+{
+    uint64_t len = gmem_cmd_length(c);
+
+    if (c->opcode != GMEM_OP_COPY && c->opcode != GMEM_OP_FILL) {
+        return;
+    }
+    while (step->next < len) {
+        GmemStep n;
+        GmemTarget nt[2];
+        bool contiguous = true;
+
+        gmem_cmd_step(c, step->next, &n);
+        if (step->op[1].len + n.op[1].len > GMEM_STEP_MAX_BYTES ||
+            !gmem_step_translates(s, c->ctx, &n, nt)) {
+            return;
+        }
+        for (unsigned i = 0; i < 2; i++) {
+            contiguous &= !n.op[i].len ||
+                          (nt[i].hbm == tgt[i].hbm &&
+                           nt[i].addr == tgt[i].addr + step->op[i].len);
+        }
+        if (!contiguous) {
+            return;
+        }
+        for (unsigned i = 0; i < 2; i++) {
+            step->op[i].len += n.op[i].len;
+        }
+        step->next = n.next;
+    }
+}
+
 /* Do the step's work on translated targets; false on a DMA error. */
 static bool gmem_step_exec(GmemAccelState *s, GmemQueue *q,
                            uint64_t progress, const GmemStep *step,
@@ -498,21 +665,30 @@ static bool gmem_step_exec(GmemAccelState *s, GmemQueue *q,
 
     switch (c->opcode) {
     case GMEM_OP_COPY:
-        if (!gmem_mem_rw(s, tgt[0].hbm, tgt[0].addr, buf, src->len, false) ||
-            !gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr, buf, dst->len, true)) {
+        if (!gmem_copy_direct(s, tgt, dst->len) &&
+            (!gmem_mem_rw(s, tgt[0].hbm, tgt[0].addr, buf, src->len, false) ||
+             !gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr, buf, dst->len, true))) {
             return false;
         }
         s->counters[GMEM_CNT_BYTES] += dst->len;
         return true;
-    case GMEM_OP_FILL:
-        for (uint32_t i = 0; i < dst->len; i++) {
-            buf[i] = c->value >> (8 * ((progress + i) & 7));
-        }
-        if (!gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr, buf, dst->len, true)) {
-            return false;
+    case GMEM_OP_FILL: {
+        void *p = gmem_mem_map(s, tgt[1].hbm, tgt[1].addr, dst->len, true);
+
+        if (p) {
+            gmem_fill_pattern(p, dst->len, progress, c->value);
+            gmem_mem_unmap(s, tgt[1].hbm, tgt[1].addr, p, dst->len, true,
+                           true);
+        } else {
+            gmem_fill_pattern(buf, dst->len, progress, c->value);
+            if (!gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr, buf, dst->len,
+                             true)) {
+                return false;
+            }
         }
         s->counters[GMEM_CNT_BYTES] += dst->len;
         return true;
+    }
     case GMEM_OP_FENCE:
         stq_le_p(elem, c->value);
         return gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr, elem, 8, true);
@@ -555,6 +731,9 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
         if (st == GMEM_CMD_ST_FAULT) {
             gmem_queue_stall(s, qid);
             return;
+        }
+        if (st == GMEM_CMD_ST_OK) {
+            gmem_step_merge(s, &q->cmd, &step, tgt);
         }
         if (st == GMEM_CMD_ST_OK &&
             !gmem_step_exec(s, q, q->progress, &step, tgt)) {
