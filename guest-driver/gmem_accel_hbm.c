@@ -149,18 +149,46 @@ static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx)
 	return page;
 }
 
+/*
+ * Grow the last descriptor by a page if it is an @op with @flags that ends just before @dst
+ * (and @src): pages that sit in a row on both sides (an HBM chunk, a split THP) move with
+ * one command instead of one each.
+ */
+static bool gmem_extend_last(struct gmem_migration *m, u8 op, u8 flags, u64 dst, u64 src)
+{
+	void *d;
+	u64 size;
+
+	if (!m->ndesc)
+		return false;
+	d = m->desc[m->ndesc - 1];
+	if (*(u8 *)(d + GMEM_CMD_OFF_OPCODE) != op || *(u8 *)(d + GMEM_CMD_OFF_FLAGS) != flags)
+		return false;
+	size = le64_to_cpu(*(__le64 *)(d + GMEM_CMD_OFF_SIZE));
+	if (le64_to_cpu(*(__le64 *)(d + GMEM_CMD_OFF_DST)) + size != dst ||
+	    (op == GMEM_OP_COPY && le64_to_cpu(*(__le64 *)(d + GMEM_CMD_OFF_SRC)) + size != src))
+		return false;
+	*(__le64 *)(d + GMEM_CMD_OFF_SIZE) = cpu_to_le64(size + PAGE_SIZE);
+	return true;
+}
+
 static void gmem_add_copy(struct gmem_migration *m, u8 dst_kind, u64 dst, u8 src_kind,
 			  u64 src)
 {
-	gmem_put_desc(m->desc[m->ndesc++], GMEM_OP_COPY,
-		      GMEM_CMD_F_DST(dst_kind) | GMEM_CMD_F_SRC(src_kind), 0, dst, src,
-		      PAGE_SIZE, 0, 0, 0, 0);
+	u8 flags = GMEM_CMD_F_DST(dst_kind) | GMEM_CMD_F_SRC(src_kind);
+
+	if (!gmem_extend_last(m, GMEM_OP_COPY, flags, dst, src))
+		gmem_put_desc(m->desc[m->ndesc++], GMEM_OP_COPY, flags, 0, dst, src, PAGE_SIZE,
+			      0, 0, 0, 0);
 }
 
 static void gmem_add_zero(struct gmem_migration *m, u64 hbm_offset)
 {
-	gmem_put_desc(m->desc[m->ndesc++], GMEM_OP_FILL, GMEM_CMD_F_DST(GMEM_ADDR_HBM), 0,
-		      hbm_offset, 0, PAGE_SIZE, 0, 0, 0, 0);
+	u8 flags = GMEM_CMD_F_DST(GMEM_ADDR_HBM);
+
+	if (!gmem_extend_last(m, GMEM_OP_FILL, flags, hbm_offset, 0))
+		gmem_put_desc(m->desc[m->ndesc++], GMEM_OP_FILL, flags, 0, hbm_offset, 0,
+			      PAGE_SIZE, 0, 0, 0, 0);
 }
 
 /* DMA-map system page @page as entry @i's; false if it cannot be. */
