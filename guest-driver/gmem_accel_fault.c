@@ -3,8 +3,9 @@
  * gmem-accel driver: replayable device faults. The fault interrupt queues fault_work, which
  * (or a process about to wait for its batch, gmem_fault_serve) drains the fault queue a group
  * at a time (a group = the pages one stalled command needs), faults the pages in with
- * hmm_range_fault, maps them into the context's device page table and answers REPLAY; a fault the process's mappings cannot satisfy is answered CANCEL and
- * the command fails with the errno hmm_range_fault gave (EFAULT, EPERM).
+ * hmm_range_fault, maps them into the context's device page table and answers REPLAY; a
+ * fault the process's mappings cannot satisfy is answered CANCEL and the command fails with
+ * the errno hmm_range_fault gave (EFAULT, EPERM).
  */
 #include <linux/hmm.h>
 #include <linux/mm.h>
