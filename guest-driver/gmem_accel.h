@@ -180,6 +180,18 @@ struct gmem_pt {
 	struct gmem_pt **child;		/* levels 2-4 */
 };
 
+/*
+ * Page-table pages allocated before ctx->lock is taken (gmem_pt_reserve), for gmem_pt_table()
+ * to use under it: [0] level-1 tables, [1] tables of levels 2 and 3 (with child arrays).
+ * One 2 MiB window needs at most one of the first kind and two of the second.
+ */
+#define GMEM_PT_SPARE_MAX	4
+struct gmem_pt_spares {
+	spinlock_t lock;
+	unsigned int n[2];
+	struct gmem_pt *pt[2][GMEM_PT_SPARE_MAX];
+};
+
 /* A range a device fault inside faults in whole (see gmem_ctx.ahead). */
 struct gmem_fault_ahead {
 	u64 start, end;
@@ -191,8 +203,10 @@ struct gmem_fault_ahead {
  * @id:        device context (ASID) number
  * @mm:        the address space (mmgrab'd)
  * @notifier:  covers the whole address space; zaps device PTEs on CPU changes
- * @lock:      the device page table; held to program PTEs after mmu_interval_read_retry
+ * @lock:      the device page table; held to program PTEs after mmu_interval_read_retry.
+ *             The MMU notifier takes it, so nothing that can enter reclaim runs under it.
  * @root:      level-4 table
+ * @spares:    page-table pages allocated before @lock was taken (gmem_pt_reserve)
  * @errors:    fence -> errno of batches that failed, until waited for
  * @stats:     counters for GMEM_ACCEL_IOC_STATS
  * @tgid, @comm: the opening process, for debugfs
@@ -208,6 +222,7 @@ struct gmem_ctx {
 	struct mmu_interval_notifier notifier;
 	struct mutex lock;
 	struct gmem_pt root;
+	struct gmem_pt_spares spares;
 	struct xarray errors;
 	atomic64_t stats[GMEM_CTX_NR_COUNTERS];
 	pid_t tgid;
@@ -281,6 +296,7 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g);
 void gmem_ctx_destroy(struct gmem_ctx *ctx);
 void gmem_ctx_shutdown(struct gmem_ctx *ctx);
 void gmem_ctx_get_stats(struct gmem_ctx *ctx, struct gmem_accel_stats *st);
+int gmem_pt_reserve(struct gmem_ctx *ctx, u64 start, u64 end);
 int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned long npages);
 int gmem_pt_map_exclusive(struct gmem_ctx *ctx, u64 va, struct page **pages,
 			  unsigned long npages);

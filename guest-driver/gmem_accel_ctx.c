@@ -83,11 +83,101 @@ static void gmem_pt_free(struct gmem_ctx *ctx, struct gmem_pt *pt, int level)
 	gmem_dev_count(ctx->g, GMEM_DEV_PT_PAGES_NOW, -1);
 }
 
-/* The table at @level (1 or 2) holding @va's entry, created on the way if @create. */
+/*
+ * Page-table pages come from the context's spares, allocated before ctx->lock was taken: the
+ * MMU notifier takes ctx->lock, and an allocation that enters reclaim can call the notifier,
+ * which would then wait for the lock its own caller holds (Documentation/mm/hmm.rst).
+ * gmem_pt_reserve() tops the spares up for a range, then the caller locks and maps; a caller
+ * that finds them gone (another thread of the process used them) unlocks, reserves and retries.
+ */
+static int gmem_spare_kind(int level)
+{
+	return level > 1;	/* tables above level 1 have a child array */
+}
+
+/* How many 2^@shift-byte blocks [start, end) touches. */
+static unsigned int gmem_blocks(u64 start, u64 end, unsigned int shift)
+{
+	return ((end - 1) >> shift) - (start >> shift) + 1;
+}
+
+int gmem_pt_reserve(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	struct gmem_pt_spares *sp = &ctx->spares;
+	unsigned int need[2];
+
+	might_sleep();
+	lockdep_assert_not_held(&ctx->lock);
+	if (start >= end)
+		return 0;
+	/* At most one new table per block each level's tables cover. */
+	need[0] = gmem_blocks(start, end, GMEM_PT_SHIFT(2));
+	need[1] = gmem_blocks(start, end, GMEM_PT_SHIFT(3)) +
+		  gmem_blocks(start, end, GMEM_PT_SHIFT(4));
+	if (WARN_ON_ONCE(need[0] > GMEM_PT_SPARE_MAX || need[1] > GMEM_PT_SPARE_MAX))
+		return -EINVAL;		/* callers map a 2 MiB window at a time */
+	for (int k = 0; k < 2; k++) {
+		while (READ_ONCE(sp->n[k]) < need[k]) {
+			struct gmem_pt *pt = kzalloc(sizeof(*pt), GFP_KERNEL);
+
+			if (!pt || gmem_pt_alloc(ctx, pt, k ? 2 : 1)) {
+				kfree(pt);
+				return -ENOMEM;
+			}
+			spin_lock(&sp->lock);
+			if (sp->n[k] < GMEM_PT_SPARE_MAX) {
+				sp->pt[k][sp->n[k]++] = pt;
+				pt = NULL;
+			}
+			spin_unlock(&sp->lock);
+			if (pt) {	/* another thread filled them meanwhile */
+				gmem_pt_free(ctx, pt, k ? 2 : 1);
+				kfree(pt);
+			}
+		}
+	}
+	return 0;
+}
+
+/* A spare table for @level, or NULL if there is none left. */
+static struct gmem_pt *gmem_spare_take(struct gmem_ctx *ctx, int level)
+{
+	struct gmem_pt_spares *sp = &ctx->spares;
+	int k = gmem_spare_kind(level);
+	struct gmem_pt *pt = NULL;
+
+	spin_lock(&sp->lock);
+	if (sp->n[k])
+		pt = sp->pt[k][--sp->n[k]];
+	spin_unlock(&sp->lock);
+	return pt;
+}
+
+static void gmem_spares_free(struct gmem_ctx *ctx)
+{
+	struct gmem_pt_spares *sp = &ctx->spares;
+
+	for (int k = 0; k < 2; k++) {
+		while (sp->n[k]) {
+			struct gmem_pt *pt = sp->pt[k][--sp->n[k]];
+
+			gmem_pt_free(ctx, pt, k ? 2 : 1);
+			kfree(pt);
+		}
+	}
+}
+
+static unsigned long gmem_pt_zap(struct gmem_ctx *ctx, u64 start, u64 end);
+
+/*
+ * The table at @level (1 or 2) holding @va's entry, created on the way from the spares if
+ * @create. NULL if it does not exist, or (@create) the spares ran out: -EAGAIN to callers.
+ */
 static struct gmem_pt *gmem_pt_table(struct gmem_ctx *ctx, u64 va, int level, bool create)
 {
 	struct gmem_pt *pt = &ctx->root;
 
+	lockdep_assert_held(&ctx->lock);
 	for (int l = GMEM_PT_LEVELS; l > level; l--) {
 		unsigned int i = GMEM_PT_INDEX(va, l);
 		struct gmem_pt *next = pt->child[i];
@@ -95,13 +185,17 @@ static struct gmem_pt *gmem_pt_table(struct gmem_ctx *ctx, u64 va, int level, bo
 		if (!next) {
 			if (!create)
 				return NULL;
-			/* A 2 MiB leaf where a table must go: the caller replaces it. */
-			if (pt->pte[i] & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE))
-				gmem_leaf_release(ctx, &pt->pte[i], l);
-			next = kzalloc(sizeof(*next), GFP_KERNEL);
-			if (!next || gmem_pt_alloc(ctx, next, l - 1)) {
-				kfree(next);
+			next = gmem_spare_take(ctx, l - 1);
+			if (!next)
 				return NULL;
+			/*
+			 * A 2 MiB leaf where a table must go: the device TLB may hold it, so
+			 * it must forget it before the page is unmapped for DMA.
+			 */
+			if (pt->pte[i] & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) {
+				u64 base = ALIGN_DOWN(va, 1ull << GMEM_PT_SHIFT(l));
+
+				gmem_pt_zap(ctx, base, base + (1ull << GMEM_PT_SHIFT(l)));
 			}
 			pt->child[i] = next;
 			WRITE_ONCE(pt->pte[i], next->dma | GMEM_PTE_VALID);
@@ -195,7 +289,7 @@ static u64 gmem_leaf_pte(u64 addr, bool write, bool hbm)
 
 /*
  * Point @va's 4 KiB entry at HBM offset @off. Returns 1 if it replaced a valid entry (which
- * the device TLB may hold), 0, or -ENOMEM.
+ * the device TLB may hold), 0, or -EAGAIN (no spare table: reserve and retry).
  */
 static int gmem_pt_set_hbm(struct gmem_ctx *ctx, u64 va, u64 off, bool write)
 {
@@ -204,7 +298,7 @@ static int gmem_pt_set_hbm(struct gmem_ctx *ctx, u64 va, u64 off, bool write)
 	u64 *pte;
 
 	if (!pt)
-		return -ENOMEM;
+		return -EAGAIN;
 	pte = &pt->pte[GMEM_PT_INDEX(va, 1)];
 	if (READ_ONCE(*pte) == gmem_leaf_pte(off, write, true))
 		return 0;	/* already so: nothing for the device TLB to forget */
@@ -227,7 +321,8 @@ void gmem_pt_unmap(struct gmem_ctx *ctx, u64 start, u64 end)
 /*
  * After this context migrated [va, va + npages pages) to HBM: map the pages that moved
  * (migrate_vma's @src still says MIGRATE, @dst the HBM page), unless the CPU's page table
- * changed since @seq — the device then faults them in.
+ * changed since @seq or the tables the caller reserved are gone — the device then faults
+ * them in.
  */
 void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src,
 			  const unsigned long *dst, unsigned long npages, unsigned long seq)
@@ -253,14 +348,17 @@ void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src
 /*
  * Map the valid pages of @hmm_pfns (a result of hmm_range_fault from @va) into the device
  * page table, as 2 MiB leaves where the CPU maps a whole aligned THP. Called with ctx->lock
- * held after mmu_interval_read_retry() said the result is current. Returns the number of
- * entries that replaced a valid one (their old translation may be in the device TLB), or
- * -errno.
+ * held after mmu_interval_read_retry() said the result is current, and after
+ * gmem_pt_reserve() for the range. Returns the number of entries that replaced a valid one
+ * (their old translation may be in the device TLB), or -errno: -EAGAIN if the spare tables
+ * ran out (the caller unlocks, reserves and retries).
  */
 int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned long npages)
 {
 	struct device *dev = gmem_dma_dev(ctx);
 	int replaced = 0;
+
+	lockdep_assert_held(&ctx->lock);
 
 	for (unsigned long i = 0; i < npages; i++) {
 		unsigned long pfn = hmm_pfns[i];
@@ -300,7 +398,7 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 		level = huge ? 2 : 1;
 		pt = gmem_pt_table(ctx, addr, level, true);
 		if (!pt)
-			return -ENOMEM;
+			return -EAGAIN;
 		pte = &pt->pte[GMEM_PT_INDEX(addr, level)];
 		if (huge && pt->child[GMEM_PT_INDEX(addr, 2)]) {
 			/* 4 KiB entries there before: zap them and drop their table. */
@@ -505,6 +603,16 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 		return ERR_PTR(-ENOMEM);
 	ctx->g = g;
 	mutex_init(&ctx->lock);
+	spin_lock_init(&ctx->spares.lock);
+	/*
+	 * Reclaim may take ctx->lock (through the notifier): tell lockdep now, so that an
+	 * allocation under the lock is reported even when reclaim never ran during the test.
+	 */
+	if (IS_ENABLED(CONFIG_LOCKDEP)) {
+		fs_reclaim_acquire(GFP_KERNEL);
+		might_lock(&ctx->lock);
+		fs_reclaim_release(GFP_KERNEL);
+	}
 	xa_init(&ctx->errors);
 	mt_init(&ctx->advice);
 	ctx->tgid = current->tgid;
@@ -571,6 +679,7 @@ void gmem_ctx_shutdown(struct gmem_ctx *ctx)
 		gmem_write64(g, GMEM_REG_CTX(ctx->id, GMEM_CTX_ROOT_LO), 0);
 	}
 	gmem_pt_free(ctx, &ctx->root, GMEM_PT_LEVELS);
+	gmem_spares_free(ctx);
 	mmdrop(ctx->mm);
 	gmem_dev_count(g, GMEM_DEV_CONTEXTS_NOW, -1);
 	mutex_lock(&g->ctx_lock);

@@ -172,19 +172,25 @@ static int gmem_dmirror_mirror_window(struct gmem_ctx *ctx, struct gmem_dmirror_
 	int ret, replaced;
 
 	memset(w->req, 0, npages * sizeof(*w->req));
-	ret = gmem_hmm_range_locked(ctx, &range, w->req, npages);
-	if (ret)
-		return ret;
-	replaced = gmem_pt_map(ctx, start, w->pfns, npages);
-	for (unsigned long i = 0; i < npages; i++) {
-		bool huge;
-		u64 pte = gmem_pt_leaf(ctx, start + i * PAGE_SIZE, &huge);
+	do {
+		ret = gmem_pt_reserve(ctx, start, end);
+		if (ret)
+			return ret;
+		ret = gmem_hmm_range_locked(ctx, &range, w->req, npages);
+		if (ret)
+			return ret;
+		replaced = gmem_pt_map(ctx, start, w->pfns, npages);
+		for (unsigned long i = 0; i < npages; i++) {
+			bool huge;
+			u64 pte = gmem_pt_leaf(ctx, start + i * PAGE_SIZE, &huge);
 
-		w->prot[i] = gmem_dmirror_prot(ctx->g, pte, huge, w->pfns[i]);
-	}
-	mutex_unlock(&ctx->lock);
-	if (replaced > 0)
-		gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
+			w->prot[i] = gmem_dmirror_prot(ctx->g, pte, huge, w->pfns[i]);
+		}
+		mutex_unlock(&ctx->lock);
+		/* As gmem_hmm_pass(): -EAGAIN may have replaced entries uncounted. */
+		if (replaced > 0 || replaced == -EAGAIN)
+			gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
+	} while (replaced == -EAGAIN);
 	return replaced < 0 ? replaced : 0;
 }
 
@@ -325,6 +331,11 @@ static int gmem_dmirror_exclusive_window(struct gmem_ctx *ctx, struct gmem_dmirr
 		bool all = true, retry = false;
 		long got;
 
+		/* Tables before the pages are locked and ctx->lock taken. */
+		if (gmem_pt_reserve(ctx, start, end)) {
+			ret = -ENOMEM;
+			break;
+		}
 		got = make_device_exclusive_range(ctx->mm, start, end, w->pages, ctx);
 		if (got < 0) {
 			ret = got;
@@ -338,8 +349,12 @@ static int gmem_dmirror_exclusive_window(struct gmem_ctx *ctx, struct gmem_dmirr
 			if (!retry)
 				ret = gmem_pt_map_exclusive(ctx, start, w->pages, npages);
 			mutex_unlock(&ctx->lock);
-			if (ret > 0)
+			if (ret > 0 || ret == -EAGAIN)
 				gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
+			if (ret == -EAGAIN) {	/* spare tables gone: reserve again */
+				retry = true;
+				ret = -EBUSY;
+			}
 		}
 		for (long i = 0; i < got; i++) {
 			if (w->pages[i]) {

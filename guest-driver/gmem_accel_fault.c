@@ -95,16 +95,26 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 	};
 	int ret, replaced = 0;
 
-	ret = gmem_hmm_range_locked(ctx, &range, req, npages);
-	if (fault)
-		trace_gmem_accel_fault_range(ctx->id, start, end, ret);
-	if (ret)
-		return ret;
-	if (map)
-		replaced = gmem_pt_map(ctx, start, pfns, npages);
-	mutex_unlock(&ctx->lock);
-	if (replaced > 0)	/* e.g. read-only -> writable: the old entry may be cached */
-		gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
+	do {
+		/* Page-table pages are allocated here, never under ctx->lock. */
+		ret = map ? gmem_pt_reserve(ctx, start, end) : 0;
+		if (ret)
+			return ret;
+		ret = gmem_hmm_range_locked(ctx, &range, req, npages);
+		if (fault)
+			trace_gmem_accel_fault_range(ctx->id, start, end, ret);
+		if (ret)
+			return ret;
+		if (map)
+			replaced = gmem_pt_map(ctx, start, pfns, npages);
+		mutex_unlock(&ctx->lock);
+		/*
+		 * e.g. read-only -> writable: the old entry may be cached. Also when the spare
+		 * tables ran out part-way (-EAGAIN): what was replaced by then is not counted.
+		 */
+		if (replaced > 0 || replaced == -EAGAIN)
+			gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
+	} while (replaced == -EAGAIN);
 	return replaced < 0 ? replaced : 0;
 }
 

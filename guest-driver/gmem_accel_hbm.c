@@ -390,6 +390,8 @@ static int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 	memset(m->dst, 0, sizeof(m->dst));
 	memset(m->dma, 0, sizeof(m->dma));
 	m->ndesc = 0;
+	/* The device page-table pages for the result; without them the device faults later. */
+	gmem_pt_reserve(ctx, start, end);
 	seq = mmu_interval_read_begin(&ctx->notifier);
 	ret = migrate_vma_setup(&args);
 	if (ret)
