@@ -1,8 +1,9 @@
 #!/bin/bash
 # Pack the guest initramfs (newc cpio, uncompressed):
 #   mkinitramfs.sh OUTPUT INIT BUSYBOX MODULE... -- TEST... [-- HELPER...]
-# Modules go to /lib/modules, tests to /tests (the suite runs every one of them), helpers
-# (programs the tests run) to /usr/libexec/gmem-accel.
+# Modules go to /lib/modules (a debug variant's NAME-debug.ko as NAME.ko), tests to /tests
+# (the suite runs every one of them), helpers (programs the tests run) to
+# /usr/libexec/gmem-accel.
 set -euo pipefail
 out=$1 init=$2 busybox=$3
 shift 3
@@ -19,7 +20,11 @@ mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,usr/libexec/gmem-accel,dev,proc,sys
 mkdir -p "$stage"/{lib/modules,tests,extra}
 install -m 0755 "$init" "$stage/init"
 install -m 0755 "$busybox" "$stage/bin/busybox"
-for m in "${modules[@]}"; do install -m 0644 "$m" "$stage/lib/modules/"; done
+for m in "${modules[@]}"; do
+	name=$(basename "$m")
+	case "$name" in *-debug.ko) name=${name%-debug.ko}.ko ;; esac
+	install -m 0644 "$m" "$stage/lib/modules/$name"
+done
 for t in "${tests[@]}"; do install -m 0755 "$t" "$stage/tests/"; done
 for h in "$@"; do install -m 0755 "$h" "$stage/usr/libexec/gmem-accel/"; done
 echo 'root:x:0:0:root:/root:/bin/sh' >"$stage/etc/passwd"

@@ -8,7 +8,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$repo/scripts/lib/log.sh"
 out=$1
 kdir=$(cat "$2")
-work="$(cd "$(dirname "$out")" && pwd)/guest-driver.build"
+work="$(cd "$(dirname "$out")" && pwd)/$(basename "$out" .ko).build"
 
 mkdir -p "$work"
 find "$work" -maxdepth 1 -type l -delete

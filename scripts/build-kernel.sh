@@ -1,6 +1,8 @@
 #!/bin/bash
 # Build the guest kernel (bzImage + lib/test_hmm.ko) from tinyconfig + images/kernel.config.
 #   Source: $GMEM_KERNEL_SRC (a Linux 6.12 tree of your own), else Debian's linux-source-6.12.
+#   --variant debug (first): also merge images/kernel-debug.config (KASAN, lockdep, kmemleak...);
+#   the variant's outputs are named bzImage-debug, test_hmm-debug.ko, kernel-build-dir-debug.
 #   --print-source: prepare the source tree and print its path (meson uses it at setup).
 #   --install DIR: copy bzImage and test_hmm.ko into DIR and write DIR/kernel-build-dir (the
 #   O= directory, for out-of-tree modules), touching only files whose content changed.
@@ -9,7 +11,15 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$repo/scripts/lib/log.sh"
 . "$repo/scripts/lib/cache.sh"
-fragment="$repo/images/kernel.config"
+fragments=("$repo/images/kernel.config")
+variant="" sfx=""
+if [ "${1:-}" = --variant ]; then
+	case "${2:-}" in
+	debug) fragments+=("$repo/images/kernel-debug.config") variant=debug sfx=-debug ;;
+	*) die "build-kernel.sh: --variant '${2:-}': the only variant is 'debug'" ;;
+	esac
+	shift 2
+fi
 
 debian_source() {
 	local tarball=/usr/src/linux-source-6.12.tar.xz pkgver dir="$GMEM_CACHE/src/linux"
@@ -38,17 +48,19 @@ if [ "${1:-}" = --print-source ]; then
 fi
 
 version=$(make -s -C "$src" kernelversion)
-key=$(hash_of "$src" "$version" "$fragment" "$(cat "$src/../.gmem-unpacked" 2>/dev/null || true)")
-out="$GMEM_CACHE/linux-$version-$key"
+key=$(hash_of "$src" "$version" "${fragments[@]}" "$(cat "$src/../.gmem-unpacked" 2>/dev/null || true)")
+out="$GMEM_CACHE/linux-$version${variant:+-$variant}-$key"
 # A kernel tree of the user's may change under us: always run make there; ours is immutable.
 install_outputs() {
 	[ "${1:-}" = --install ] || return 0
 	local dest=$2 tmp
-	cmp -s "$out/arch/x86/boot/bzImage" "$dest/bzImage" || cp "$out/arch/x86/boot/bzImage" "$dest/bzImage"
-	cmp -s "$out/lib/test_hmm.ko" "$dest/test_hmm.ko" || cp "$out/lib/test_hmm.ko" "$dest/test_hmm.ko"
+	cmp -s "$out/arch/x86/boot/bzImage" "$dest/bzImage$sfx" ||
+		cp "$out/arch/x86/boot/bzImage" "$dest/bzImage$sfx"
+	cmp -s "$out/lib/test_hmm.ko" "$dest/test_hmm$sfx.ko" ||
+		cp "$out/lib/test_hmm.ko" "$dest/test_hmm$sfx.ko"
 	tmp=$(mktemp)
 	echo "$out" >"$tmp"
-	if cmp -s "$tmp" "$dest/kernel-build-dir"; then rm -f "$tmp"; else mv "$tmp" "$dest/kernel-build-dir"; fi
+	if cmp -s "$tmp" "$dest/kernel-build-dir$sfx"; then rm -f "$tmp"; else mv "$tmp" "$dest/kernel-build-dir$sfx"; fi
 }
 if [ -f "$out/.gmem-built" ] && [ -z "${GMEM_KERNEL_SRC:-}" ]; then
 	install_outputs "$@"
@@ -58,18 +70,18 @@ fi
 
 mkdir -p "$out"
 if [ ! -f "$out/.gmem-configured" ]; then
-	step "configuring Linux $version: tinyconfig + images/kernel.config"
+	step "configuring Linux $version${variant:+ ($variant)}: tinyconfig + $(cd "$repo" && echo "${fragments[@]#"$repo"/}")"
 	make -s -C "$src" O="$out" tinyconfig >"$out/config.log" 2>&1
-	"$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "$fragment" >>"$out/config.log" 2>&1
+	"$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "${fragments[@]}" >>"$out/config.log" 2>&1
 	make -s -C "$src" O="$out" olddefconfig >>"$out/config.log" 2>&1
 	# Every option of the fragment must have survived dependency resolution.
-	lost=$(grep -E '^CONFIG_[A-Z0-9_]+=' "$fragment" | while read -r line; do
+	lost=$(cat "${fragments[@]}" | grep -E '^CONFIG_[A-Z0-9_]+=' | while read -r line; do
 		grep -qx "$line" "$out/.config" || echo "${line%%=*}"
 	done)
-	[ -z "$lost" ] || die "images/kernel.config options dropped by Kconfig (missing dependencies?): $(echo $lost). Fix images/kernel.config."
+	[ -z "$lost" ] || die "options of ${fragments[*]#"$repo"/} dropped by Kconfig (missing dependencies?): $(echo $lost). Fix the fragment."
 	touch "$out/.gmem-configured"
 fi
-step "building Linux $version guest kernel + modules (a cold build takes several minutes on $(nproc) cores)"
+step "building Linux $version${variant:+ ($variant)} guest kernel + modules (a cold build takes several minutes on $(nproc) cores)"
 make -C "$src" O="$out" -j"$(nproc)" bzImage modules >"$out/build.log" 2>&1 &
 make_pid=$!
 while kill -0 "$make_pid" 2>/dev/null; do
