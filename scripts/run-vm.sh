@@ -27,8 +27,15 @@ Options:
   --accel tcg|kvm      accelerator (default tcg; nested KVM fails on some hosts)
   --smp N              guest CPUs (default 2)
   --memory SIZE        guest RAM, e.g. 2G (default 2G)
+  --numa N             NUMA nodes the RAM and CPUs are spread over, 1-4 (default 2)
+  --no-iommu           no intel-iommu in front of the devices (default: one, so every DMA
+                       mapping of the driver is translated, as on a distribution's machine)
+  --debug-kernel       boot the debug kernel variant (KASAN, lockdep, DEBUG_VM, kmemleak...:
+                       images/kernel-debug.config); the suite's kernel_log test fails on
+                       any report it makes
   --qemu-args "ARGS"   extra QEMU arguments, split on spaces (e.g. "-trace gmem_accel_*")
-  --timeout SEC        power the VM off after SEC seconds, 0 = never (default 1200, shell 0)
+  --timeout SEC        power the VM off after SEC seconds, 0 = never (default 1800, 5400
+                       with --debug-kernel, shell 0)
   --results FILE       keep the guest's TAP results in FILE (suite mode)
   --no-build           boot what was built last, do not build
   -h, --help           this text
@@ -59,7 +66,7 @@ parse_size() {
 need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || bad_option "$1 needs a value"; }
 
 mode=suite run_cmd="" extra="" devices=4 hbm_size=256M accel=tcg smp=2 memory=2G coherent=""
-qemu_args="" timeout="" results="" build=1
+qemu_args="" timeout="" results="" build=1 numa=2 iommu=1 variant="" sfx=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--shell) mode=shell ;;
@@ -71,6 +78,9 @@ while [ $# -gt 0 ]; do
 	--accel) need_arg "$@"; accel=$2; shift ;;
 	--smp) need_arg "$@"; smp=$2; shift ;;
 	--memory) need_arg "$@"; memory=$2; shift ;;
+	--numa) need_arg "$@"; numa=$2; shift ;;
+	--no-iommu) iommu=0 ;;
+	--debug-kernel) variant=debug sfx=-debug ;;
 	--qemu-args) need_arg "$@"; qemu_args=$2; shift ;;
 	--timeout) need_arg "$@"; timeout=$2; shift ;;
 	--results) need_arg "$@"; results=$2; shift ;;
@@ -94,6 +104,10 @@ mem_bytes=$(parse_size "$memory") && [ "$mem_bytes" -ge $((256 << 20)) ] ||
 	bad_option "--memory '$memory': give a size of at least 256M, like 2G"
 [[ $smp =~ ^[0-9]+$ ]] && [ "$smp" -ge 1 ] && [ "$smp" -le 8 ] ||
 	bad_option "--smp '$smp': give a number from 1 to 8"
+[[ $numa =~ ^[0-9]+$ ]] && [ "$numa" -ge 1 ] && [ "$numa" -le 4 ] ||
+	bad_option "--numa '$numa': give a number of nodes from 1 to 4"
+[ $(((mem_bytes >> 20) % numa)) = 0 ] ||
+	bad_option "--numa $numa: the RAM ($memory) must split into $numa nodes of whole MiB"
 case "$accel" in
 tcg) accel_args=(-accel tcg -cpu max) ;;
 kvm)
@@ -104,32 +118,48 @@ kvm)
 esac
 [ -z "$extra" ] || [ -d "$extra" ] || bad_option "--extra '$extra' is not a directory"
 if [ -z "$timeout" ]; then
-	[ "$mode" = shell ] && timeout=0 || timeout=1200
+	if [ "$mode" = shell ]; then timeout=0; elif [ -n "$variant" ]; then timeout=5400; else timeout=1800; fi
 fi
 [[ $timeout =~ ^[0-9]+$ ]] || bad_option "--timeout '$timeout': give seconds, 0 for none"
 read -ra extra_qemu <<<"$qemu_args"
 
 if [ "$build" = 1 ]; then
-	gmem_build
+	gmem_build $variant
 fi
 qemu="$GMEM_BUILD/qemu-system-x86_64"
-for f in "$qemu" "$GMEM_BUILD/bzImage" "$GMEM_BUILD/initramfs.cpio"; do
-	[ -e "$f" ] || die "$f is missing: run scripts/run-vm.sh without --no-build."
+kernel="$GMEM_BUILD/bzImage$sfx"
+for f in "$qemu" "$kernel" "$GMEM_BUILD/initramfs$sfx.cpio"; do
+	[ -e "$f" ] || die "$f is missing: run scripts/run-vm.sh${variant:+ --debug-kernel} without --no-build."
 done
 
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/gmem-accel-vm.XXXXXX")
 # The extras (--extra DIR, the --run command) ride in a second cpio appended to the first.
-initrd="$GMEM_BUILD/initramfs.cpio"
+initrd="$GMEM_BUILD/initramfs$sfx.cpio"
 if [ -n "$extra" ] || [ "$mode" = run ]; then
 	stage="$run_dir/extra-root"
 	mkdir -p "$stage/extra" "$stage/etc"
 	[ -z "$extra" ] || cp -a "$extra/." "$stage/extra/"
 	[ "$mode" != run ] || printf '%s\n' "$run_cmd" >"$stage/etc/gmem-run-cmd"
 	(cd "$stage" && find . -mindepth 1 | cpio --quiet -o -H newc -R 0:0) >"$run_dir/extra.cpio"
-	cat "$GMEM_BUILD/initramfs.cpio" "$run_dir/extra.cpio" >"$run_dir/initrd.cpio"
+	cat "$GMEM_BUILD/initramfs$sfx.cpio" "$run_dir/extra.cpio" >"$run_dir/initrd.cpio"
 	initrd="$run_dir/initrd.cpio"
 fi
 
+# RAM and CPUs spread over the NUMA nodes; an IOMMU in front of every device.
+machine_args=()
+if [ "$numa" -gt 1 ]; then
+	for ((n = 0; n < numa; n++)); do
+		cpus=""
+		for ((c = n; c < smp; c += numa)); do cpus+=",cpus=$c"; done
+		machine_args+=(-object "memory-backend-ram,id=ram$n,size=$(((mem_bytes >> 20) / numa))M"
+			       -numa "node,nodeid=$n,memdev=ram$n$cpus")
+	done
+fi
+iommu_append=""
+if [ "$iommu" = 1 ]; then
+	machine_args+=(-device intel-iommu,intremap=off)
+	iommu_append=" intel_iommu=on"
+fi
 device_args=()
 for ((i = 0; i < devices; i++)); do
 	device_args+=(-device "pcie-root-port,id=gmem_rp$i,chassis=$((i + 1))"
@@ -137,17 +167,17 @@ for ((i = 0; i < devices; i++)); do
 			[ "$i" -lt $((devices - coherent)) ] || echo ,coherent=on)")
 done
 results_log="$run_dir/results.log"
-append="console=ttyS0 panic=-1 quiet gmem.mode=$mode gmemtest.devices=$devices gmemtest.hbm_size=$hbm_bytes gmemtest.coherent=$coherent"
+append="console=ttyS0 panic=-1 quiet$iommu_append gmem.mode=$mode gmemtest.devices=$devices gmemtest.hbm_size=$hbm_bytes gmemtest.coherent=$coherent"
 qmp="$run_dir/qmp.sock" hmp="$run_dir/hmp.sock"
 cmd=("$qemu" -machine q35 "${accel_args[@]}" -smp "$smp" -m "$((mem_bytes >> 20))M"
 	-nodefaults -no-reboot -display none
 	-L /usr/share/seabios -L /usr/share/qemu
-	-kernel "$GMEM_BUILD/bzImage" -initrd "$initrd" -append "$append"
+	-kernel "$kernel" -initrd "$initrd" -append "$append"
 	-serial stdio -serial "file:$results_log"
 	-qmp "unix:$qmp,server=on,wait=off" -monitor "unix:$hmp,server=on,wait=off"
-	"${device_args[@]}" "${extra_qemu[@]}")
+	"${machine_args[@]}" "${device_args[@]}" "${extra_qemu[@]}")
 
-step "booting q35 ($accel, $smp CPUs, $memory) with $devices gmem-accel device(s), HBM $hbm_size each, $coherent of them coherent"
+step "booting q35 ($accel, $smp CPUs, $memory in $numa NUMA node(s)$([ "$iommu" = 1 ] && echo ", intel-iommu")${variant:+, $variant kernel}) with $devices gmem-accel device(s), HBM $hbm_size each, $coherent of them coherent"
 note "QMP monitor: $qmp"
 note "HMP monitor: $hmp   (socat - UNIX-CONNECT:$hmp)"
 note "run directory: $run_dir"
