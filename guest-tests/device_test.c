@@ -102,7 +102,10 @@ static int get_info(int n, struct gmem_accel_info *info)
 	return ret;
 }
 
-TEST(every_device_bound_with_a_node)
+/* Tests that need no fixture (a timeout needs one). */
+GMEM_PLAIN_FIXTURE(device)
+
+TEST_F_TIMEOUT(device, every_device_bound_with_a_node, 60)
 {
 	char addr[GMEM_MAX_TEST_DEVICES][32], path[PATH_MAX], link[PATH_MAX], pci[32];
 	int expected = gmem_expect("devices", 1);
@@ -134,7 +137,7 @@ TEST(every_device_bound_with_a_node)
 	EXPECT_FALSE(path_exists(path));
 }
 
-TEST(ioctl_info_matches_qemu)
+TEST_F_TIMEOUT(device, ioctl_info_matches_qemu, 60)
 {
 	uint64_t hbm = gmem_expect("hbm_size", 256ull << 20);
 	int n = gmem_expect("devices", 1);
@@ -156,7 +159,7 @@ TEST(ioctl_info_matches_qemu)
 	}
 }
 
-TEST(sysfs_matches_ioctl)
+TEST_F_TIMEOUT(device, sysfs_matches_ioctl, 60)
 {
 	int n = gmem_expect("devices", 1);
 
@@ -182,7 +185,7 @@ TEST(sysfs_matches_ioctl)
 	}
 }
 
-TEST(pci_config_space)
+TEST_F_TIMEOUT(device, pci_config_space, 60)
 {
 	char addr[GMEM_MAX_TEST_DEVICES][32];
 	int n = gmem_pci_devices(addr, GMEM_MAX_TEST_DEVICES);
@@ -228,7 +231,7 @@ TEST(pci_config_space)
 	}
 }
 
-TEST(hbm_bar_is_64bit_prefetchable)
+TEST_F_TIMEOUT(device, hbm_bar_is_64bit_prefetchable, 60)
 {
 	char addr[GMEM_MAX_TEST_DEVICES][32], path[PATH_MAX], line[256];
 	uint64_t hbm = gmem_expect("hbm_size", 256ull << 20);
@@ -253,7 +256,7 @@ TEST(hbm_bar_is_64bit_prefetchable)
 	}
 }
 
-TEST(msix_vectors_allocated)
+TEST_F_TIMEOUT(device, msix_vectors_allocated, 60)
 {
 	char addr[GMEM_MAX_TEST_DEVICES][32], path[PATH_MAX];
 	int n = gmem_pci_devices(addr, GMEM_MAX_TEST_DEVICES);
@@ -274,7 +277,7 @@ TEST(msix_vectors_allocated)
 	}
 }
 
-TEST(bad_ioctls_get_clear_errnos)
+TEST_F_TIMEOUT(device, bad_ioctls_get_clear_errnos, 60)
 {
 	struct gmem_accel_info info;
 	int fd = gmem_open(0, O_RDWR);

@@ -153,10 +153,48 @@ int64_t gmem_wait_stat(int n, const char *name, int64_t want, int timeout_ms)
 	}
 }
 
+/*
+ * Devices not idle (see gmem_test_begin), summed; 0 if the driver is not loaded. (Held
+ * context ids are given back only at the next open: not a sign of a test still going.)
+ */
+static int64_t gmem_busy(void)
+{
+	static const char * const gauges[] = { "contexts_now", "hbm_pages_now" };
+	int devices = gmem_expect("devices", 1);
+	int64_t busy = 0, v;
+
+	for (int n = 0; n < devices; n++)
+		for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
+			if (!gmem_debugfs_stat(n, gauges[i], &v) && v > 0)
+				busy += v;
+	return busy;
+}
+
+bool gmem_test_begin(int timeout_s)
+{
+	int64_t busy, last = -1;
+	int quiet_ms = 0;
+
+	printf("# gmem-timeout %d\n", timeout_s);
+	fflush(stdout);
+	for (int waited = 0; (busy = gmem_busy()) > 0; waited += 10) {
+		quiet_ms = busy == last ? quiet_ms + 10 : 0;
+		last = busy;
+		if (quiet_ms >= 30000 || waited >= 300000) {
+			printf("# devices not idle after %d s: %lld contexts or HBM pages\n",
+			       waited / 1000, (long long)busy);
+			return false;
+		}
+		usleep(10 * 1000);
+	}
+	return true;
+}
+
 int run_cmds(int fd, struct gmem_accel_cmd *c, unsigned int n)
 {
 	struct gmem_accel_submit s = { .cmds = (uintptr_t)c, .count = n };
-	struct gmem_accel_wait w = { .timeout_ms = 20000 };
+	/* Generous: a batch that faults its pages in may take long on a slow or loaded host. */
+	struct gmem_accel_wait w = { .timeout_ms = 120000 };
 
 	if (ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &s))
 		return -errno;

@@ -15,6 +15,24 @@
 #define GMEM_MODULE_PATH "/lib/modules/gmem_accel.ko"
 #define GMEM_MAX_TEST_DEVICES 16
 
+/*
+ * The start of every test (fixture setup): print the test's timeout as "# gmem-timeout N" (the
+ * summary shows it beside the duration of every test over 10 s), then wait until every device
+ * is idle again — no contexts, no pages in HBM — as a test that ran before
+ * and was killed may have left its process's pages on their way home. The wait ends when the
+ * devices are idle, after 30 s without progress, or after 300 s; false then.
+ */
+bool gmem_test_begin(int timeout_s);
+
+/*
+ * kselftest's TEST() takes no timeout, so the tests that need no fixture are TEST_F_TIMEOUT()s
+ * of an empty one, defined by GMEM_PLAIN_FIXTURE(name) after kselftest_harness.h.
+ */
+#define GMEM_PLAIN_FIXTURE(name)					\
+	FIXTURE(name) {};						\
+	FIXTURE_SETUP(name) { ASSERT_TRUE(gmem_test_begin(_metadata->timeout)); } \
+	FIXTURE_TEARDOWN(name) {}
+
 /* Value of "gmemtest.<name>=" on /proc/cmdline, or @fallback if absent/unparsable. */
 uint64_t gmem_expect(const char *name, uint64_t fallback);
 

@@ -71,6 +71,9 @@ static int64_t dev_stat_of(int dev, const char *name)
 	return v;
 }
 
+/* Tests that need no fixture (a timeout needs one). */
+GMEM_PLAIN_FIXTURE(hbm_proc)
+
 FIXTURE(hbm) {
 	int fd;
 	int dev;
@@ -96,6 +99,7 @@ FIXTURE_SETUP(hbm)
 {
 	struct gmem_accel_info info = { 0 };
 
+	ASSERT_TRUE(gmem_test_begin(_metadata->timeout));
 	self->dev = 0;
 	if (variant->coherent) {
 		if (!gmem_expect("coherent", 0))
@@ -119,7 +123,7 @@ FIXTURE_TEARDOWN(hbm)
  * fault) and works on it. Private HBM: a CPU read brings the whole window back with the
  * device's data. Coherent HBM: the CPU reads and writes the pages where they are.
  */
-TEST_F(hbm, to_device_then_cpu_access)
+TEST_F_TIMEOUT(hbm, to_device_then_cpu_access, 120)
 {
 	size_t len = 2 * HUGE;
 	unsigned long npages = len / PAGE;
@@ -169,7 +173,7 @@ TEST_F(hbm, to_device_then_cpu_access)
 }
 
 /* Memory never touched (and the zero page) arrives in HBM as zeroes. */
-TEST_F(hbm, untouched_memory_is_zero)
+TEST_F_TIMEOUT(hbm, untouched_memory_is_zero, 60)
 {
 	size_t len = HUGE;
 	uint8_t *buf = map_small_pages(len);
@@ -187,7 +191,7 @@ TEST_F(hbm, untouched_memory_is_zero)
 }
 
 /* Explicit migration back; a second one to the same place moves nothing. */
-TEST_F(hbm, explicit_round_trip)
+TEST_F_TIMEOUT(hbm, explicit_round_trip, 120)
 {
 	size_t len = 3 * HUGE + 5 * PAGE;	/* windows of different sizes */
 	unsigned long npages = len / PAGE;
@@ -208,7 +212,7 @@ TEST_F(hbm, explicit_round_trip)
 }
 
 /* A THP is split and migrated like its 512 pages. */
-TEST_F(hbm, transparent_huge_page)
+TEST_F_TIMEOUT(hbm, transparent_huge_page, 120)
 {
 	uint8_t *raw = map_anon(2 * HUGE, RW), *buf, *want = malloc(HUGE), *copy = malloc(HUGE);
 
@@ -230,7 +234,7 @@ TEST_F(hbm, transparent_huge_page)
 }
 
 /* munmap of HBM-resident memory gives its pages and chunks back. */
-TEST_F(hbm, munmap_returns_chunks)
+TEST_F_TIMEOUT(hbm, munmap_returns_chunks, 120)
 {
 	size_t len = 4 * HUGE;
 	uint8_t *buf = map_small_pages(len);
@@ -247,7 +251,7 @@ TEST_F(hbm, munmap_returns_chunks)
 }
 
 /* Closing the context brings its pages home; the process keeps its data. */
-TEST(close_brings_pages_home)
+TEST_F_TIMEOUT(hbm_proc, close_brings_pages_home, 120)
 {
 	size_t len = HUGE;
 	int fd = gmem_open(0, O_RDWR);
@@ -265,7 +269,7 @@ TEST(close_brings_pages_home)
 }
 
 /* fork() of memory in HBM: parent and child each see their own data after writes. */
-TEST_F(hbm, fork_of_hbm_memory)
+TEST_F_TIMEOUT(hbm, fork_of_hbm_memory, 120)
 {
 	size_t len = HUGE;
 	uint8_t *buf = map_small_pages(len), *want = malloc(len);
@@ -301,7 +305,7 @@ TEST_F(hbm, fork_of_hbm_memory)
 }
 
 /* A working set 4x the HBM: chunks are evicted to make room, and no byte is lost. */
-TEST_F(hbm, oversubscription)
+TEST_F_TIMEOUT(hbm, oversubscription, 900)
 {
 	struct gmem_accel_info info = { 0 };
 	size_t len, step, off;
@@ -338,7 +342,7 @@ TEST_F(hbm, oversubscription)
 }
 
 /* The chunk a device fault used last is evicted last: LRU, not allocation order. */
-TEST_F(hbm, eviction_spares_recently_used_chunk)
+TEST_F_TIMEOUT(hbm, eviction_spares_recently_used_chunk, 300)
 {
 	struct gmem_accel_info info = { 0 };
 	uint8_t *a = map_small_pages(HUGE), *c = map_small_pages(HUGE), *tmp = malloc(PAGE);
@@ -380,7 +384,7 @@ TEST_F(hbm, eviction_spares_recently_used_chunk)
  * Random interleavings of device writes, migrations both ways and CPU writes, with HBM filled
  * by other memory now and then, which evicts whatever of this buffer is there.
  */
-TEST_F(hbm, random_interleavings)
+TEST_F_TIMEOUT(hbm, random_interleavings, 600)
 {
 	size_t len = 4 * HUGE, npages = len / PAGE;
 	uint8_t *buf = map_small_pages(len), *shadow = calloc(1, len);
@@ -432,7 +436,7 @@ TEST_F(hbm, random_interleavings)
 }
 
 /* Two processes migrating and checking their own data at once. */
-TEST(two_processes)
+TEST_F_TIMEOUT(hbm_proc, two_processes, 300)
 {
 	pid_t pids[2];
 	int status;
@@ -483,7 +487,7 @@ static int advise(int fd, void *addr, size_t len, unsigned int location)
 }
 
 /* In a PREFER_DEVICE range, device faults bring the pages into HBM; elsewhere they do not. */
-TEST_F(hbm, advise_device_migrates_on_fault)
+TEST_F_TIMEOUT(hbm, advise_device_migrates_on_fault, 120)
 {
 	size_t len = 2 * HUGE;
 	unsigned long npages = len / PAGE;
@@ -522,7 +526,7 @@ TEST_F(hbm, advise_device_migrates_on_fault)
 }
 
 /* PREFER_SYSTEM brings HBM pages home at once, and device faults then map system memory. */
-TEST_F(hbm, advise_system_brings_pages_home)
+TEST_F_TIMEOUT(hbm, advise_system_brings_pages_home, 120)
 {
 	size_t len = HUGE + 3 * PAGE;
 	unsigned long npages = len / PAGE;
@@ -542,7 +546,7 @@ TEST_F(hbm, advise_system_brings_pages_home)
 }
 
 /* Bad advice is refused and changes nothing. */
-TEST_F(hbm, bad_advise_args)
+TEST_F_TIMEOUT(hbm, bad_advise_args, 60)
 {
 	uint8_t *buf = map_small_pages(2 * PAGE);
 	struct gmem_accel_advise a;
@@ -564,7 +568,7 @@ TEST_F(hbm, bad_advise_args)
 }
 
 /* Bad migration requests fail cleanly and move nothing. */
-TEST_F(hbm, bad_migrate_args)
+TEST_F_TIMEOUT(hbm, bad_migrate_args, 60)
 {
 	uint8_t *buf = map_small_pages(4 * PAGE);
 	struct gmem_accel_migrate m;

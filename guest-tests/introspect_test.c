@@ -107,8 +107,11 @@ static int debugfs_context(unsigned int id, int *pid, char *comm, struct gmem_ac
 	return ret;
 }
 
+/* Tests that need no fixture (a timeout needs one). */
+GMEM_PLAIN_FIXTURE(introspect)
+
 /* debugfs shows each context's counters as the STATS ioctl does, and the device's totals. */
-TEST(debugfs_matches_stats)
+TEST_F_TIMEOUT(introspect, debugfs_matches_stats, 120)
 {
 	int fd = gmem_open(0, O_RDWR), pid;
 	int64_t groups0, groups1, cmds0, cmds1, ctxs;
@@ -163,7 +166,7 @@ TEST(debugfs_matches_stats)
 } while (0)
 
 /* The trace events name the fault, its window, the invalidation and the TLB shootdown. */
-TEST(trace_events)
+TEST_F_TIMEOUT(introspect, trace_events, 120)
 {
 	int fd = gmem_open(0, O_RDWR);
 	uint8_t *p = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -209,7 +212,7 @@ TEST(trace_events)
 }
 
 /* The fault path's dev_dbg, switched on through dynamic debug, reports each group. */
-TEST(dynamic_debug)
+TEST_F_TIMEOUT(introspect, dynamic_debug, 120)
 {
 	const char *control = "/sys/kernel/debug/dynamic_debug/control";
 	int fd = gmem_open(0, O_RDWR), kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
@@ -248,7 +251,7 @@ TEST(dynamic_debug)
  * to fail on the disabled context and holds the context id back until it has passed, so the
  * command can never act in a context some other process opens next.
  */
-TEST(close_with_queued_command)
+TEST_F_TIMEOUT(introspect, close_with_queued_command, 120)
 {
 	size_t len = 64ul << 20;
 	uint8_t *src = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,

@@ -26,12 +26,16 @@
 #define PAGE 4096ul
 #define HUGE (2ul << 20)
 
+/* Tests that need no fixture (a timeout needs one). */
+GMEM_PLAIN_FIXTURE(svm_proc)
+
 FIXTURE(svm) {
 	int fd;
 };
 
 FIXTURE_SETUP(svm)
 {
+	ASSERT_TRUE(gmem_test_begin(_metadata->timeout));
 	self->fd = gmem_open(0, O_RDWR);
 	ASSERT_LE(0, self->fd) TH_LOG("open /dev/gmem_accel0: %s", strerror(errno));
 }
@@ -42,7 +46,7 @@ FIXTURE_TEARDOWN(svm)
 }
 
 /* malloc'd memory both ways, byte for byte, through faults the driver services. */
-TEST_F(svm, copy_malloc)
+TEST_F_TIMEOUT(svm, copy_malloc, 120)
 {
 	size_t len = 256 * 1024 + 123;
 	uint8_t *src = malloc(len), *dst = malloc(len + 2);
@@ -69,7 +73,7 @@ TEST_F(svm, copy_malloc)
 }
 
 /* The stack and a file mapping (tmpfs), written by the device and read back by the CPU. */
-TEST_F(svm, stack_and_file)
+TEST_F_TIMEOUT(svm, stack_and_file, 120)
 {
 	uint8_t stack_src[3000], stack_dst[3000], buf[2 * PAGE];
 	char path[] = "/tmp/svm-file-XXXXXX";
@@ -98,7 +102,7 @@ TEST_F(svm, stack_and_file)
 }
 
 /* Untouched anonymous memory reads as zeros, through the zero page, mapped read-only. */
-TEST_F(svm, zero_page_read)
+TEST_F_TIMEOUT(svm, zero_page_read, 120)
 {
 	uint8_t *src = map_anon(4 * PAGE, PROT_READ | PROT_WRITE), *dst = malloc(4 * PAGE);
 
@@ -117,7 +121,7 @@ TEST_F(svm, zero_page_read)
 }
 
 /* Faults nothing can satisfy fail the command with the right errno; the context lives on. */
-TEST_F(svm, bad_access_errnos)
+TEST_F_TIMEOUT(svm, bad_access_errnos, 60)
 {
 	uint8_t *none = map_anon(PAGE, PROT_NONE), *ro = map_anon(PAGE, PROT_READ);
 	uint8_t *ok = malloc(PAGE), *gone = map_anon(PAGE, PROT_READ | PROT_WRITE);
@@ -142,7 +146,7 @@ TEST_F(svm, bad_access_errnos)
 }
 
 /* munmap, mprotect and MADV_DONTNEED under device mappings: the device view follows. */
-TEST_F(svm, cpu_changes_invalidate)
+TEST_F_TIMEOUT(svm, cpu_changes_invalidate, 120)
 {
 	uint8_t *buf = map_anon(8 * PAGE, PROT_READ | PROT_WRITE), *out = malloc(PAGE);
 	uint64_t inval;
@@ -178,7 +182,7 @@ TEST_F(svm, cpu_changes_invalidate)
 }
 
 /* After fork, parent and child each see their own data through their own contexts. */
-TEST_F(svm, fork_copy_on_write)
+TEST_F_TIMEOUT(svm, fork_copy_on_write, 120)
 {
 	uint8_t *buf = map_anon(4 * PAGE, PROT_READ | PROT_WRITE);
 	uint8_t *check = malloc(4 * PAGE);
@@ -216,7 +220,7 @@ TEST_F(svm, fork_copy_on_write)
 }
 
 /* A THP the CPU maps with one PMD is one 2 MiB device page. */
-TEST_F(svm, thp_is_2m_on_device)
+TEST_F_TIMEOUT(svm, thp_is_2m_on_device, 120)
 {
 	uint8_t *raw = map_anon(2 * HUGE, PROT_READ | PROT_WRITE), *buf, *out = malloc(PAGE);
 	uint8_t view[512];
@@ -244,7 +248,7 @@ TEST_F(svm, thp_is_2m_on_device)
  * faults just the span the device asked for. The CPU's write of the last page creates the
  * page table first (else the kernel fills the whole hole anyway).
  */
-TEST_F(svm, fault_populates_only_the_faulting_page)
+TEST_F_TIMEOUT(svm, fault_populates_only_the_faulting_page, 120)
 {
 	uint8_t *raw = map_anon(2 * HUGE, PROT_READ | PROT_WRITE), *buf;
 	unsigned char resident[512];
@@ -268,7 +272,7 @@ TEST_F(svm, fault_populates_only_the_faulting_page)
  * A device fault maps, with the faulting page, the pages around it that the CPU maps: those
  * of its 64 KiB block, not the rest of the 2 MiB window (small pages; a THP is mapped whole).
  */
-TEST_F(svm, fault_maps_present_neighbours_in_64k_block)
+TEST_F_TIMEOUT(svm, fault_maps_present_neighbours_in_64k_block, 120)
 {
 	uint8_t *raw = map_anon(2 * HUGE, PROT_READ | PROT_WRITE), *buf, *out = malloc(PAGE);
 	uint8_t view[512];
@@ -295,7 +299,7 @@ TEST_F(svm, fault_maps_present_neighbours_in_64k_block)
  * fault worker): test_hmm's READ through /dev/gmem_dmirror0 takes one fault group, served
  * by the waiter, and reads the fresh pages as zeros.
  */
-TEST(waiter_serves_its_faults)
+TEST_F_TIMEOUT(svm_proc, waiter_serves_its_faults, 120)
 {
 	int fd = open("/dev/gmem_dmirror0", O_RDWR);
 	uint8_t *buf = map_anon(4 * PAGE, PROT_READ | PROT_WRITE), *mirror = malloc(4 * PAGE);
@@ -324,7 +328,7 @@ TEST(waiter_serves_its_faults)
 }
 
 /* Compute commands: atomics on one counter, a strided scale-add. */
-TEST_F(svm, compute)
+TEST_F_TIMEOUT(svm, compute, 120)
 {
 	uint32_t *counter = malloc(64), *x = malloc(1024 * 16), *y = malloc(1024 * 16);
 	struct gmem_accel_cmd c[2] = {
@@ -351,7 +355,7 @@ TEST_F(svm, compute)
 }
 
 /* Several processes at once, each its own context and data. */
-TEST(many_processes)
+TEST_F_TIMEOUT(svm_proc, many_processes, 300)
 {
 	enum { N = 6 };
 	pid_t pids[N];
@@ -388,7 +392,7 @@ static const char * const gauges[] = { "contexts_now", "pt_pages_now", "dma_mapp
  * A process killed while its command is faulting leaves nothing behind (its context,
  * page-table pages and DMA mappings are all returned) and the device serving others.
  */
-TEST(killed_while_faulting)
+TEST_F_TIMEOUT(svm_proc, killed_while_faulting, 300)
 {
 	size_t len = 64ul << 20;
 	int64_t before[3];
@@ -440,7 +444,7 @@ TEST(killed_while_faulting)
 } while (0)
 
 /* Every ioctl checks its arguments; none of the bad ones leaves anything behind. */
-TEST_F(svm, bad_ioctls)
+TEST_F_TIMEOUT(svm, bad_ioctls, 60)
 {
 	uint64_t word = 0, big = 1ull << 24;
 	uintptr_t w = (uintptr_t)&word;

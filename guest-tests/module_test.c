@@ -62,7 +62,10 @@ static void expect_devices(struct __test_metadata *_metadata, int n, uint64_t hb
 	EXPECT_FALSE(path_exists(path));
 }
 
-TEST(unload_and_reload)
+/* Tests that need no fixture (a timeout needs one). */
+GMEM_PLAIN_FIXTURE(module)
+
+TEST_F_TIMEOUT(module, unload_and_reload, 120)
 {
 	int n = gmem_expect("devices", 1);
 	uint64_t hbm = gmem_expect("hbm_size", 256ull << 20);
@@ -81,12 +84,12 @@ TEST(unload_and_reload)
 	expect_devices(_metadata, n, hbm);
 }
 
-TEST(load_twice_is_eexist)
+TEST_F_TIMEOUT(module, load_twice_is_eexist, 120)
 {
 	EXPECT_EQ(-EEXIST, load());
 }
 
-TEST(unload_refused_while_open)
+TEST_F_TIMEOUT(module, unload_refused_while_open, 120)
 {
 	int fd = gmem_open(0, O_RDWR);
 	int ret;
@@ -98,7 +101,7 @@ TEST(unload_refused_while_open)
 	EXPECT_TRUE(path_exists("/sys/module/gmem_accel"));
 }
 
-TEST(unbind_under_open_file_then_rebind)
+TEST_F_TIMEOUT(module, unbind_under_open_file_then_rebind, 120)
 {
 	char addr[GMEM_MAX_TEST_DEVICES][32];
 	struct gmem_accel_info info = { 0 };

@@ -6,7 +6,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 summary() { /usr/bin/python3 "$REPO/scripts/lib/tap_summary.py" --name t "$1" | tail -n 1; }
 
-plan 7
+plan 9
 printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "TAP version 13" "1..3" "ok 1 x" \
 	"ok 2 y # SKIP no device" "ok 3 z" "GMEM-TEST-END a 0" GMEM-SUITE-END >"$tmp/good"
 check "all passing, one skipped" test "$(summary "$tmp/good")" = "2 passed, 0 failed, 1 skipped"
@@ -30,5 +30,14 @@ printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "1..2" "not ok 1 x" "# why x"
 check "a failure is listed with the diagnostics after it, and only those" \
 	test "$(/usr/bin/python3 "$REPO/scripts/lib/tap_summary.py" --name t "$tmp/diag" | sed -n '2,3p')" = \
 	"$(printf '  FAILED a: x\n      # why x')"
+printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "1..3" "#  RUN  f.x ..." "# gmem-timeout 900" \
+	"ok 1 f.x" "# gmem-time 27.31" "ok 2 f.y" "# gmem-time 3.00" "#  RUN  f.z ..." \
+	"# gmem-timeout 60" "not ok 3 f.z" "# gmem-time 60.02" "GMEM-TEST-END a 1" \
+	GMEM-SUITE-END >"$tmp/slow"
+slow=$(/usr/bin/python3 "$REPO/scripts/lib/tap_summary.py" --name t "$tmp/slow" | grep slow:)
+check "tests over 10 s are listed with their duration and timeout" test "$slow" = \
+	"$(printf '  slow: a: f.x took 27.3 s (timeout 900 s)\n  slow: a: f.z took 60.0 s (timeout 60 s)')"
+check "timing lines are not a failure's diagnostics" \
+	bash -c "! /usr/bin/python3 '$REPO/scripts/lib/tap_summary.py' '$tmp/slow' | grep -q '      # gmem-time'"
 check "exit status 1 on failure" bash -c "! /usr/bin/python3 '$REPO/scripts/lib/tap_summary.py' '$tmp/fail' >/dev/null"
 tap_done

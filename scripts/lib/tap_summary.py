@@ -7,7 +7,9 @@ Each input file holds one suite: GMEM-SUITE-BEGIN, then per test program a block
     GMEM-TEST-END <name> <exit status>
 and GMEM-SUITE-END. Anything that goes missing counts as a failure: a suite that never
 started or never ended (guest crash, timeout), a program that died before its plan was done or
-exited non-zero without saying why. Prints failures, one line per program, and last the line
+exited non-zero without saying why. The guest follows each result with "# gmem-time SECONDS"
+and a test may say "# gmem-timeout SECONDS" at its start: every test that took over 10 s is
+listed with both. Prints failures, one line per program, and last the line
 "N passed, N failed[, N skipped]". Exits 1 if anything failed.
 
     tap_summary.py [--name LABEL] FILE...
@@ -22,6 +24,9 @@ import sys
 
 RESULT = re.compile(r"^(not )?ok\b\s*(\d+)?\s*-?\s*([^#]*)(#\s*(\w+)(.*))?$")
 PLAN = re.compile(r"^1\.\.(\d+)")
+TIME = re.compile(r"^# gmem-time ([0-9.]+)")
+TIMEOUT = re.compile(r"^# gmem-timeout (\d+)")
+SLOW_S = 10
 
 
 class Counts:
@@ -29,6 +34,7 @@ class Counts:
         self.passed = self.failed = self.skipped = 0
         self.failures = []
         self.details = []
+        self.slow = []      # (what, seconds, timeout or None)
 
     def fail(self, what):
         self.failed += 1
@@ -40,7 +46,18 @@ def parse_program(name, lines, exit_status, counts):
     plan, seen = None, 0
     before = counts.failed
     diag_for = None     # the failure the "# ..." lines after it explain (TAP puts them there)
+    last, timeout = None, None
     for line in lines:
+        m = TIMEOUT.match(line)
+        if m:
+            timeout = int(m.group(1))
+            continue
+        m = TIME.match(line)
+        if m:
+            if last is not None and float(m.group(1)) > SLOW_S:
+                counts.slow.append((f"{name}: {last}", float(m.group(1)), timeout))
+            last, timeout = None, None
+            continue
         if line.startswith("#") and diag_for is not None:
             if len(counts.details[diag_for]) < 4:
                 counts.details[diag_for].append(line)
@@ -55,6 +72,7 @@ def parse_program(name, lines, exit_status, counts):
             continue
         seen += 1
         desc = m.group(3).strip()
+        last = desc
         directive = (m.group(5) or "").upper()
         if directive == "SKIP":
             counts.skipped += 1
@@ -148,6 +166,9 @@ def main():
     for path in args.files:
         label = args.name or os.path.splitext(os.path.basename(path))[0]
         parse_suite(path, label, counts)
+    for what, secs, timeout in counts.slow:
+        limit = f"timeout {timeout} s" if timeout else "no timeout stated"
+        print(f"  slow: {what} took {secs:.1f} s ({limit})")
     for what, details in zip(counts.failures, counts.details):
         print(f"  FAILED {what}")
         for d in details:
