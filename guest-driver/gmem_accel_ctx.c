@@ -432,6 +432,14 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 			gmem_leaf_release(ctx, pte, level);
 		}
 		WRITE_ONCE(*pte, entry);
+		/*
+		 * The device writes without setting the CPU PTE's dirty bit: a writable mapping
+		 * dirties the folio now, or reclaim could drop a clean one (e.g. after
+		 * MADV_FREE) with the device's data. Safe without the folio lock: truncation
+		 * and reclaim unmap through the notifier, which waits for ctx->lock.
+		 */
+		if (write)
+			folio_mark_dirty(page_folio(hmm_pfn_to_page(pfn)));
 		gmem_ctx_count(ctx, GMEM_CTX_PAGES_MAPPED, huge ? 512 : 1);
 	}
 	return replaced;
