@@ -1,0 +1,605 @@
+// SPDX-License-Identifier: GPL-2.0
+#define _GNU_SOURCE	/* mremap */
+/*
+ * The mm events of a distribution's kernel while the device maps the pages: reclaim and swap
+ * (a memcg limit, MADV_PAGEOUT), MADV_COLD and MADV_FREE, KSM merging, NUMA migration
+ * (move_pages, mbind), compaction, userfaultfd, hardware poison, mremap. After each, the bytes
+ * the device reads must be the CPU's, the device's writes must land in the process's current
+ * page (never a merged, swapped-out or freed one), and its view (SNAPSHOT) must follow the CPU's
+ * page table. Device 0 (private HBM; no page here is migrated to it).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "gmem_accel_hw.h"
+#include "gmem_accel_uapi.h"
+#include "gmem_test_util.h"
+
+#define PAGE 4096ul
+#define RW (PROT_READ | PROT_WRITE)
+#define MPOL_BIND 2
+#define MPOL_MF_MOVE (1 << 1)
+#ifndef MADV_COLD
+#define MADV_COLD 20
+#endif
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+
+/* Anonymous memory in 4 KiB pages (KSM and swap work on those). */
+static uint8_t *map_pages(size_t len)
+{
+	uint8_t *p = map_anon(len, RW);
+
+	if (p)
+		madvise(p, len, MADV_NOHUGEPAGE);
+	return p;
+}
+
+/* Page @i's bytes: its index in the first word, @seed elsewhere. */
+static void fill_page(uint8_t *page, size_t i, uint8_t seed)
+{
+	memset(page, seed, PAGE);
+	*(uint64_t *)page = i * 0x9e3779b97f4a7c15ull;
+}
+
+/* Does the device read [buf, buf + len) as the CPU sees it? Compared a chunk at a time. */
+static int device_reads_as_cpu(int fd, const uint8_t *buf, size_t len)
+{
+	size_t chunk = 256 * PAGE;
+	uint8_t *tmp = malloc(chunk);
+	int ret = 0;
+
+	if (!tmp)
+		return -ENOMEM;
+	for (size_t off = 0; off < len && !ret; off += chunk) {
+		size_t n = len - off < chunk ? len - off : chunk;
+
+		ret = dev_copy(fd, tmp, buf + off, n);
+		if (!ret && memcmp(tmp, buf + off, n))
+			ret = -EILSEQ;
+	}
+	free(tmp);
+	return ret;
+}
+
+/* How many of @npages pages from @buf the device maps (SNAPSHOT), writable ones in *@writable. */
+static long device_maps(int fd, void *buf, unsigned long npages, long *writable)
+{
+	uint8_t *v = malloc(npages);
+	struct gmem_accel_snapshot s = { .addr = (uintptr_t)buf, .npages = npages,
+					 .out = (uintptr_t)v };
+	long n = 0, w = 0;
+
+	if (!v || ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &s)) {
+		free(v);
+		return -1;
+	}
+	for (unsigned long i = 0; i < npages; i++) {
+		n += !!(v[i] & GMEM_ACCEL_PAGE_READ);
+		w += !!(v[i] & GMEM_ACCEL_PAGE_WRITE);
+	}
+	free(v);
+	if (writable)
+		*writable = w;
+	return n;
+}
+
+/* /proc/self/pagemap: is @addr's page swapped out (bit 62) or present (bit 63)? */
+static uint64_t pagemap(void *addr)
+{
+	uint64_t e = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	if (fd >= 0) {
+		if (pread(fd, &e, sizeof(e), ((uintptr_t)addr / PAGE) * sizeof(e)) != sizeof(e))
+			e = 0;
+		close(fd);
+	}
+	return e;
+}
+#define PM_SWAPPED (1ull << 62)
+#define PM_PRESENT (1ull << 63)
+
+static long swapped_pages(uint8_t *buf, size_t npages)
+{
+	long n = 0;
+
+	for (size_t i = 0; i < npages; i++)
+		n += !!(pagemap(buf + i * PAGE) & PM_SWAPPED);
+	return n;
+}
+
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static long read_long(const char *path)
+{
+	char buf[64];
+
+	if (read_sysfs(path, buf, sizeof(buf)))
+		return -1;
+	return strtol(buf, NULL, 10);
+}
+
+static bool have_swap(void)
+{
+	FILE *f = fopen("/proc/swaps", "r");
+	char line[256];
+	int lines = 0;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		lines++;
+	fclose(f);
+	return lines > 1;
+}
+
+FIXTURE(mm) {
+	int fd;
+};
+
+FIXTURE_SETUP(mm)
+{
+	ASSERT_TRUE(gmem_test_begin(_metadata->timeout));
+	self->fd = gmem_open(0, O_RDWR);
+	ASSERT_LE(0, self->fd) TH_LOG("open /dev/gmem_accel0: %s", strerror(errno));
+}
+
+FIXTURE_TEARDOWN(mm)
+{
+	close(self->fd);
+}
+
+/*
+ * MADV_PAGEOUT swaps out pages the device maps: the device mapping goes with them, and the
+ * device's next read swaps them back in with the same bytes. A device write to a swapped-out
+ * page lands in the page the CPU then reads.
+ */
+TEST_F_TIMEOUT(mm, pageout_swaps_out_device_mapped_pages, 180)
+{
+	size_t npages = 256, len = npages * PAGE;
+	uint8_t *buf = map_pages(len);
+	uint64_t inval;
+
+	if (!have_swap())
+		SKIP(return, "no swap (the guest sets up zram0)");
+	ASSERT_NE(NULL, buf);
+	for (size_t i = 0; i < npages; i++)
+		fill_page(buf + i * PAGE, i, 0x5a);
+	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
+	ASSERT_EQ((long)npages, device_maps(self->fd, buf, npages, NULL));
+	inval = ctx_stats(self->fd).invalidations;
+
+	ASSERT_EQ(0, madvise(buf, len, MADV_PAGEOUT));
+	EXPECT_LT(npages / 2, swapped_pages(buf, npages)) TH_LOG("MADV_PAGEOUT swapped too little");
+	EXPECT_LT(inval, ctx_stats(self->fd).invalidations);
+	EXPECT_EQ(0, device_maps(self->fd, buf, swapped_pages(buf, npages) == (long)npages ?
+				 npages : 1, NULL));
+
+	/* The device writes a swapped-out page: swapped in, written, the CPU sees it. */
+	ASSERT_EQ(0, madvise(buf, len, MADV_PAGEOUT));
+	ASSERT_EQ(0, dev_fill(self->fd, buf + 7 * PAGE, 0x1111111111111111ull, PAGE));
+	/* Everything else is read back by the device as the CPU reads it (swap-in). */
+	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
+	for (size_t i = 0; i < npages; i++) {
+		uint8_t want[PAGE];
+
+		fill_page(want, i, 0x5a);
+		if (i == 7)
+			memset(want, 0x11, PAGE);
+		ASSERT_EQ(0, memcmp(want, buf + i * PAGE, PAGE)) TH_LOG("page %zu", i);
+	}
+	munmap(buf, len);
+}
+
+/*
+ * A memcg limit below the working set: reclaim swaps out pages the device mapped while the
+ * process keeps using the device on all of them; no byte is lost either way.
+ */
+TEST_F_TIMEOUT(mm, memcg_reclaim_under_device_mappings, 300)
+{
+	const char *cg = "/sys/fs/cgroup/gmem_mm_test";
+	size_t npages = 64 << 8, len = npages * PAGE;	/* 64 MiB in a 24 MiB limit */
+	int status;
+	pid_t pid;
+
+	if (!have_swap())
+		SKIP(return, "no swap (the guest sets up zram0)");
+	if (access("/sys/fs/cgroup/cgroup.subtree_control", W_OK))
+		SKIP(return, "no cgroup v2 at /sys/fs/cgroup");
+	ASSERT_EQ(0, write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory"));
+	rmdir(cg);
+	ASSERT_EQ(0, mkdir(cg, 0755)) TH_LOG("%s: %s", cg, strerror(errno));
+	ASSERT_EQ(0, write_file("/sys/fs/cgroup/gmem_mm_test/memory.max", "25165824"));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		/* The child lives in the cgroup with its own context. */
+		int fd, err = 0;
+		uint8_t *buf;
+		uint64_t inval;
+		long swapped;
+
+		if (write_file("/sys/fs/cgroup/gmem_mm_test/cgroup.procs", "0"))
+			_exit(10);
+		fd = gmem_open(0, O_RDWR);
+		buf = map_pages(len);
+		if (fd < 0 || !buf)
+			_exit(11);
+		for (size_t i = 0; i < npages; i++)
+			fill_page(buf + i * PAGE, i, 0xc3);
+		/* Twice over, device reads of everything: each pass swaps the other half out. */
+		inval = ctx_stats(fd).invalidations;
+		for (int pass = 0; pass < 2 && !err; pass++)
+			err = device_reads_as_cpu(fd, buf, len);
+		if (err) {
+			printf("# device read: %s\n", strerror(-err));
+			_exit(12);
+		}
+		swapped = read_long("/sys/fs/cgroup/gmem_mm_test/memory.swap.current");
+		printf("# swap in use by the cgroup: %ld KiB; invalidations %llu\n", swapped >> 10,
+		       (unsigned long long)(ctx_stats(fd).invalidations - inval));
+		if (swapped <= 0)
+			_exit(13);
+		if (ctx_stats(fd).invalidations == inval)
+			_exit(14);
+		/* The device writes every page's first word; the CPU checks each. */
+		for (size_t i = 0; i < npages; i += 256) {
+			struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_ATOMIC_ADD,
+						    .flags = GMEM_ACCEL_CMD_WIDE,
+						    .dst = (uintptr_t)(buf + i * PAGE),
+						    .size = 256, .value = 1, .dst_stride = PAGE };
+
+			if (run_cmds(fd, &c, 1))
+				_exit(15);
+		}
+		for (size_t i = 0; i < npages; i++) {
+			if (*(uint64_t *)(buf + i * PAGE) != i * 0x9e3779b97f4a7c15ull + 1 ||
+			    buf[i * PAGE + PAGE - 1] != 0xc3) {
+				printf("# page %zu wrong after the device's add\n", i);
+				_exit(16);
+			}
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("child step %d failed", WEXITSTATUS(status));
+	EXPECT_EQ(0, rmdir(cg));
+}
+
+/*
+ * MADV_COLD leaves the pages mapped (the device keeps them); MADV_FREE lets reclaim drop
+ * them unless written again — a device write counts as one: after MADV_FREE and a pageout,
+ * the page the device wrote keeps its bytes, the others read as zeros or their old bytes.
+ */
+TEST_F_TIMEOUT(mm, madv_cold_and_free, 120)
+{
+	size_t npages = 32, len = npages * PAGE;
+	uint8_t *buf = map_pages(len);
+
+	ASSERT_NE(NULL, buf);
+	for (size_t i = 0; i < npages; i++)
+		fill_page(buf + i * PAGE, i, 0x3c);
+	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
+
+	ASSERT_EQ(0, madvise(buf, len, MADV_COLD));
+	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
+	ASSERT_EQ(0, dev_fill(self->fd, buf, 0x4444444444444444ull, PAGE));
+	EXPECT_EQ(0x44, buf[PAGE - 1]);
+
+	ASSERT_EQ(0, madvise(buf, len, MADV_FREE));
+	EXPECT_EQ(0, device_maps(self->fd, buf, npages, NULL)) TH_LOG("MADV_FREE left device PTEs");
+	ASSERT_EQ(0, dev_fill(self->fd, buf + 3 * PAGE, 0x6666666666666666ull, PAGE));
+	ASSERT_EQ(0, madvise(buf, len, MADV_PAGEOUT));
+	for (size_t i = 0; i < PAGE; i++) {
+		ASSERT_EQ(0x66, buf[3 * PAGE + i]) TH_LOG("the device's write after MADV_FREE was lost");
+	}
+	for (size_t i = 0; i < npages; i++) {
+		uint8_t want[PAGE];
+
+		if (i == 3)
+			continue;
+		fill_page(want, i, 0x3c);
+		if (i == 0)
+			memset(want, 0x44, PAGE);
+		if (buf[i * PAGE + 8] == 0) {	/* freed: all zeros */
+			memset(want, 0, PAGE);
+		}
+		ASSERT_EQ(0, memcmp(want, buf + i * PAGE, PAGE)) TH_LOG("page %zu", i);
+	}
+	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
+	munmap(buf, len);
+}
+
+/*
+ * KSM merges identical pages the device maps: the device keeps reading the merged page, may
+ * map it only read-only, and its write breaks the merge — the page it wrote changes, its
+ * twins do not.
+ */
+TEST_F_TIMEOUT(mm, ksm_merge_then_device_write, 300)
+{
+	size_t npages = 16, len = npages * PAGE;
+	uint8_t *buf = map_pages(len);
+	long merged = 0, writable = -1;
+
+	if (access("/sys/kernel/mm/ksm/run", W_OK))
+		SKIP(return, "no KSM");
+	ASSERT_NE(NULL, buf);
+	memset(buf, 0x77, len);
+	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
+	ASSERT_EQ((long)npages, device_maps(self->fd, buf, npages, &writable));
+	ASSERT_EQ(0, madvise(buf, len, MADV_MERGEABLE));
+	ASSERT_EQ(0, write_file("/sys/kernel/mm/ksm/pages_to_scan", "10000"));
+	ASSERT_EQ(0, write_file("/sys/kernel/mm/ksm/sleep_millisecs", "10"));
+	ASSERT_EQ(0, write_file("/sys/kernel/mm/ksm/run", "1"));
+	for (int waited = 0; waited < 120000; waited += 50) {
+		merged = read_long("/proc/self/ksm_merging_pages");
+		if (merged >= (long)npages)
+			break;
+		usleep(50 * 1000);
+	}
+	EXPECT_EQ((long)npages, merged) TH_LOG("KSM merged %ld of %zu pages", merged, npages);
+
+	/* Reading the merged page: the bytes are right, and the device may not write it. */
+	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
+	EXPECT_LE(0, device_maps(self->fd, buf, npages, &writable));
+	EXPECT_EQ(0, writable) TH_LOG("the device maps a KSM page writable");
+
+	/* The device writes page 5: only page 5 changes; the merge is broken there. */
+	ASSERT_EQ(0, dev_fill(self->fd, buf + 5 * PAGE, 0x0101010101010101ull, PAGE));
+	for (size_t i = 0; i < npages; i++) {
+		for (size_t b = 0; b < PAGE; b += 512)
+			ASSERT_EQ(i == 5 ? 0x01 : 0x77, buf[i * PAGE + b]) TH_LOG("page %zu", i);
+	}
+	EXPECT_GT((long)npages, read_long("/proc/self/ksm_merging_pages"));
+	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
+	write_file("/sys/kernel/mm/ksm/run", "2");	/* unmerge everything, stop */
+	munmap(buf, len);
+}
+
+/* The NUMA node of @addr's page (move_pages with no target), or -errno. */
+static int page_node(void *addr)
+{
+	int status = -1;
+
+	if (syscall(SYS_move_pages, 0, 1, &addr, NULL, &status, 0))
+		return -errno;
+	return status;
+}
+
+/*
+ * move_pages() and mbind(MPOL_MF_MOVE) migrate pages the device maps to the other node: the
+ * device's mapping follows (its reads and writes reach the new pages).
+ */
+TEST_F_TIMEOUT(mm, numa_migration_of_mapped_pages, 180)
+{
+	size_t npages = 64, len = npages * PAGE;
+	uint8_t *buf = map_pages(len);
+	void *pages[64];
+	int nodes[64], status[64];
+	unsigned long mask;
+	int from, to;
+
+	if (!path_exists("/sys/devices/system/node/node1"))
+		SKIP(return, "one NUMA node (run-vm.sh --numa 2)");
+	ASSERT_NE(NULL, buf);
+	for (size_t i = 0; i < npages; i++)
+		fill_page(buf + i * PAGE, i, 0x21);
+	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
+	from = page_node(buf);
+	ASSERT_LE(0, from);
+	to = !from;
+
+	for (size_t i = 0; i < npages; i++) {
+		pages[i] = buf + i * PAGE;
+		nodes[i] = to;
+	}
+	ASSERT_EQ(0, syscall(SYS_move_pages, 0, npages, pages, nodes, status, MPOL_MF_MOVE));
+	for (size_t i = 0; i < npages; i++) {
+		ASSERT_EQ(to, status[i]) TH_LOG("page %zu", i);
+	}
+	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
+	ASSERT_EQ(0, dev_fill(self->fd, buf + 9 * PAGE, 0x9999999999999999ull, PAGE));
+	EXPECT_EQ(0x99, buf[10 * PAGE - 1]);
+	EXPECT_EQ(to, page_node(buf + 9 * PAGE));
+
+	/* And back with mbind. */
+	mask = 1ul << from;
+	ASSERT_EQ(0, syscall(SYS_mbind, buf, len, MPOL_BIND, &mask, 8 * sizeof(mask),
+			     MPOL_MF_MOVE)) TH_LOG("mbind: %s", strerror(errno));
+	for (size_t i = 0; i < npages; i++) {
+		ASSERT_EQ(from, page_node(buf + i * PAGE)) TH_LOG("page %zu", i);
+	}
+	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
+	ASSERT_EQ(0, dev_fill(self->fd, buf + 11 * PAGE, 0xabababababababab, PAGE));
+	EXPECT_EQ(0xab, buf[12 * PAGE - 1]);
+	EXPECT_EQ(0x99, buf[10 * PAGE - 1]);
+	munmap(buf, len);
+}
+
+/* Compaction moves pages the device maps; the device's reads and writes follow them. */
+TEST_F_TIMEOUT(mm, compaction_of_mapped_pages, 180)
+{
+	size_t npages = 512, len = npages * PAGE;
+	uint8_t *buf = map_pages(len);
+
+	if (access("/proc/sys/vm/compact_memory", W_OK))
+		SKIP(return, "no compaction");
+	ASSERT_NE(NULL, buf);
+	for (size_t i = 0; i < npages; i++)
+		fill_page(buf + i * PAGE, i, 0x17);
+	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
+	ASSERT_EQ(0, write_file("/proc/sys/vm/compact_memory", "1"));
+	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
+	ASSERT_EQ(0, dev_fill(self->fd, buf + 100 * PAGE, 0x1818181818181818ull, PAGE));
+	EXPECT_EQ(0x18, buf[101 * PAGE - 1]);
+	munmap(buf, len);
+}
+
+/*
+ * A range registered with userfaultfd (missing mode): the device's fault on a missing page
+ * cannot wait for the handler (hmm_range_fault() faults without FAULT_FLAG_ALLOW_RETRY, so
+ * handle_userfault() refuses it), so the command fails with EFAULT and no event reaches the
+ * handler; once the handler has filled a page (UFFDIO_COPY, UFFDIO_ZEROPAGE), the device
+ * reads it. (docs/uapi.md, "userfaultfd")
+ */
+TEST_F_TIMEOUT(mm, userfaultfd_missing_pages, 120)
+{
+	size_t len = 4 * PAGE;
+	uint8_t *buf = map_anon(len, RW), *src = malloc(PAGE), *out = malloc(PAGE);
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .range = { .start = (uintptr_t)buf, .len = len },
+				       .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct uffdio_copy copy = { .dst = (uintptr_t)buf, .src = (uintptr_t)src, .len = PAGE };
+	struct uffdio_zeropage zero = { .range = { .start = (uintptr_t)buf + PAGE, .len = PAGE } };
+	struct pollfd pfd;
+	int uffd;
+
+	ASSERT_NE(NULL, buf);
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0)
+		SKIP(return, "no userfaultfd: %s", strerror(errno));
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+
+	EXPECT_EQ(-EFAULT, dev_copy(self->fd, out, buf + 2 * PAGE, PAGE));
+	EXPECT_EQ(-EFAULT, dev_fill(self->fd, buf + 3 * PAGE, 0, PAGE));
+	pfd = (struct pollfd){ .fd = uffd, .events = POLLIN };
+	EXPECT_EQ(0, poll(&pfd, 1, 100)) TH_LOG("a device fault left an event for the handler");
+
+	memset(src, 0xe1, PAGE);
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_COPY, &copy));
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_ZEROPAGE, &zero));
+	memset(out, 0x55, PAGE);
+	ASSERT_EQ(0, dev_copy(self->fd, out, buf, PAGE));
+	EXPECT_EQ(0, memcmp(out, src, PAGE));
+	ASSERT_EQ(0, dev_copy(self->fd, out, buf + PAGE, PAGE));
+	for (size_t i = 0; i < PAGE; i += 64)
+		ASSERT_EQ(0, out[i]);
+	ASSERT_EQ(0, dev_fill(self->fd, buf, 0x2a2a2a2a2a2a2a2aull, PAGE));
+	EXPECT_EQ(0x2a, buf[PAGE - 1]);
+	close(uffd);
+	munmap(buf, len);
+	free(src);
+	free(out);
+}
+
+static volatile sig_atomic_t sigbus_code;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	sigbus_code = si->si_code;
+}
+
+/*
+ * madvise(MADV_HWPOISON) on a page the device maps: the kernel unmaps it everywhere (SIGBUS to
+ * the process for a dirty page), the device must not read it — its command fails with EFAULT
+ * — and the neighbours keep working. Runs in a child, which poisoning may kill.
+ */
+TEST_F_TIMEOUT(mm, hwpoison_of_a_mapped_page, 120)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+		size_t npages = 8, len = npages * PAGE;
+		uint8_t *buf = map_pages(len), *out = malloc(PAGE);
+		int fd = gmem_open(0, O_RDWR), ret;
+
+		if (fd < 0 || !buf || !out)
+			_exit(10);
+		sigaction(SIGBUS, &sa, NULL);
+		for (size_t i = 0; i < npages; i++)
+			fill_page(buf + i * PAGE, i, 0x4d);
+		if (device_reads_as_cpu(fd, buf, len))
+			_exit(11);
+		if (madvise(buf + 2 * PAGE, PAGE, MADV_HWPOISON)) {
+			printf("# MADV_HWPOISON: %s\n", strerror(errno));
+			_exit(errno == EINVAL ? 4 : 12);	/* 4: no MEMORY_FAILURE */
+		}
+		printf("# SIGBUS code after poisoning: %d\n", (int)sigbus_code);
+		if (device_maps(fd, buf + 2 * PAGE, 1, NULL) != 0)
+			_exit(13);
+		ret = dev_copy(fd, out, buf + 2 * PAGE, PAGE);
+		if (ret != -EFAULT) {
+			printf("# device read of the poisoned page: %d\n", ret);
+			_exit(14);
+		}
+		/* Other work goes on: the neighbours read and write as before. */
+		if (device_reads_as_cpu(fd, buf, 2 * PAGE) ||
+		    device_reads_as_cpu(fd, buf + 3 * PAGE, 5 * PAGE))
+			_exit(15);
+		if (dev_fill(fd, buf + 3 * PAGE, 0x3333333333333333ull, PAGE) ||
+		    buf[4 * PAGE - 1] != 0x33)
+			_exit(16);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("killed by signal %d", WTERMSIG(status));
+	if (WEXITSTATUS(status) == 4)
+		SKIP(return, "no MEMORY_FAILURE in this kernel");
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("child step %d failed", WEXITSTATUS(status));
+}
+
+/*
+ * mremap moves a range the device maps: the old addresses fault for the device (EFAULT), the
+ * new ones read the same bytes, and writes reach the pages the CPU sees there.
+ */
+TEST_F_TIMEOUT(mm, mremap_of_a_mapped_range, 120)
+{
+	size_t npages = 16, len = npages * PAGE;
+	uint8_t *buf = map_pages(len), *to = map_anon(2 * len, PROT_NONE), *moved;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, to);
+	for (size_t i = 0; i < npages; i++)
+		fill_page(buf + i * PAGE, i, 0x6b);
+	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
+	moved = mremap(buf, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to + len);
+	ASSERT_EQ(to + len, moved);
+	EXPECT_EQ(0, device_maps(self->fd, buf, npages, NULL));
+	EXPECT_EQ(-EFAULT, dev_fill(self->fd, buf, 0, 8));
+	ASSERT_EQ(0, device_reads_as_cpu(self->fd, moved, len));
+	for (size_t i = 0; i < npages; i++) {
+		uint8_t want[PAGE];
+
+		fill_page(want, i, 0x6b);
+		ASSERT_EQ(0, memcmp(want, moved + i * PAGE, PAGE)) TH_LOG("page %zu", i);
+	}
+	ASSERT_EQ(0, dev_fill(self->fd, moved + PAGE, 0x7c7c7c7c7c7c7c7cull, PAGE));
+	EXPECT_EQ(0x7c, moved[2 * PAGE - 1]);
+	munmap(to, 2 * len);
+}
+
+TEST_HARNESS_MAIN
