@@ -316,6 +316,7 @@ void gmem_hbm_touch(struct gmem_accel *g, struct page *page);
 int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool skip_holes,
 		 u64 *moved);
 void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end);
+void gmem_fault_unshare(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_hbm_release_ctx(struct gmem_ctx *ctx);
 void gmem_hbm_evict_all(struct gmem_accel *g);
 void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m);

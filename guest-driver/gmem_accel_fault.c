@@ -77,6 +77,20 @@ int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
 }
 
 /*
+ * Does the fault ask to write a page that is in our HBM while the CPU maps it read-only?
+ * hmm_range_fault() leaves those as they are (see gmem_fault_unshare()). ctx->lock held.
+ */
+static bool gmem_hbm_readonly_for_write(struct gmem_ctx *ctx, const unsigned long *req,
+					const unsigned long *pfns, unsigned long npages)
+{
+	for (unsigned long i = 0; i < npages; i++)
+		if ((req[i] & HMM_PFN_REQ_WRITE) && (pfns[i] & HMM_PFN_VALID) &&
+		    !(pfns[i] & HMM_PFN_WRITE) && is_device_private_page(hmm_pfn_to_page(pfns[i])))
+			return true;
+	return false;
+}
+
+/*
  * hmm_range_fault() over [start, end), faulting in the pages flagged in @req if @fault (and,
  * as hmm does, every page from the first flagged one to @end), then, if @map, mapping the
  * result into the device page table.
@@ -93,9 +107,11 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 		.pfn_flags_mask = fault ? HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE : 0,
 		.dev_private_owner = ctx->g,
 	};
-	int ret, replaced = 0;
+	int ret, replaced = 0, unshares = 0;
 
-	do {
+	for (;;) {
+		bool unshare;
+
 		/* Page-table pages are allocated here, never under ctx->lock. */
 		ret = map ? gmem_pt_reserve(ctx, start, end) : 0;
 		if (ret)
@@ -105,7 +121,8 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 			trace_gmem_accel_fault_range(ctx->id, start, end, ret);
 		if (ret)
 			return ret;
-		if (map)
+		unshare = fault && gmem_hbm_readonly_for_write(ctx, req, pfns, npages);
+		if (map && !unshare)
 			replaced = gmem_pt_map(ctx, start, pfns, npages);
 		mutex_unlock(&ctx->lock);
 		/*
@@ -114,8 +131,16 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 		 */
 		if (replaced > 0 || replaced == -EAGAIN)
 			gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
-	} while (replaced == -EAGAIN);
-	return replaced < 0 ? replaced : 0;
+		if (unshare) {
+			/* Bounded: pages that will not come home fail the command, not loop. */
+			if (++unshares > 3)
+				return -EBUSY;
+			gmem_fault_unshare(ctx, start, end);
+			continue;
+		}
+		if (replaced != -EAGAIN)
+			return replaced < 0 ? replaced : 0;
+	}
 }
 
 /* Memory that lives in 2 MiB units, a THP or an HBM chunk of ours, is mapped a window at once. */

@@ -491,7 +491,7 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool 
 /*
  * A device fault in a PREFER_DEVICE range: move its window [start, end) to HBM first, so
  * that the fault maps HBM. Failures leave the pages in system memory, mapped from there.
- * Called by the fault worker only (it owns hbm.fault_migration).
+ * Called by the fault server (g->fault_lock; it owns hbm.fault_migration).
  */
 void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
 {
@@ -506,6 +506,31 @@ void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
 	if (vma && end <= vma->vm_end)
 		gmem_window_to_device(ctx, m, vma, start, end, &n);
 	mmap_read_unlock(ctx->mm);
+}
+
+/*
+ * A device write to pages of [start, end) (one window) that sit in HBM while the CPU maps them
+ * read-only (COW after fork, swapped in without write access, mprotect): bring the window home,
+ * as a CPU write would (migrate_to_ram), so that the fault's next hmm_range_fault breaks COW
+ * or fails the write (-EPERM). hmm_range_fault reports the driver's own device-private pages
+ * as they are and faults nothing for them, so without this the device's write faults forever.
+ * Called by the fault server (g->fault_lock; it owns hbm.fault_migration).
+ */
+void gmem_fault_unshare(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	struct gmem_migration *m = ctx->g->hbm.fault_migration;
+	struct vm_area_struct *vma;
+	unsigned long n = 0;
+
+	lockdep_assert_held(&ctx->g->fault_lock);
+	if (!m)
+		return;
+	mmap_read_lock(ctx->mm);
+	vma = vma_lookup(ctx->mm, start);
+	if (vma && end <= vma->vm_end)
+		gmem_window_to_ram(ctx->g, m, vma, start, end, NULL, &n);
+	mmap_read_unlock(ctx->mm);
+	gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_SYSTEM, n);
 }
 
 /* Move every page in use out of HBM (unbind; HMM_DMIRROR_RELEASE). */

@@ -34,6 +34,8 @@ Options:
                        images/kernel-debug.config); the suite's kernel_log test fails on
                        any report it makes
   --qemu-args "ARGS"   extra QEMU arguments, split on spaces (e.g. "-trace gmem_accel_*")
+  --append "ARGS"      extra guest kernel command-line arguments (e.g. a test's setting:
+                       "gmemtest.fuzz_seed=42")
   --timeout SEC        power the VM off after SEC seconds, 0 = never (default 1800, 5400
                        with --debug-kernel, shell 0)
   --results FILE       keep the guest's TAP results in FILE (suite mode)
@@ -66,7 +68,7 @@ parse_size() {
 need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || bad_option "$1 needs a value"; }
 
 mode=suite run_cmd="" extra="" devices=4 hbm_size=256M accel=tcg smp=2 memory=2G coherent=""
-qemu_args="" timeout="" results="" build=1 numa=2 iommu=1 variant="" sfx=""
+qemu_args="" append_extra="" timeout="" results="" build=1 numa=2 iommu=1 variant="" sfx=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--shell) mode=shell ;;
@@ -82,6 +84,7 @@ while [ $# -gt 0 ]; do
 	--no-iommu) iommu=0 ;;
 	--debug-kernel) variant=debug sfx=-debug ;;
 	--qemu-args) need_arg "$@"; qemu_args=$2; shift ;;
+	--append) need_arg "$@"; append_extra=$2; shift ;;
 	--timeout) need_arg "$@"; timeout=$2; shift ;;
 	--results) need_arg "$@"; results=$2; shift ;;
 	--no-build) build=0 ;;
@@ -167,7 +170,7 @@ for ((i = 0; i < devices; i++)); do
 			[ "$i" -lt $((devices - coherent)) ] || echo ,coherent=on)")
 done
 results_log="$run_dir/results.log"
-append="console=ttyS0 panic=-1 quiet$iommu_append gmem.mode=$mode gmemtest.devices=$devices gmemtest.hbm_size=$hbm_bytes gmemtest.coherent=$coherent"
+append="console=ttyS0 panic=-1 quiet$iommu_append gmem.mode=$mode gmemtest.devices=$devices gmemtest.hbm_size=$hbm_bytes gmemtest.coherent=$coherent${append_extra:+ $append_extra}"
 qmp="$run_dir/qmp.sock" hmp="$run_dir/hmp.sock"
 cmd=("$qemu" -machine q35 "${accel_args[@]}" -smp "$smp" -m "$((mem_bytes >> 20))M"
 	-nodefaults -no-reboot -display none
