@@ -205,50 +205,52 @@ static struct gmem_pt *gmem_pt_table(struct gmem_ctx *ctx, u64 va, int level, bo
 	return pt;
 }
 
+/* Called on a leaf entry by gmem_pt_walk(); returning true stops the walk. */
+typedef bool (*gmem_leaf_fn)(struct gmem_ctx *ctx, u64 *pte, int level, void *data);
+
 /*
- * Pass 1 of a zap: drop VALID from every leaf overlapping [start, end), keeping the address
- * (STALE) for pass 2. Returns how many leaves it dropped.
+ * Call @fn on every leaf entry overlapping [start, end) in the tables that exist below @pt (at
+ * @level, covering from @base): the work follows what is mapped, not the size of the range.
+ * Returns true if @fn stopped it.
  */
-static unsigned long gmem_pt_clear(struct gmem_pt *pt, int level, u64 base, u64 start, u64 end)
+static bool gmem_pt_walk(struct gmem_ctx *ctx, struct gmem_pt *pt, int level, u64 base,
+			 u64 start, u64 end, gmem_leaf_fn fn, void *data)
 {
 	u64 span = 1ull << GMEM_PT_SHIFT(level);
-	unsigned long n = 0;
 
 	for (int i = 0; i < GMEM_PT_ENTRIES; i++) {
 		u64 va = base + i * span;
-		u64 e;
 
 		if (va + span <= start || va >= end)
 			continue;
 		if (pt->child && pt->child[i]) {
-			n += gmem_pt_clear(pt->child[i], level - 1, va, start, end);
-			continue;
-		}
-		e = READ_ONCE(pt->pte[i]);
-		if (e & GMEM_PTE_VALID) {
-			WRITE_ONCE(pt->pte[i], (e & ~GMEM_PTE_VALID) | GMEM_PTE_SW_STALE);
-			n++;
+			if (gmem_pt_walk(ctx, pt->child[i], level - 1, va, start, end, fn, data))
+				return true;
+		} else if (fn(ctx, &pt->pte[i], level, data)) {
+			return true;
 		}
 	}
-	return n;
+	return false;
+}
+
+/* Pass 1 of a zap: drop VALID, keep the address (STALE) for pass 2; count in *@data. */
+static bool gmem_leaf_clear(struct gmem_ctx *ctx, u64 *pte, int level, void *data)
+{
+	u64 e = READ_ONCE(*pte);
+
+	if (e & GMEM_PTE_VALID) {
+		WRITE_ONCE(*pte, (e & ~GMEM_PTE_VALID) | GMEM_PTE_SW_STALE);
+		++*(unsigned long *)data;
+	}
+	return false;
 }
 
 /* Pass 2: the device has forgotten them; unmap the pages. */
-static void gmem_pt_release_stale(struct gmem_ctx *ctx, struct gmem_pt *pt, int level, u64 base,
-				  u64 start, u64 end)
+static bool gmem_leaf_release_stale(struct gmem_ctx *ctx, u64 *pte, int level, void *data)
 {
-	u64 span = 1ull << GMEM_PT_SHIFT(level);
-
-	for (int i = 0; i < GMEM_PT_ENTRIES; i++) {
-		u64 va = base + i * span;
-
-		if (va + span <= start || va >= end)
-			continue;
-		if (pt->child && pt->child[i])
-			gmem_pt_release_stale(ctx, pt->child[i], level - 1, va, start, end);
-		else if (pt->pte[i] & GMEM_PTE_SW_STALE)
-			gmem_leaf_release(ctx, &pt->pte[i], level);
-	}
+	if (READ_ONCE(*pte) & GMEM_PTE_SW_STALE)
+		gmem_leaf_release(ctx, pte, level);
+	return false;
 }
 
 /*
@@ -262,7 +264,8 @@ static unsigned long gmem_pt_zap(struct gmem_ctx *ctx, u64 start, u64 end)
 	end = min_t(u64, end, 1ull << GMEM_VA_BITS);
 	if (start >= end)
 		return 0;
-	n = gmem_pt_clear(&ctx->root, GMEM_PT_LEVELS, 0, start, end);
+	n = 0;
+	gmem_pt_walk(ctx, &ctx->root, GMEM_PT_LEVELS, 0, start, end, gmem_leaf_clear, &n);
 	if (!n)
 		return 0;
 	/* A 2 MiB leaf may reach past the range: invalidate whole huge pages. */
@@ -270,7 +273,7 @@ static unsigned long gmem_pt_zap(struct gmem_ctx *ctx, u64 start, u64 end)
 	end = ALIGN(end, GMEM_HUGE_SIZE);
 	if (ctx->g->regs)
 		gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
-	gmem_pt_release_stale(ctx, &ctx->root, GMEM_PT_LEVELS, 0, start, end);
+	gmem_pt_walk(ctx, &ctx->root, GMEM_PT_LEVELS, 0, start, end, gmem_leaf_release_stale, NULL);
 	gmem_ctx_count(ctx, GMEM_CTX_PAGES_ZAPPED, n);
 	return n;
 }
@@ -507,17 +510,27 @@ bool gmem_pt_maps_all(struct gmem_ctx *ctx, u64 start, u64 end, bool write)
 	return all;
 }
 
-/* Does the device still hold a page of [start, end) exclusively? */
+static bool gmem_leaf_exclusive(struct gmem_ctx *ctx, u64 *pte, int level, void *data)
+{
+	u64 e = READ_ONCE(*pte);
+
+	return (e & GMEM_PTE_VALID) && (e & GMEM_PTE_SW_EXCLUSIVE);
+}
+
+/*
+ * Does the device still hold a page of [start, end) exclusively? Any range a process names:
+ * only the tables that exist are looked at.
+ */
 bool gmem_pt_any_exclusive(struct gmem_ctx *ctx, u64 start, u64 end)
 {
-	bool found = false, huge;
+	bool found;
 
+	end = min_t(u64, end, 1ull << GMEM_VA_BITS);
+	if (start >= end)
+		return false;
 	mutex_lock(&ctx->lock);
-	for (u64 va = start; va < end && !found; va += PAGE_SIZE) {
-		u64 e = gmem_pt_leaf(ctx, va, &huge);
-
-		found = (e & GMEM_PTE_VALID) && (e & GMEM_PTE_SW_EXCLUSIVE);
-	}
+	found = gmem_pt_walk(ctx, &ctx->root, GMEM_PT_LEVELS, 0, start, end, gmem_leaf_exclusive,
+			     NULL);
 	mutex_unlock(&ctx->lock);
 	return found;
 }
