@@ -6,7 +6,7 @@
  * read-only and kernel memory, huge and overlapping ranges, unknown flags and ops. The device's
  * own pointers (commands, migrations) only ever aim at a scratch arena, the holes around it and
  * kernel addresses, never at the fuzzer's own memory. A bounded number of calls per node
- * (gmemtest.fuzz_count=, default 2000) from a printed seed (gmemtest.fuzz_seed=, default the
+ * (gmemtest.fuzz_count=, default 800) from a printed seed (gmemtest.fuzz_seed=, default the
  * time): the same seed gives the same calls. Afterwards the device must still move data right,
  * and the suite's kernel_log test must find the kernel log clean.
  */
@@ -297,7 +297,7 @@ GMEM_PLAIN_FIXTURE(fuzz)
 TEST_F_TIMEOUT(fuzz, every_node, 1800)
 {
 	uint64_t seed = gmem_expect("fuzz_seed", (uint64_t)time(NULL));
-	unsigned long count = gmem_expect("fuzz_count", 2000);
+	unsigned long count = gmem_expect("fuzz_count", 800);
 	int devices = gmem_expect("devices", 1);
 
 	printf("# seed %llu, %lu calls per node (again: run-vm.sh --append gmemtest.fuzz_seed=%llu)\n",

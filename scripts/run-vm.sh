@@ -148,8 +148,9 @@ if [ -n "$extra" ] || [ "$mode" = run ]; then
 	initrd="$run_dir/initrd.cpio"
 fi
 
-# RAM and CPUs spread over the NUMA nodes; an IOMMU in front of every device.
-machine_args=()
+# RAM and CPUs spread over the NUMA nodes; an IOMMU in front of every device; PCIe native
+# hotplug on the root ports (not q35's ACPI hotplug), so devices can be unplugged and plugged.
+machine_args=(-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off)
 if [ "$numa" -gt 1 ]; then
 	for ((n = 0; n < numa; n++)); do
 		cpus=""
