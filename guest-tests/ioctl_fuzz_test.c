@@ -298,18 +298,29 @@ TEST_F_TIMEOUT(fuzz, every_node, 1800)
 {
 	uint64_t seed = gmem_expect("fuzz_seed", (uint64_t)time(NULL));
 	unsigned long count = gmem_expect("fuzz_count", 800);
-	int devices = gmem_expect("devices", 1);
+	int devices = gmem_expect("devices", 1), only = gmem_expect("fuzz_device", -1);
+	int kinds = gmem_expect("fuzz_kinds", 3);	/* 1: gmem_accel, 2: gmem_dmirror */
 
-	printf("# seed %llu, %lu calls per node (again: run-vm.sh --append gmemtest.fuzz_seed=%llu)\n",
+	printf("# seed %llu, %lu calls per node (again: run-vm.sh --append gmemtest.fuzz_seed=%llu;"
+	       " gmemtest.fuzz_device=N and fuzz_kinds=1|2 narrow it down)\n",
 	       (unsigned long long)seed, count, (unsigned long long)seed);
 	for (int n = 0; n < devices; n++) {
+		if (only >= 0 && n != only)
+			continue;
 		for (int dm = 0; dm < 2; dm++) {
 			char path[64];
 
+			if (!(kinds & (1 << dm)))
+				continue;
 			snprintf(path, sizeof(path), dm ? "/dev/gmem_dmirror%d" : "/dev/gmem_accel%d",
 				 n);
 			EXPECT_EQ(0, fuzz_watched(path, dm, seed + 2 * n + dm, count, _metadata))
 				TH_LOG("%s, seed %llu", path, (unsigned long long)(seed + 2 * n + dm));
+			/* Nothing of the fuzzing process stays behind: its context, its HBM pages. */
+			EXPECT_EQ(0, gmem_wait_stat(n, "contexts_now", 0, 30000)) TH_LOG("%s", path);
+			EXPECT_EQ(0, gmem_wait_stat(n, "hbm_pages_now", 0, 30000))
+				TH_LOG("%s: HBM pages left behind, seed %llu", path,
+				       (unsigned long long)(seed + 2 * n + dm));
 		}
 		EXPECT_EQ(0, device_still_works(n)) TH_LOG("gmem_accel%d after fuzzing", n);
 	}
