@@ -277,6 +277,26 @@ TEST_F_TIMEOUT(device, msix_vectors_allocated, 60)
 	}
 }
 
+/*
+ * With run-vm.sh's IOMMU (the default), every device sits behind it: an IOMMU group and a DMA
+ * domain that translates, so each DMA mapping of the driver goes through the IOMMU.
+ */
+TEST_F_TIMEOUT(device, behind_the_iommu, 60)
+{
+	char addr[GMEM_MAX_TEST_DEVICES][32], path[PATH_MAX], type[32];
+	int n = gmem_pci_devices(addr, GMEM_MAX_TEST_DEVICES);
+
+	if (!gmem_expect("iommu", 0))
+		SKIP(return, "no IOMMU asked for (run-vm.sh --no-iommu)");
+	ASSERT_LT(0, n);
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/iommu_group/type", addr[i]);
+		ASSERT_EQ(0, read_sysfs(path, type, sizeof(type))) TH_LOG("%s: no IOMMU group", addr[i]);
+		EXPECT_TRUE(!strcmp(type, "DMA") || !strcmp(type, "DMA-FQ"))
+			TH_LOG("%s: domain type %s", addr[i], type);
+	}
+}
+
 TEST_F_TIMEOUT(device, bad_ioctls_get_clear_errnos, 60)
 {
 	struct gmem_accel_info info;

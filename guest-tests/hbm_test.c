@@ -305,7 +305,7 @@ TEST_F_TIMEOUT(hbm, fork_of_hbm_memory, 120)
 }
 
 /* A working set 4x the HBM: chunks are evicted to make room, and no byte is lost. */
-TEST_F_TIMEOUT(hbm, oversubscription, 900)
+TEST_F_TIMEOUT(hbm, oversubscription, 1500)
 {
 	struct gmem_accel_info info = { 0 };
 	size_t len, step, off;

@@ -222,7 +222,7 @@ TEST_F_TIMEOUT(mm, pageout_swaps_out_device_mapped_pages, 180)
  * A memcg limit below the working set: reclaim swaps out pages the device mapped while the
  * process keeps using the device on all of them; no byte is lost either way.
  */
-TEST_F_TIMEOUT(mm, memcg_reclaim_under_device_mappings, 300)
+TEST_F_TIMEOUT(mm, memcg_reclaim_under_device_mappings, 900)
 {
 	const char *cg = "/sys/fs/cgroup/gmem_mm_test";
 	size_t npages = 64 << 8, len = npages * PAGE;	/* 64 MiB in a 24 MiB limit */

@@ -5,7 +5,7 @@
 : "${REPO:?set REPO to the source tree}"
 run_vm() { "$REPO/scripts/run-vm.sh" "$@"; }
 
-plan 16
+plan 17
 expect_fail "unknown option" 2 "unknown option '--frobnicate'" run_vm --frobnicate
 expect_fail "--devices 0" 2 "--devices '0': give a number from 1 to 16" run_vm --devices 0
 expect_fail "--devices 17" 2 "--devices '17'" run_vm --devices 17
@@ -22,6 +22,7 @@ expect_fail "--timeout soon" 2 "--timeout 'soon'" run_vm --timeout soon
 expect_fail "--memory 1M" 2 "--memory '1M'" run_vm --memory 1M
 expect_fail "--smp 0" 2 "--smp '0'" run_vm --smp 0
 expect_fail "--numa 5" 2 "--numa '5': give a number of nodes from 1 to 4" run_vm --numa 5
+expect_fail "--smp 3 over 2 nodes" 2 "--numa 2: give a number of CPUs \\(--smp 3\\)" run_vm --smp 3
 expect_fail "--numa 3 of 2G" 2 "--numa 3: the RAM \\(2G\\) must split into 3 nodes" run_vm --numa 3
 check "--help describes every mode" bash -c \
 	"'$REPO/scripts/run-vm.sh' --help | grep -q -- '--shell' && '$REPO/scripts/run-vm.sh' --help | grep -q -- '--run CMD'"

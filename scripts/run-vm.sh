@@ -111,6 +111,8 @@ mem_bytes=$(parse_size "$memory") && [ "$mem_bytes" -ge $((256 << 20)) ] ||
 	bad_option "--numa '$numa': give a number of nodes from 1 to 4"
 [ $(((mem_bytes >> 20) % numa)) = 0 ] ||
 	bad_option "--numa $numa: the RAM ($memory) must split into $numa nodes of whole MiB"
+[ "$smp" -lt "$numa" ] || [ $((smp % numa)) = 0 ] ||
+	bad_option "--numa $numa: give a number of CPUs (--smp $smp) that $numa nodes share evenly"
 case "$accel" in
 tcg) accel_args=(-accel tcg -cpu max) ;;
 kvm)
@@ -150,11 +152,20 @@ fi
 
 # RAM and CPUs spread over the NUMA nodes; an IOMMU in front of every device; PCIe native
 # hotplug on the root ports (not q35's ACPI hotplug), so devices can be unplugged and plugged.
+# A node's CPUs are a socket of their own (a shared LLC across nodes makes the kernel warn);
+# with fewer CPUs than nodes, the CPUs are on node 0 and the other nodes hold memory only.
 machine_args=(-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off)
+smp_arg=$smp
 if [ "$numa" -gt 1 ]; then
+	per_node=$((smp >= numa ? smp / numa : 0))
+	[ "$per_node" = 0 ] || smp_arg="$smp,sockets=$numa"
 	for ((n = 0; n < numa; n++)); do
 		cpus=""
-		for ((c = n; c < smp; c += numa)); do cpus+=",cpus=$c"; done
+		if [ "$per_node" = 0 ]; then
+			[ "$n" != 0 ] || cpus=",cpus=0-$((smp - 1))"
+		else
+			cpus=",cpus=$((n * per_node))-$(((n + 1) * per_node - 1))"
+		fi
 		machine_args+=(-object "memory-backend-ram,id=ram$n,size=$(((mem_bytes >> 20) / numa))M"
 			       -numa "node,nodeid=$n,memdev=ram$n$cpus")
 	done
@@ -162,7 +173,7 @@ fi
 iommu_append=""
 if [ "$iommu" = 1 ]; then
 	machine_args+=(-device intel-iommu,intremap=off)
-	iommu_append=" intel_iommu=on"
+	iommu_append=" intel_iommu=on gmemtest.iommu=1"
 fi
 device_args=()
 for ((i = 0; i < devices; i++)); do
@@ -173,7 +184,7 @@ done
 results_log="$run_dir/results.log"
 append="console=ttyS0 panic=-1 quiet$iommu_append gmem.mode=$mode gmemtest.devices=$devices gmemtest.hbm_size=$hbm_bytes gmemtest.coherent=$coherent${append_extra:+ $append_extra}"
 qmp="$run_dir/qmp.sock" hmp="$run_dir/hmp.sock"
-cmd=("$qemu" -machine q35 "${accel_args[@]}" -smp "$smp" -m "$((mem_bytes >> 20))M"
+cmd=("$qemu" -machine q35 "${accel_args[@]}" -smp "$smp_arg" -m "$((mem_bytes >> 20))M"
 	-nodefaults -no-reboot -display none
 	-L /usr/share/seabios -L /usr/share/qemu
 	-kernel "$kernel" -initrd "$initrd" -append "$append"
