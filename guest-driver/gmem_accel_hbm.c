@@ -279,6 +279,31 @@ static unsigned long gmem_count_migrated(struct gmem_migration *m, unsigned long
  * (only @owner's, when set). Their mappings, CPU and device, are updated by the kernel's
  * rmap walk and the notifiers it calls.
  */
+/*
+ * migrate_device_range() takes HBM pages whatever maps them, and 6.12's check lets through a
+ * page that only a device-exclusive entry holds (make_device_exclusive_range() on coherent HBM:
+ * no mapcount, one reference). migrate_device_finalize() would then turn that entry into a
+ * present PTE with a new reference, the entry's never dropped: the page would outlive its
+ * process (found by the ioctl fuzzer: EXCLUSIVE, then RELEASE). Give back, as the kernel's
+ * own restore path does, every page unmapped for the move that someone else still holds.
+ */
+static void gmem_evict_skip_held(unsigned long *src, unsigned long npages)
+{
+	for (unsigned long i = 0; i < npages; i++) {
+		struct page *page = migrate_pfn_to_page(src[i]);
+		struct folio *folio;
+
+		if (!page || !(src[i] & MIGRATE_PFN_MIGRATE))
+			continue;
+		folio = page_folio(page);
+		if (folio_mapped(folio) || folio_ref_count(folio) <= 1)
+			continue;	/* only our reference: free to move */
+		src[i] = 0;
+		folio_unlock(folio);
+		folio_put(folio);
+	}
+}
+
 static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
 			     void *owner)
 {
@@ -290,6 +315,7 @@ static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned l
 	m->g = g;
 	if (migrate_device_range(m->src, pfn, npages))
 		goto out;
+	gmem_evict_skip_held(m->src, npages);
 	gmem_copy_to_ram(m, npages, NULL, 0, owner);
 	migrate_device_pages(m->src, m->dst, npages);
 	moved = gmem_count_migrated(m, npages);

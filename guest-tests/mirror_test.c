@@ -328,6 +328,55 @@ TEST_F_TIMEOUT(svm_proc, waiter_serves_its_faults, 120)
 }
 
 /* Compute commands: atomics on one counter, a strided scale-add. */
+/*
+ * Coherent HBM taken exclusively by the device (test_hmm's EXCLUSIVE), then every HBM page
+ * evicted (RELEASE, migrate_device_range): the exclusive pages stay as they are, and when the
+ * process exits they are freed. 6.12's migrate_device_finalize() turned such a page's
+ * device-exclusive entry into a mapping with a reference never dropped: the pages outlived
+ * their process (found by the ioctl fuzzer).
+ */
+TEST_F_TIMEOUT(svm_proc, exclusive_coherent_pages_survive_release, 120)
+{
+	int dev = gmem_expect("devices", 1) - 1, status;
+	char node[64];
+	pid_t pid;
+
+	if (!gmem_expect("coherent", 0))
+		SKIP(return, "no coherent device (run-vm.sh --coherent N)");
+	snprintf(node, sizeof(node), "/dev/gmem_dmirror%d", dev);
+	ASSERT_EQ(0, gmem_wait_stat(dev, "hbm_pages_now", 0, 30000));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		size_t npages = 64, len = npages * PAGE;
+		uint8_t *buf = map_anon(len, PROT_READ | PROT_WRITE), *out = malloc(len);
+		struct hmm_dmirror_cmd c = { .addr = (uintptr_t)buf, .ptr = (uintptr_t)out,
+					     .npages = npages };
+		int fd = open(node, O_RDWR);
+		int64_t in_hbm = -1;
+
+		if (fd < 0 || !buf || !out)
+			_exit(10);
+		memset(buf, 0x3d, len);
+		if (ioctl(fd, HMM_DMIRROR_MIGRATE_TO_DEV, &c) || ioctl(fd, HMM_DMIRROR_EXCLUSIVE, &c))
+			_exit(11);
+		if (ioctl(fd, HMM_DMIRROR_RELEASE, &c))
+			_exit(12);
+		/* Exclusive pages cannot move: they stay in HBM, with their bytes. */
+		gmem_debugfs_stat(dev, "hbm_pages_now", &in_hbm);
+		if (in_hbm != (int64_t)npages)
+			_exit(13);
+		for (size_t i = 0; i < len; i += 512)
+			if (buf[i] != 0x3d)
+				_exit(14);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status)) TH_LOG("child step %d failed", WEXITSTATUS(status));
+	EXPECT_EQ(0, gmem_wait_stat(dev, "hbm_pages_now", 0, 30000)) TH_LOG("HBM pages leaked");
+}
+
 TEST_F_TIMEOUT(svm, compute, 120)
 {
 	uint32_t *counter = malloc(64), *x = malloc(1024 * 16), *y = malloc(1024 * 16);
