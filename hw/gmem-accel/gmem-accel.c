@@ -333,6 +333,11 @@ static void gmem_accel_exit(PCIDevice *pdev)
 
     gmem_engine_unrealize(s);
     msix_uninit(pdev, &s->bar0, &s->bar0);
+    /*
+     * The HBM's RAMBlock name is its PCI path: a device plugged into the same slot before
+     * this one is finalized must be able to take it (as pci_del_option_rom() does).
+     */
+    vmstate_unregister_ram(&s->hbm, DEVICE(s));
 }
 
 static void gmem_accel_reset_hold(Object *obj, ResetType type)
