@@ -304,6 +304,51 @@ TEST_F_TIMEOUT(hbm, fork_of_hbm_memory, 120)
 	munmap(buf, len);
 }
 
+/*
+ * A device write to pages in HBM that the CPU maps read-only: after mprotect(PROT_READ) the
+ * write fails with EPERM (it used to fault forever: hmm_range_fault reports the driver's own
+ * HBM pages as they are, read-only); once writable again, and after fork made them
+ * copy-on-write while a child still shares them, the write lands in the parent's copy only.
+ */
+TEST_F_TIMEOUT(hbm, device_write_to_readonly_hbm, 120)
+{
+	size_t len = 16 * PAGE;
+	uint8_t *buf = map_small_pages(len), *want = malloc(len);
+	int status, pipefd[2];
+	pid_t pid;
+	char c;
+
+	ASSERT_NE(NULL, buf);
+	pattern_with_copy(buf, want, len, 21);
+	ASSERT_EQ((long)(len / PAGE), dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	ASSERT_EQ(0, mprotect(buf, len, PROT_READ));
+	EXPECT_EQ(-EPERM, dev_fill(self->fd, buf + PAGE, 0x1212121212121212ull, PAGE));
+	EXPECT_EQ(0, memcmp(buf, want, len));
+	ASSERT_EQ(0, mprotect(buf, len, RW));
+
+	/* Copy-on-write: the child holds the pages until the parent's device write is done. */
+	ASSERT_EQ((long)(len / PAGE), dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(pipefd[1]);
+		if (read(pipefd[0], &c, 1) != 1)
+			_exit(1);
+		_exit(memcmp(buf, want, len) ? 2 : 0);	/* the child's copy is untouched */
+	}
+	close(pipefd[0]);
+	EXPECT_EQ(0, dev_fill(self->fd, buf + 3 * PAGE, 0x3434343434343434ull, PAGE));
+	ASSERT_EQ(1, write(pipefd[1], "x", 1));
+	close(pipefd[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("the child saw the parent's device write");
+	memset(want + 3 * PAGE, 0x34, PAGE);
+	EXPECT_EQ(0, memcmp(buf, want, len));
+	free(want);
+	munmap(buf, len);
+}
+
 /* A working set 4x the HBM: chunks are evicted to make room, and no byte is lost. */
 TEST_F_TIMEOUT(hbm, oversubscription, 1500)
 {
