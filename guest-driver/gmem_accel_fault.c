@@ -241,6 +241,7 @@ static int gmem_fault_ahead(struct gmem_ctx *ctx, const struct gmem_fault_ahead 
 	int ret = 0;
 
 	for (u64 va = r->start, start, end; va < r->end && !ret; va = end) {
+		cond_resched();
 		ret = gmem_fault_window(ctx, va, &start, &end);
 		if (ret)
 			break;
@@ -292,6 +293,7 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 				req[p] |= HMM_PFN_REQ_WRITE;
 		}
 		ret = gmem_fault_range(ctx, start, end, req, pfns);
+		cond_resched();
 	}
 	mmput(ctx->mm);
 	return ret;
@@ -352,6 +354,8 @@ static unsigned int gmem_fault_drain(struct gmem_accel *g)
 				gmem_fault_answer(g, group, n, g->fault_req, g->fault_pfns);
 				groups++;
 				n = 0;
+				/* A queue of groups can take long on a slow host: let others run. */
+				cond_resched();
 			}
 		}
 		/* Consumed: a group waiting for room in the queue can be posted now. */
