@@ -27,6 +27,19 @@ sed 's/^/# ref: /' $out
 
 others=$(grep '^not ok' $out | grep -vE "\.($(echo $exclusive | tr ' ' '|'))\$")
 passed=$(grep -c '^ok' $out)
+# The reference is not ours to fix: a test of it that fails once (seen: migrate_multiple -ENOENT
+# on the debug kernel pinned to one host core) runs once more, alone, and counts if it fails
+# again. Both runs are printed.
+if [ -n "$others" ]; then
+	again=""
+	for t in $(echo "$others" | sed -E 's/^not ok [0-9]+ //'); do
+		"$hmm_tests" -r "$t" >$out.again 2>&1
+		sed "s/^/# ref, $t once more: /" $out.again
+		grep -q '^ok' $out.again || again="$again
+not ok (twice) $t"
+	done
+	others=$(echo "$again" | sed '/^$/d')
+fi
 if [ -z "$others" ] && [ "$passed" -gt 0 ]; then
 	ok "reference: all $passed other tests pass or skip"
 else
