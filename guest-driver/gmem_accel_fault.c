@@ -107,11 +107,12 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 		.pfn_flags_mask = fault ? HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE : 0,
 		.dev_private_owner = ctx->g,
 	};
-	int ret, replaced = 0, unshares = 0;
+	int ret, replaced, unshares = 0;
 
 	for (;;) {
 		bool unshare;
 
+		replaced = 0;
 		/* Page-table pages are allocated here, never under ctx->lock. */
 		ret = map ? gmem_pt_reserve(ctx, start, end) : 0;
 		if (ret)
