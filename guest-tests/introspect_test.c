@@ -118,7 +118,7 @@ TEST_F_TIMEOUT(introspect, debugfs_matches_stats, 120)
 	size_t len = 64 * PAGE;
 	uint8_t *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			    -1, 0);
-	struct gmem_accel_stats st, dbg;
+	struct gmem_accel_stats st, dbg0, dbg;
 	char comm[16];
 
 	ASSERT_LE(0, fd);
@@ -129,6 +129,12 @@ TEST_F_TIMEOUT(introspect, debugfs_matches_stats, 120)
 	EXPECT_EQ(0x5a, buf[len - 1]);
 	ASSERT_EQ(0, munmap(buf + 8 * PAGE, 8 * PAGE));	/* an invalidation that zaps 8 */
 
+	/*
+	 * The mm invalidates in the background too (NUMA balancing, compaction): the ioctl's
+	 * counts must lie between two debugfs reads around it, for those it can change.
+	 */
+	st = ctx_stats(fd);
+	ASSERT_EQ(0, debugfs_context(st.context, &pid, comm, &dbg0));
 	st = ctx_stats(fd);
 	ASSERT_EQ(0, debugfs_context(st.context, &pid, comm, &dbg));
 	EXPECT_EQ(getpid(), pid);
@@ -138,8 +144,10 @@ TEST_F_TIMEOUT(introspect, debugfs_matches_stats, 120)
 	EXPECT_EQ(st.replays, dbg.replays);
 	EXPECT_EQ(st.cancels, dbg.cancels);
 	EXPECT_EQ(st.pages_mapped, dbg.pages_mapped);
-	EXPECT_EQ(st.pages_zapped, dbg.pages_zapped);
-	EXPECT_EQ(st.invalidations, dbg.invalidations);
+	EXPECT_LE(dbg0.pages_zapped, st.pages_zapped);
+	EXPECT_LE(st.pages_zapped, dbg.pages_zapped);
+	EXPECT_LE(dbg0.invalidations, st.invalidations);
+	EXPECT_LE(st.invalidations, dbg.invalidations);
 	EXPECT_EQ(1, dbg.commands);
 	EXPECT_LE(1, dbg.fault_groups);
 	EXPECT_EQ(dbg.fault_groups, dbg.replays);
