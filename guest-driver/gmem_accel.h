@@ -89,6 +89,7 @@ struct gmem_chunk {
  */
 struct gmem_hbm {
 	struct dev_pagemap pgmap;
+	struct resource *res;		/* its physical addresses, as requested */
 	unsigned long pfn_first;
 	spinlock_t lock;		/* chunks, lists, fill */
 	struct gmem_chunk *chunks;

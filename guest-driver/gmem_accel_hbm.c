@@ -600,6 +600,10 @@ void gmem_hbm_release_ctx(struct gmem_ctx *ctx)
 	}
 }
 
+/*
+ * The range as it was given: request_free_mem_region() rounds the size up to a memory section
+ * (128 MiB on x86), so a 64 MiB HBM holds a 128 MiB region, which only its full size frees.
+ */
 static void gmem_hbm_release_range(struct gmem_accel *g)
 {
 	struct gmem_hbm *hbm = &g->hbm;
@@ -607,7 +611,8 @@ static void gmem_hbm_release_range(struct gmem_accel *g)
 	if (hbm->pgmap.type == MEMORY_DEVICE_COHERENT)
 		pci_release_region(g->pdev, GMEM_BAR_HBM);
 	else
-		release_mem_region(hbm->pgmap.range.start, range_len(&hbm->pgmap.range));
+		release_mem_region(hbm->res->start, resource_size(hbm->res));
+	hbm->res = NULL;
 }
 
 /* Physical addresses for coherent HBM: BAR2 itself. */
@@ -648,6 +653,7 @@ int gmem_hbm_init(struct gmem_accel *g)
 		kvfree(hbm->chunks);
 		return PTR_ERR(res);
 	}
+	hbm->res = res;
 	hbm->pgmap.type = coherent ? MEMORY_DEVICE_COHERENT : MEMORY_DEVICE_PRIVATE;
 	hbm->pgmap.range.start = res->start;
 	hbm->pgmap.range.end = res->start + size - 1;

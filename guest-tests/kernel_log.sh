@@ -1,7 +1,7 @@
 #!/bin/sh
 # The guest suite's last test: what the kernel reported while the suite ran. Any memory-safety
 # (KASAN, UBSAN), locking (lockdep), WARN/BUG/Oops, list-corruption, hung-task, soft-lockup or
-# RCU-stall report fails it, whoever caused it; kmemleak (the debug kernel) is scanned now and
+# RCU-stall report, or a region freed that was never held, fails it, whoever caused it; kmemleak (the debug kernel) is scanned now and
 # fails it for objects gmem_accel allocated. The first lines of each report are printed.
 . /usr/libexec/gmem-accel/tap.sh
 
@@ -18,7 +18,7 @@ check_absent() {
 	fi
 }
 
-plan 5
+plan 6
 check_absent "no KASAN or UBSAN report" 'BUG: KASAN|UBSAN:'
 check_absent "no lockdep report" \
 	'possible circular locking|possible recursive locking|inconsistent lock state|bad unlock balance|lock held when returning|suspicious RCU usage|held lock freed|possible irq lock inversion|DEBUG_LOCKS_WARN_ON'
@@ -26,6 +26,8 @@ check_absent "no WARN, BUG, Oops or list corruption" \
 	'WARNING: |kernel BUG|BUG: |Oops|general protection fault|list_(add|del) corruption|page dumped because|sleeping function called from invalid context'
 check_absent "no hung task, soft lockup or RCU stall" \
 	'blocked for more than [0-9]+ seconds|soft lockup|hard LOCKUP|rcu_.*detected stall|self-detected stall'
+check_absent "no resource accounting warning" \
+	'Trying to free nonexistent resource|resource sanity check'
 
 kml=/sys/kernel/debug/kmemleak
 if [ -w "$kml" ]; then

@@ -44,6 +44,31 @@ static int write_sysfs(const char *path, const char *val)
 	return ret;
 }
 
+/*
+ * The physical address ranges the driver holds for device-private HBM ("gmem_accel hbm" in
+ * /proc/iomem): how many, and their total size.
+ */
+static int hbm_regions(uint64_t *bytes)
+{
+	FILE *f = fopen("/proc/iomem", "r");
+	unsigned long long start, end;
+	char line[256];
+	int n = 0;
+
+	*bytes = 0;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "gmem_accel hbm") ||
+		    sscanf(line, " %llx-%llx", &start, &end) != 2)
+			continue;
+		n++;
+		*bytes += end - start + 1;
+	}
+	fclose(f);
+	return n;
+}
+
 static void expect_devices(struct __test_metadata *_metadata, int n, uint64_t hbm)
 {
 	char path[64];
@@ -106,9 +131,12 @@ TEST_F_TIMEOUT(module, unbind_under_open_file_then_rebind, 120)
 	char addr[GMEM_MAX_TEST_DEVICES][32];
 	struct gmem_accel_info info = { 0 };
 	int n = gmem_pci_devices(addr, GMEM_MAX_TEST_DEVICES);
-	int fd;
+	uint64_t bytes0, bytes;
+	int fd, regions0;
 
 	ASSERT_LT(0, n);
+	regions0 = hbm_regions(&bytes0);
+	ASSERT_LE(0, regions0);
 	fd = gmem_open(0, O_RDWR);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, write_sysfs("/sys/bus/pci/drivers/gmem_accel/unbind", addr[0]));
@@ -119,6 +147,9 @@ TEST_F_TIMEOUT(module, unbind_under_open_file_then_rebind, 120)
 	close(fd);
 	ASSERT_EQ(0, write_sysfs("/sys/bus/pci/drivers/gmem_accel/bind", addr[0]));
 	expect_devices(_metadata, n, gmem_expect("hbm_size", 256ull << 20));
+	/* Unbind gave its HBM address range back whole (a 64 MiB HBM holds a 128 MiB region). */
+	EXPECT_EQ(regions0, hbm_regions(&bytes));
+	EXPECT_EQ(bytes0, bytes);
 }
 
 TEST_HARNESS_MAIN
