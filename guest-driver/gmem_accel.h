@@ -26,6 +26,11 @@
 
 #define GMEM_CQ_LOG2	8	/* 256 commands per ring */
 #define GMEM_FQ_LOG2	10	/* 1024 fault records */
+/*
+ * A context remembers the ring sequence number of its last GMEM_CTX_FENCES batches: more than
+ * a ring holds at once (each batch takes two slots or more), so an older one has completed.
+ */
+#define GMEM_CTX_FENCES	(1u << (GMEM_CQ_LOG2 - 1))
 #define GMEM_MIGRATE_PAGES	(GMEM_HUGE_SIZE / PAGE_SIZE)	/* pages one migration moves */
 #define GMEM_CHUNK_PAGES	(GMEM_HUGE_SIZE / PAGE_SIZE)	/* HBM allocation unit */
 
@@ -101,7 +106,10 @@ struct gmem_hbm {
 	bool mapped;
 };
 
-/* One command ring. Slots carry the context and batch fence of the command in them. */
+/*
+ * One command ring. Slots carry the context of the command in them, its batch's fence (the
+ * context's count) and the errno the driver cancelled it with.
+ */
 struct gmem_queue {
 	unsigned int id;
 	struct mutex lock;		/* submission: tail, next_seq, slot info */
@@ -109,13 +117,13 @@ struct gmem_queue {
 	dma_addr_t ring_dma;
 	u32 tail;			/* next free slot (driver's copy of TAIL) */
 	u32 reaped;			/* next slot whose status was not yet looked at */
-	u64 next_seq;			/* fence value of the next batch */
+	u64 next_seq;			/* sequence number of the next batch */
 	u64 *fence;			/* the device writes completed batch seqs here */
 	dma_addr_t fence_dma;
 	u64 reaped_seq;			/* batches whose statuses have been collected */
 	struct gmem_ctx **slot_ctx;
-	u64 *slot_seq;
-	int cancel_errno;		/* why the driver cancelled the command at HEAD */
+	u64 *slot_fence;
+	int *slot_err;			/* set by the fault server, before its CANCEL */
 	wait_queue_head_t wq;		/* waiters for fences and ring space */
 };
 
@@ -209,6 +217,9 @@ struct gmem_fault_ahead {
  * @root:      level-4 table
  * @spares:    page-table pages allocated before @lock was taken (gmem_pt_reserve)
  * @errors:    fence -> errno of batches that failed, until waited for
+ * @fences:    fences handed out: a context's batches are numbered 1, 2, ... (under its
+ *             queue's lock, as is @fence_seq)
+ * @fence_seq: the ring sequence number of fence f, at f % GMEM_CTX_FENCES
  * @stats:     counters for GMEM_ACCEL_IOC_STATS
  * @tgid, @comm: the opening process, for debugfs
  * @busy:      its commands outlived close: the id is held until they pass
@@ -228,7 +239,9 @@ struct gmem_ctx {
 	atomic64_t stats[GMEM_CTX_NR_COUNTERS];
 	pid_t tgid;
 	char comm[TASK_COMM_LEN];
-	u64 last_fence[GMEM_NUM_QUEUES];
+	u64 fences;
+	u64 fence_seq[GMEM_CTX_FENCES];
+	u64 last_fence[GMEM_NUM_QUEUES];	/* ring sequence number of the last batch */
 	struct maple_tree advice;
 	struct gmem_fault_ahead ahead[2];
 	unsigned int nahead;

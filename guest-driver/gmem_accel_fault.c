@@ -22,6 +22,7 @@ struct gmem_fault {
 	u64 va;
 	u16 ctx;
 	u16 group;
+	u16 slot;
 	u8 access;
 	u8 engine;
 	u8 flags;
@@ -34,6 +35,7 @@ static void gmem_fault_read(struct gmem_accel *g, u32 idx, struct gmem_fault *f)
 	f->va = le64_to_cpu(*(const __le64 *)(rec + GMEM_FAULT_OFF_VA));
 	f->ctx = le16_to_cpu(*(const __le16 *)(rec + GMEM_FAULT_OFF_CTX));
 	f->group = le16_to_cpu(*(const __le16 *)(rec + GMEM_FAULT_OFF_GROUP));
+	f->slot = le16_to_cpu(*(const __le16 *)(rec + GMEM_FAULT_OFF_SLOT));
 	f->access = *(const u8 *)(rec + GMEM_FAULT_OFF_ACCESS);
 	f->engine = *(const u8 *)(rec + GMEM_FAULT_OFF_ENGINE);
 	f->flags = *(const u8 *)(rec + GMEM_FAULT_OFF_FLAGS);
@@ -312,8 +314,9 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 	if (ctx)
 		err = gmem_fault_group(ctx, f, n, req, pfns);
 	resp = f[0].group | (err ? GMEM_RESP_CANCEL : GMEM_RESP_REPLAY) << GMEM_RESP_SHIFT;
-	if (err && f[0].engine < GMEM_NUM_QUEUES)
-		WRITE_ONCE(g->queue[f[0].engine].cancel_errno, err);
+	/* The command in that slot fails with this errno (read when its status is reaped). */
+	if (err && f[0].engine < GMEM_NUM_QUEUES && f[0].slot < BIT(GMEM_CQ_LOG2))
+		WRITE_ONCE(g->queue[f[0].engine].slot_err[f[0].slot], err);
 	if (ctx) {
 		gmem_ctx_count(ctx, GMEM_CTX_FAULTS, n);
 		gmem_ctx_count(ctx, GMEM_CTX_FAULT_GROUPS, 1);

@@ -59,8 +59,9 @@ static int gmem_queue_init(struct gmem_accel *g, struct gmem_queue *q, unsigned 
 	q->ring = dmam_alloc_coherent(dev, GMEM_CQ_BYTES, &q->ring_dma, GFP_KERNEL);
 	q->fence = dmam_alloc_coherent(dev, sizeof(u64), &q->fence_dma, GFP_KERNEL);
 	q->slot_ctx = devm_kcalloc(dev, slots, sizeof(*q->slot_ctx), GFP_KERNEL);
-	q->slot_seq = devm_kcalloc(dev, slots, sizeof(*q->slot_seq), GFP_KERNEL);
-	if (!q->ring || !q->fence || !q->slot_ctx || !q->slot_seq)
+	q->slot_fence = devm_kcalloc(dev, slots, sizeof(*q->slot_fence), GFP_KERNEL);
+	q->slot_err = devm_kcalloc(dev, slots, sizeof(*q->slot_err), GFP_KERNEL);
+	if (!q->ring || !q->fence || !q->slot_ctx || !q->slot_fence || !q->slot_err)
 		return -ENOMEM;
 	q->next_seq = 1;
 	gmem_write64(g, GMEM_REG_QUEUE(id, GMEM_CQ_BASE_LO), q->ring_dma);

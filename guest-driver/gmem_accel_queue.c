@@ -14,8 +14,6 @@
 #include "gmem_accel.h"
 #include "gmem_accel_trace.h"
 
-#define GMEM_FENCE_QUEUE_SHIFT	56
-
 static unsigned int drain_timeout_ms = 10000;
 module_param(drain_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(drain_timeout_ms,
@@ -124,17 +122,14 @@ static int gmem_encode(const struct gmem_accel_cmd *c, u16 ctx, void *desc)
 	}
 }
 
-static int gmem_status_errno(struct gmem_queue *q, u32 st)
+/* The errno of the command in @slot that finished with status @st (0: it succeeded). */
+static int gmem_status_errno(struct gmem_queue *q, u32 slot, u32 st)
 {
-	int err;
-
 	switch (st) {
 	case GMEM_CMD_ST_OK:
 		return 0;
 	case GMEM_CMD_ST_FAULT:
-		err = READ_ONCE(q->cancel_errno);
-		WRITE_ONCE(q->cancel_errno, 0);
-		return err ?: -EFAULT;
+		return READ_ONCE(q->slot_err[slot]) ?: -EFAULT;
 	default:
 		return -EIO;
 	}
@@ -159,16 +154,17 @@ void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q)
 		u32 slot = q->reaped;
 		struct gmem_ctx *ctx = q->slot_ctx[slot];
 		u32 st = le32_to_cpu(*(__le32 *)(gmem_slot(q, slot) + GMEM_CMD_OFF_STATUS));
-		int err = gmem_status_errno(q, st);
+		int err = gmem_status_errno(q, slot, st);
 
 		if (err && ctx) {
-			u64 fence = (u64)q->id << GMEM_FENCE_QUEUE_SHIFT | q->slot_seq[slot];
+			u64 fence = q->slot_fence[slot];
 
 			/* The batch's first failure is the one reported (-EBUSY: not first). */
 			if (xa_insert(&ctx->errors, fence, xa_mk_value(-err), GFP_KERNEL) == -ENOMEM)
-				dev_warn_ratelimited(&g->dev, "lost the error of batch %#llx\n", fence);
+				dev_warn_ratelimited(&g->dev, "lost the error of batch %llu\n", fence);
 		}
 		q->slot_ctx[slot] = NULL;
+		WRITE_ONCE(q->slot_err[slot], 0);
 		q->reaped = (slot + 1) & gmem_ring_mask();
 	}
 }
@@ -218,6 +214,8 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, u8 (*desc)[GMEM_CMD_SIZE], u32
 		mutex_lock(&q->lock);
 	}
 	seq = q->next_seq++;
+	*fence = ++ctx->fences;
+	ctx->fence_seq[*fence % GMEM_CTX_FENCES] = seq;
 	for (u32 i = 0; i <= count; i++) {
 		u32 slot = q->tail;
 
@@ -228,7 +226,7 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, u8 (*desc)[GMEM_CMD_SIZE], u32
 				      GMEM_CMD_F_DST(GMEM_ADDR_SYS) | GMEM_CMD_F_NOTIFY, 0,
 				      q->fence_dma, 0, 0, seq, 0, 0, 0);
 		q->slot_ctx[slot] = ctx;
-		q->slot_seq[slot] = seq;
+		q->slot_fence[slot] = *fence;
 		q->tail = (slot + 1) & gmem_ring_mask();
 	}
 	dma_wmb();
@@ -239,7 +237,6 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, u8 (*desc)[GMEM_CMD_SIZE], u32
 	gmem_dev_count(g, GMEM_DEV_COMMANDS, count);
 	gmem_dev_count(g, GMEM_DEV_BATCHES, 1);
 	trace_gmem_accel_submit(ctx->id, q->id, seq, count);
-	*fence = (u64)q->id << GMEM_FENCE_QUEUE_SHIFT | seq;
 	return 0;
 }
 
@@ -259,10 +256,29 @@ int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 cou
 	return ret;
 }
 
+/*
+ * The ring sequence number of @ctx's batch @fence: 0 if it completed long ago, -EINVAL if
+ * the context never had that fence.
+ */
+static s64 gmem_fence_seq(struct gmem_ctx *ctx, struct gmem_queue *q, u64 fence)
+{
+	s64 seq;
+
+	mutex_lock(&q->lock);
+	if (!fence || fence > ctx->fences)
+		seq = -EINVAL;
+	else if (ctx->fences - fence >= GMEM_CTX_FENCES)
+		seq = 0;
+	else
+		seq = ctx->fence_seq[fence % GMEM_CTX_FENCES];
+	mutex_unlock(&q->lock);
+	return seq;
+}
+
 /* The errno batch @fence of @ctx failed with (0: it did not), once it has completed. */
 static int gmem_fence_errno(struct gmem_ctx *ctx, u64 fence)
 {
-	struct gmem_queue *q = &ctx->g->queue[fence >> GMEM_FENCE_QUEUE_SHIFT];
+	struct gmem_queue *q = &ctx->g->queue[gmem_ctx_queue(ctx)];
 	void *err;
 
 	mutex_lock(&q->lock);
@@ -284,6 +300,7 @@ int gmem_kernel_run(struct gmem_accel *g, void *descs, unsigned int count)
 	struct gmem_queue *q = &g->queue[0];
 	unsigned int nb = 0;
 	int ret = 0, err;
+	s64 last;
 
 	if (WARN_ON(count > GMEM_MIGRATE_PAGES))
 		return -EINVAL;
@@ -292,9 +309,8 @@ int gmem_kernel_run(struct gmem_accel *g, void *descs, unsigned int count)
 				       &fences[nb++]);
 	if (ret)
 		nb--;
-	if (nb && !wait_event_timeout(q->wq, gmem_fence_done(q, fences[nb - 1] &
-					GENMASK_ULL(GMEM_FENCE_QUEUE_SHIFT - 1, 0)),
-				      GMEM_KERNEL_TIMEOUT))
+	last = nb ? gmem_fence_seq(kctx, q, fences[nb - 1]) : 0;
+	if (nb && !wait_event_timeout(q->wq, gmem_fence_done(q, last), GMEM_KERNEL_TIMEOUT))
 		return -ETIMEDOUT;
 	for (unsigned int b = 0; b < nb; b++) {
 		err = gmem_fence_errno(kctx, fences[b]);
@@ -315,28 +331,27 @@ int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u3
 		     u32 timeout_ms)
 {
 	struct gmem_accel *g = ctx->g;
+	struct gmem_queue *q = &g->queue[gmem_ctx_queue(ctx)];
 	u64 fence;
 	int ret;
 
 	gmem_fault_serve_begin(g);
 	ret = gmem_submit(ctx, cmds, count, &fence);
 	if (!ret)
-		gmem_wait_serving(g, &g->queue[fence >> GMEM_FENCE_QUEUE_SHIFT],
-				  fence & GENMASK_ULL(GMEM_FENCE_QUEUE_SHIFT - 1, 0));
+		gmem_wait_serving(g, q, gmem_fence_seq(ctx, q, fence));
 	gmem_fault_serve_end(g);
 	return ret ?: gmem_wait(ctx, fence, timeout_ms);
 }
 
+/* Wait for @ctx's batch @fence; -EINVAL if this context was never given it. */
 int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 {
-	u32 qid = fence >> GMEM_FENCE_QUEUE_SHIFT;
-	u64 seq = fence & GENMASK_ULL(GMEM_FENCE_QUEUE_SHIFT - 1, 0);
-	struct gmem_queue *q;
+	struct gmem_queue *q = &ctx->g->queue[gmem_ctx_queue(ctx)];
+	s64 seq = gmem_fence_seq(ctx, q, fence);
 	long left;
 
-	if (qid >= GMEM_NUM_QUEUES || !seq || seq > ctx->last_fence[qid])
-		return -EINVAL;
-	q = &ctx->g->queue[qid];
+	if (seq < 0)
+		return seq;
 	gmem_wait_serving(ctx->g, q, seq);
 	left = wait_event_interruptible_timeout(q->wq, gmem_fence_done(q, seq),
 						msecs_to_jiffies(timeout_ms));

@@ -157,7 +157,8 @@ Rec fault_record(Env *e, uint32_t i)
     r.flags = raw[GMEM_FAULT_OFF_FLAGS];
     memcpy(&r.pte, raw + GMEM_FAULT_OFF_PTE, 8);
     memcpy(&r.seq, raw + GMEM_FAULT_OFF_SEQ, 4);
-    g_assert_cmpuint(raw[28] | raw[29] | raw[30] | raw[31], ==, 0);
+    memcpy(&r.slot, raw + GMEM_FAULT_OFF_SLOT, 2);
+    g_assert_cmpuint(raw[30] | raw[31], ==, 0);
     return r;
 }
 

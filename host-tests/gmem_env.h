@@ -37,7 +37,7 @@ typedef struct Env {
 
 typedef struct Rec {
     uint64_t va, pte;
-    uint16_t ctx, group;
+    uint16_t ctx, group, slot;
     uint8_t access, reason, engine, flags;
     uint32_t seq;
 } Rec;

@@ -204,6 +204,9 @@ static void test_fault_replay(void)
 
     pattern(src, len, 3);
     qt_memwrite(e->qt, SYS_DATA + 0x200000, src, len);
+    /* A command before it: the faulting one is not in slot 0. */
+    g_assert_cmpuint(run(e, 2, copy_cmd(GMEM_ADDR_SYS, SYS_DATA + 0x100000, GMEM_ADDR_SYS,
+                                        SYS_DATA, 64)), ==, GMEM_CMD_ST_OK);
     gq_msi_fired(e->g, GMEM_VEC_FAULT);
     idx = submit(e, 2, copy_cmd(GMEM_ADDR_SYS, SYS_DATA, GMEM_ADDR_VA,
                                            va, len));
@@ -220,6 +223,8 @@ static void test_fault_replay(void)
         g_assert_cmpuint(r[i].access, ==, GMEM_ACCESS_READ);
         g_assert_cmpuint(r[i].reason, ==, GMEM_FAULT_NOT_PRESENT);
         g_assert_cmpuint(r[i].engine, ==, 2);
+        g_assert_cmpuint(r[i].slot, ==, idx);
+        g_assert_cmpuint(idx, ==, 1);
         g_assert_cmpuint(r[i].group, ==, r[0].group);
         g_assert_cmpuint(r[i].flags, ==, i == 2 ? GMEM_FAULT_F_LAST : 0);
         g_assert_cmpuint(r[i].seq, ==, i);
@@ -503,6 +508,8 @@ static void test_fault_queue_overflow(void)
     g_assert_cmpuint(fq_take(e, r + 1, 1), ==, 1);
     g_assert_cmphex(r[1].va, ==, 0x90001000);
     g_assert_cmpuint(r[1].engine, ==, 1);
+    g_assert_cmpuint(r[0].slot, ==, a);
+    g_assert_cmpuint(r[1].slot, ==, b);
     respond(e, r[0].group, GMEM_RESP_CANCEL);
     respond(e, r[1].group, GMEM_RESP_CANCEL);
     g_assert_cmpuint(wait_done(e, 0, a), ==, GMEM_CMD_ST_FAULT);

@@ -402,6 +402,7 @@ static bool gmem_fault_post(GmemAccelState *s, unsigned qid)
                                                         : 0;
         stq_le_p(rec + GMEM_FAULT_OFF_PTE, q->faults[i].pte);
         stl_le_p(rec + GMEM_FAULT_OFF_SEQ, s->fault_seq++);
+        stw_le_p(rec + GMEM_FAULT_OFF_SLOT, q->head);
         if (pci_dma_write(PCI_DEVICE(s), addr, rec, sizeof(rec)) !=
             MEMTX_OK) {
             gmem_accel_set_error(s, GMEM_ERR_DMA, qid, addr,

@@ -263,7 +263,9 @@
  *  15  u8  flags       GMEM_FAULT_F_*
  *  16  u64 pte         the entry that stopped the walk (0 if none)
  *  24  u32 seq         device-wide record number
- *  28  u32 reserved    0
+ *  28  u16 slot        ring slot of the faulting command (its queue's HEAD):
+ *                      a CANCEL fails that command, so its error belongs there
+ *  30  u16 reserved    0
  */
 #define GMEM_FAULT_RECORD_SIZE      32
 #define GMEM_FAULT_OFF_VA           0
@@ -275,6 +277,7 @@
 #define GMEM_FAULT_OFF_FLAGS        15
 #define GMEM_FAULT_OFF_PTE          16
 #define GMEM_FAULT_OFF_SEQ          24
+#define GMEM_FAULT_OFF_SLOT         28
 #define GMEM_FAULT_NOT_PRESENT      1   /* an entry on the walk is invalid */
 #define GMEM_FAULT_PERMISSION       2   /* leaf lacks the access's bits */
 #define GMEM_FAULT_F_LAST           (1u << 0)   /* last record of its group */
