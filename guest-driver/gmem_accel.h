@@ -31,6 +31,8 @@
  * a ring holds at once (each batch takes two slots or more), so an older one has completed.
  */
 #define GMEM_CTX_FENCES	(1u << (GMEM_CQ_LOG2 - 1))
+/* Replays in a row that leave a command's faults unmapped before it fails (EBUSY). */
+#define GMEM_FAULT_STALLS	16
 #define GMEM_MIGRATE_PAGES	(GMEM_HUGE_SIZE / PAGE_SIZE)	/* pages one migration moves */
 #define GMEM_CHUNK_PAGES	(GMEM_HUGE_SIZE / PAGE_SIZE)	/* HBM allocation unit */
 
@@ -124,6 +126,7 @@ struct gmem_queue {
 	struct gmem_ctx **slot_ctx;
 	u64 *slot_fence;
 	int *slot_err;			/* set by the fault server, before its CANCEL */
+	u8 *slot_stalls;		/* replays in a row that did not map what was asked */
 	wait_queue_head_t wq;		/* waiters for fences and ring space */
 };
 
@@ -177,6 +180,7 @@ struct gmem_accel {
 
 	atomic64_t stats[GMEM_DEV_NR_COUNTERS];
 	struct dentry *debugfs;
+	atomic_t inject_stalls;		/* debugfs inject_stalled_faults */
 
 	struct cdev dmirror_cdev;	/* the test_hmm-compatible node (gmem_accel_dmirror.c) */
 	struct device *dmirror_dev;

@@ -107,6 +107,8 @@ void gmem_debugfs_add(struct gmem_accel *g)
 	debugfs_create_file("contexts", 0444, g->debugfs, g, &contexts_fops);
 	debugfs_create_file("queues", 0444, g->debugfs, g, &queues_fops);
 	debugfs_create_file("hbm", 0444, g->debugfs, g, &hbm_fops);
+	/* Fault injection: the next N fault groups lose their mapping before the replay. */
+	debugfs_create_atomic_t("inject_stalled_faults", 0600, g->debugfs, &g->inject_stalls);
 }
 
 /* Waits for readers; after it, no file here touches @g. */

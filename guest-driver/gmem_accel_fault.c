@@ -41,6 +41,11 @@ static void gmem_fault_read(struct gmem_accel *g, u32 idx, struct gmem_fault *f)
 	f->flags = *(const u8 *)(rec + GMEM_FAULT_OFF_FLAGS);
 }
 
+static bool gmem_fault_writes(const struct gmem_fault *f)
+{
+	return f->access & (GMEM_ACCESS_WRITE | GMEM_ACCESS_ATOMIC);
+}
+
 static int gmem_fault_cmp(const void *a, const void *b)
 {
 	const struct gmem_fault *x = a, *y = b;
@@ -250,14 +255,31 @@ static int gmem_fault_ahead(struct gmem_ctx *ctx, const struct gmem_fault_ahead 
 			break;
 		if (gmem_pt_maps_all(ctx, va, min(r->end, end), r->write))
 			continue;
+		/* Every page the range touches, the partial first one too. */
 		for (u64 p = start; p < end; p += PAGE_SIZE)
-			req[(p - start) >> PAGE_SHIFT] = p >= va && p < r->end ? want : 0;
+			req[(p - start) >> PAGE_SHIFT] = p + PAGE_SIZE > va && p < r->end ? want : 0;
 		ret = gmem_fault_range(ctx, start, end, req, pfns);
 	}
 	return ret;
 }
 
-/* Service one group of faults of context @ctx; 0 or the errno to fail its command with. */
+/*
+ * Does the device page table now give every fault of the group the access it asked for? A
+ * REPLAY that would only fault again is no progress (see gmem_fault_answer()).
+ */
+static bool gmem_fault_granted(struct gmem_ctx *ctx, const struct gmem_fault *f, unsigned int n)
+{
+	for (unsigned int k = 0; k < n; k++)
+		if (!gmem_pt_maps_all(ctx, f[k].va, f[k].va + PAGE_SIZE, gmem_fault_writes(&f[k])))
+			return false;
+	return true;
+}
+
+/*
+ * Service one group of faults of context @ctx; 0 or the errno to fail its command with,
+ * -EAGAIN if every step succeeded and still not every page is mapped as asked (a CPU
+ * change raced it, or a page the kernel would not give as asked).
+ */
 static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned int n,
 			    unsigned long *req, unsigned long *pfns)
 {
@@ -276,7 +298,12 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 	while (i < n && !ret) {
 		u64 start, end;
 
-		if (ahead && gmem_ahead_of(ctx, f[i].va)) {
+		/*
+		 * Brought in with its range, unless that did not give the access this fault
+		 * wants (the ranges of a copy may overlap: a write into the read-only source).
+		 */
+		if (ahead && gmem_ahead_of(ctx, f[i].va) &&
+		    gmem_pt_maps_all(ctx, f[i].va, f[i].va + PAGE_SIZE, gmem_fault_writes(&f[i]))) {
 			i++;
 			continue;
 		}
@@ -292,14 +319,40 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 			unsigned long p = (f[i].va - start) >> PAGE_SHIFT;
 
 			req[p] |= HMM_PFN_REQ_FAULT;
-			if (f[i].access & (GMEM_ACCESS_WRITE | GMEM_ACCESS_ATOMIC))
+			if (gmem_fault_writes(&f[i]))
 				req[p] |= HMM_PFN_REQ_WRITE;
 		}
 		ret = gmem_fault_range(ctx, start, end, req, pfns);
 		cond_resched();
 	}
+	/* Injected (debugfs): the pages are gone again before the replay, as if the CPU took them. */
+	if (!ret && atomic_dec_if_positive(&ctx->g->inject_stalls) >= 0)
+		gmem_pt_unmap(ctx, f[0].va, f[0].va + PAGE_SIZE);
+	if (!ret && !gmem_fault_granted(ctx, f, n))
+		ret = -EAGAIN;
 	mmput(ctx->mm);
 	return ret;
+}
+
+/*
+ * The rule for replaying: a group whose pages are all mapped as asked is replayed; one that
+ * is not (-EAGAIN) is replayed too, as a CPU change may have raced the mapping, but only
+ * GMEM_FAULT_STALLS times in a row for one command: then the command fails with EBUSY
+ * instead of faulting forever. Any other error cancels at once. The errno is kept in the
+ * command's slot, where the reaper finds it with the command's FAULT status.
+ */
+static int gmem_fault_progress(struct gmem_queue *q, u16 slot, int err)
+{
+	u8 stalls = READ_ONCE(q->slot_stalls[slot]);
+
+	if (err == -EAGAIN)
+		err = ++stalls >= GMEM_FAULT_STALLS ? -EBUSY : 0;
+	else if (!err)
+		stalls = 0;
+	WRITE_ONCE(q->slot_stalls[slot], stalls);
+	if (err)
+		WRITE_ONCE(q->slot_err[slot], err);
+	return err;
 }
 
 static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsigned int n,
@@ -313,10 +366,11 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 	ctx = f[0].ctx < GMEM_NUM_CONTEXTS ? g->ctx[f[0].ctx] : NULL;
 	if (ctx)
 		err = gmem_fault_group(ctx, f, n, req, pfns);
+	if (f[0].engine < GMEM_NUM_QUEUES && f[0].slot < BIT(GMEM_CQ_LOG2))
+		err = gmem_fault_progress(&g->queue[f[0].engine], f[0].slot, err);
+	else if (err == -EAGAIN)
+		err = -EBUSY;
 	resp = f[0].group | (err ? GMEM_RESP_CANCEL : GMEM_RESP_REPLAY) << GMEM_RESP_SHIFT;
-	/* The command in that slot fails with this errno (read when its status is reaped). */
-	if (err && f[0].engine < GMEM_NUM_QUEUES && f[0].slot < BIT(GMEM_CQ_LOG2))
-		WRITE_ONCE(g->queue[f[0].engine].slot_err[f[0].slot], err);
 	if (ctx) {
 		gmem_ctx_count(ctx, GMEM_CTX_FAULTS, n);
 		gmem_ctx_count(ctx, GMEM_CTX_FAULT_GROUPS, 1);
@@ -331,7 +385,13 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 	gmem_write(g, GMEM_REG_FAULT_RESPONSE, resp);
 }
 
-/* Answer every complete group in the fault queue; how many there were. */
+/*
+ * Groups one call answers at most: a device that keeps faulting (a hostile or broken command
+ * stream) must not keep one thread here for ever; the worker queues itself again.
+ */
+#define GMEM_FAULT_BUDGET	256
+
+/* Answer the complete groups in the fault queue, GMEM_FAULT_BUDGET at most; how many. */
 static unsigned int gmem_fault_drain(struct gmem_accel *g)
 {
 	struct gmem_fault group[GMEM_FAULT_GROUP_MAX];
@@ -340,11 +400,12 @@ static unsigned int gmem_fault_drain(struct gmem_accel *g)
 	u32 tail;
 
 	lockdep_assert_held(&g->fault_lock);
-	while (g->regs && (tail = gmem_read(g, GMEM_REG_FQ_TAIL)) != g->fq_head) {
+	while (groups < GMEM_FAULT_BUDGET && g->regs &&
+	       (tail = gmem_read(g, GMEM_REG_FQ_TAIL)) != g->fq_head) {
 		if (tail > mask)
 			break;
 		dma_rmb();
-		while (g->fq_head != tail) {
+		while (g->fq_head != tail && groups < GMEM_FAULT_BUDGET) {
 			struct gmem_fault f;
 
 			gmem_fault_read(g, g->fq_head, &f);
@@ -372,9 +433,13 @@ void gmem_fault_work(struct work_struct *work)
 {
 	struct gmem_accel *g = container_of(work, struct gmem_accel, fault_work);
 
+	unsigned int groups;
+
 	mutex_lock(&g->fault_lock);
-	gmem_fault_drain(g);
+	groups = gmem_fault_drain(g);
 	mutex_unlock(&g->fault_lock);
+	if (groups == GMEM_FAULT_BUDGET)
+		queue_work(g->wq, &g->fault_work);	/* more, after others have run */
 }
 
 /*

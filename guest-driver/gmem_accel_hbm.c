@@ -465,8 +465,8 @@ static int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 /*
  * Migrate [start, end) of the context's process to HBM (@to_device) or back to system
  * memory, a window (2 MiB block inside a VMA) at a time. -EFAULT if part of the range is
- * not mapped (unless @skip_holes); pages that cannot move (pinned, shared, HBM full of
- * such) stay where they are.
+ * not mapped, or (to HBM) not readable (unless @skip_holes); pages that cannot move
+ * (pinned, shared, HBM full of such) stay where they are.
  */
 int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool skip_holes,
 		 u64 *moved)
@@ -497,6 +497,12 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool 
 		}
 		addr = max_t(u64, addr, vma->vm_start);
 		next = min3(end, (u64)vma->vm_end, ALIGN(addr + 1, GMEM_HUGE_SIZE));
+		if (to_device && !(vma->vm_flags & VM_READ)) {
+			/* The process cannot read it: the device may not either, HBM or not. */
+			ret = skip_holes ? 0 : -EFAULT;
+			addr = vma->vm_end;
+			continue;
+		}
 		if (to_device)
 			ret = gmem_window_to_device(ctx, m, vma, addr, next, &n);
 		else
@@ -529,7 +535,8 @@ void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
 		return;
 	mmap_read_lock(ctx->mm);
 	vma = vma_lookup(ctx->mm, start);
-	if (vma && end <= vma->vm_end)
+	/* Only memory the process may read: the fault's own check comes after this. */
+	if (vma && end <= vma->vm_end && (vma->vm_flags & VM_READ))
 		gmem_window_to_device(ctx, m, vma, start, end, &n);
 	mmap_read_unlock(ctx->mm);
 }

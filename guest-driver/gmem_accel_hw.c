@@ -61,7 +61,9 @@ static int gmem_queue_init(struct gmem_accel *g, struct gmem_queue *q, unsigned 
 	q->slot_ctx = devm_kcalloc(dev, slots, sizeof(*q->slot_ctx), GFP_KERNEL);
 	q->slot_fence = devm_kcalloc(dev, slots, sizeof(*q->slot_fence), GFP_KERNEL);
 	q->slot_err = devm_kcalloc(dev, slots, sizeof(*q->slot_err), GFP_KERNEL);
-	if (!q->ring || !q->fence || !q->slot_ctx || !q->slot_fence || !q->slot_err)
+	q->slot_stalls = devm_kcalloc(dev, slots, sizeof(*q->slot_stalls), GFP_KERNEL);
+	if (!q->ring || !q->fence || !q->slot_ctx || !q->slot_fence || !q->slot_err ||
+	    !q->slot_stalls)
 		return -ENOMEM;
 	q->next_seq = 1;
 	gmem_write64(g, GMEM_REG_QUEUE(id, GMEM_CQ_BASE_LO), q->ring_dma);

@@ -165,6 +165,7 @@ void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q)
 		}
 		q->slot_ctx[slot] = NULL;
 		WRITE_ONCE(q->slot_err[slot], 0);
+		WRITE_ONCE(q->slot_stalls[slot], 0);
 		q->reaped = (slot + 1) & gmem_ring_mask();
 	}
 }
@@ -196,6 +197,7 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, u8 (*desc)[GMEM_CMD_SIZE], u32
 {
 	struct gmem_accel *g = ctx->g;
 	struct gmem_queue *q = &g->queue[gmem_ctx_queue(ctx)];
+	unsigned long deadline = jiffies + GMEM_KERNEL_TIMEOUT;
 	u64 seq;
 	long ret;
 
@@ -211,6 +213,9 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, u8 (*desc)[GMEM_CMD_SIZE], u32
 			ret = wait_event_timeout(q->wq, gmem_ring_moved(g, q), HZ);
 		if (ret < 0)
 			return ret;
+		/* The kernel's own copies never fault: a ring that does not move is a hung device. */
+		if (!ret && !ctx->id && time_after(jiffies, deadline))
+			return -ETIMEDOUT;
 		mutex_lock(&q->lock);
 	}
 	seq = q->next_seq++;
@@ -319,10 +324,13 @@ int gmem_kernel_run(struct gmem_accel *g, void *descs, unsigned int count)
 	return ret;
 }
 
-/* Serve faults on this thread (see gmem_fault_serve_begin) while batch @seq of @q runs. */
+/*
+ * Serve faults on this thread (see gmem_fault_serve_begin) while batch @seq of @q runs; a
+ * fatal signal leaves the rest to the fault worker.
+ */
 static void gmem_wait_serving(struct gmem_accel *g, struct gmem_queue *q, u64 seq)
 {
-	while (!gmem_fence_done(q, seq) && gmem_fault_serve(g))
+	while (!gmem_fence_done(q, seq) && !fatal_signal_pending(current) && gmem_fault_serve(g))
 		cond_resched();
 }
 

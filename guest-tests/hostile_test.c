@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include <lib/test_hmm_uapi.h>
 #include "gmem_accel_hw.h"
 #include "gmem_accel_uapi.h"
 #include "gmem_test_util.h"
@@ -37,6 +38,28 @@ static int wait_fence(int fd, __u64 fence)
 	struct gmem_accel_wait w = { .fence = fence, .timeout_ms = 120000 };
 
 	return ioctl(fd, GMEM_ACCEL_IOC_WAIT, &w) ? -errno : 0;
+}
+
+static int write_int(const char *path, long v)
+{
+	char s[32];
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(s, sizeof(s), "%ld", v);
+	if (write(fd, s, strlen(s)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static int advise(int fd, void *addr, size_t len, unsigned int location)
+{
+	struct gmem_accel_advise a = { .addr = (uintptr_t)addr, .size = len,
+				       .location = location };
+
+	return ioctl(fd, GMEM_ACCEL_IOC_ADVISE, &a) ? -errno : 0;
 }
 
 /* The command ring a file's context submits to (the driver spreads contexts over 1-3). */
@@ -118,9 +141,9 @@ TEST_F_TIMEOUT(hostile, errno_reaches_its_command_on_a_shared_ring, 600)
 	};
 	pthread_t t;
 
-	ASSERT_NE(MAP_FAILED, ro);
-	ASSERT_NE(MAP_FAILED, none);
-	ASSERT_NE(MAP_FAILED, dst);
+	ASSERT_NE(NULL, ro);
+	ASSERT_NE(NULL, none);
+	ASSERT_NE(NULL, dst);
 	ASSERT_EQ(0, pthread_create(&t, NULL, fail_rounds, &perm));
 	fail_rounds(&fault);
 	pthread_join(t, NULL);
@@ -148,9 +171,9 @@ TEST_F_TIMEOUT(hostile, batch_reports_its_first_failure, 120)
 		  .size = 64 },
 	};
 
-	ASSERT_NE(MAP_FAILED, ro);
-	ASSERT_NE(MAP_FAILED, none);
-	ASSERT_NE(MAP_FAILED, dst);
+	ASSERT_NE(NULL, ro);
+	ASSERT_NE(NULL, none);
+	ASSERT_NE(NULL, dst);
 	EXPECT_EQ(-EPERM, run_cmds(fd, c, 2));
 	/* And the other way round. */
 	c[1] = c[0];
@@ -174,7 +197,7 @@ TEST_F_TIMEOUT(hostile, wait_refuses_fences_of_other_files, 120)
 	int a = self->fd[self->a], b = self->fd[self->b];
 	__u64 fa[3], fb;
 
-	ASSERT_NE(MAP_FAILED, buf);
+	ASSERT_NE(NULL, buf);
 	for (int i = 0; i < 3; i++)
 		ASSERT_EQ(0, submit(a, &c, 1, &fa[i]));
 	ASSERT_EQ(0, submit(b, &c, 1, &fb));
@@ -191,6 +214,141 @@ TEST_F_TIMEOUT(hostile, wait_refuses_fences_of_other_files, 120)
 	/* A fence already waited for waits no more: 0, its error reported once. */
 	EXPECT_EQ(0, wait_fence(b, fb));
 	EXPECT_EQ(7, *(uint64_t *)buf);
+	munmap(buf, PAGE);
+}
+
+/*
+ * Memory the process cannot read stays out of the device's reach through HBM: MIGRATE refuses
+ * it (written or never touched), and in a PREFER_DEVICE range a device fault does not move it
+ * to HBM (where it would be mapped) before the access is checked.
+ */
+TEST_F_TIMEOUT(hostile, prot_none_stays_unreadable_through_hbm, 120)
+{
+	size_t len = 16 * PAGE;
+	int fd = self->fd[0];
+	uint8_t *data = map_anon(len, PROT_READ | PROT_WRITE);
+	uint8_t *fresh = map_anon(len, PROT_NONE);
+	uint8_t *out = map_anon(len, PROT_READ | PROT_WRITE);
+
+	ASSERT_NE(NULL, data);
+	ASSERT_NE(NULL, fresh);
+	ASSERT_NE(NULL, out);
+	memset(data, 0x5a, len);
+	ASSERT_EQ(0, mprotect(data, len, PROT_NONE));
+	EXPECT_EQ(-EFAULT, dev_migrate(fd, data, len, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(-EFAULT, dev_migrate(fd, fresh, len, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(0, page_view(fd, data));
+	EXPECT_EQ(0, page_view(fd, fresh));
+	EXPECT_EQ(-EFAULT, dev_copy(fd, out, data, len));
+	EXPECT_EQ(-EFAULT, dev_copy(fd, out, fresh, len));
+
+	ASSERT_EQ(0, advise(fd, data, len, GMEM_ACCEL_PREFER_DEVICE));
+	ASSERT_EQ(0, advise(fd, fresh, len, GMEM_ACCEL_PREFER_DEVICE));
+	for (int i = 0; i < 2; i++) {
+		EXPECT_EQ(-EFAULT, dev_copy(fd, out, data, len)) TH_LOG("read %d", i);
+		EXPECT_EQ(-EFAULT, dev_copy(fd, out, fresh, len)) TH_LOG("read %d", i);
+	}
+	EXPECT_EQ(0, page_view(fd, data));
+	EXPECT_EQ(0, ctx_stats(fd).migrated_to_device);
+	for (size_t i = 0; i < len; i++) {
+		ASSERT_EQ(0, out[i]) TH_LOG("byte %zu reached the device's output", i);
+	}
+
+	/* Readable again: it moves and the device reads it. */
+	ASSERT_EQ(0, mprotect(data, len, PROT_READ));
+	EXPECT_EQ((long)(len / PAGE), dev_migrate(fd, data, len, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(0, dev_copy(fd, out, data, len));
+	for (size_t i = 0; i < len; i++) {
+		ASSERT_EQ(0x5a, out[i]) TH_LOG("byte %zu", i);
+	}
+	munmap(data, len);
+	munmap(fresh, len);
+	munmap(out, len);
+}
+
+static int dmirror(int fd, unsigned long req, void *addr, void *ptr, unsigned long npages,
+		   struct hmm_dmirror_cmd *c)
+{
+	*c = (struct hmm_dmirror_cmd){ .addr = (uintptr_t)addr, .ptr = (uintptr_t)ptr,
+				       .npages = npages };
+	return ioctl(fd, req, c) ? -errno : 0;
+}
+
+/*
+ * test_hmm's READ into a destination that is not page aligned and overlaps the source: the
+ * device's write fault lands in the source's read-only range, and in the destination's
+ * partial first page. Both must be faulted in writable, not replayed forever.
+ */
+TEST_F_TIMEOUT(hostile, dmirror_read_into_unaligned_overlapping_buffer, 120)
+{
+	int fd = open("/dev/gmem_dmirror0", O_RDWR);
+	uint8_t *a = map_anon(32 * PAGE, PROT_READ | PROT_WRITE);
+	uint8_t *b = map_anon(16 * PAGE, PROT_READ | PROT_WRITE);
+	struct hmm_dmirror_cmd c;
+	size_t offs[] = { 0x1010, 0x10, 0x3ff8 };
+
+	ASSERT_LE(0, fd) TH_LOG("open /dev/gmem_dmirror0: %s", strerror(errno));
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	/* Never touched: zeros read over zeros, whatever the overlap. */
+	for (unsigned int k = 0; k < sizeof(offs) / sizeof(offs[0]); k++) {
+		uint8_t *src = a + 8 * PAGE * (k & 1);
+
+		ASSERT_EQ(0, dmirror(fd, HMM_DMIRROR_READ, src, src + offs[k], 8, &c))
+			TH_LOG("offset %#zx", offs[k]);
+		EXPECT_EQ(8, c.cpages);
+		for (size_t i = 0; i < 8 * PAGE; i++) {
+			ASSERT_EQ(0, src[offs[k] + i]) TH_LOG("offset %#zx byte %zu", offs[k], i);
+		}
+	}
+	/* Data into an unaligned buffer elsewhere: byte for byte. */
+	pattern(a + 16 * PAGE, 4 * PAGE, 9);
+	ASSERT_EQ(0, dmirror(fd, HMM_DMIRROR_READ, a + 16 * PAGE, b + 0x10, 4, &c));
+	EXPECT_EQ(0, memcmp(a + 16 * PAGE, b + 0x10, 4 * PAGE));
+	EXPECT_EQ(0, b[0]);
+	close(fd);
+	munmap(a, 32 * PAGE);
+	munmap(b, 16 * PAGE);
+}
+
+#define INJECT "/sys/kernel/debug/gmem_accel/gmem_accel0/inject_stalled_faults"
+
+/*
+ * A fault whose pages are gone again each time before the replay (fault injection: the driver
+ * zaps them, as a racing CPU change would) makes no progress: after GMEM_FAULT_STALLS replays
+ * in a row its command fails with EBUSY, in bounded time, and nothing is written. Fewer
+ * stalls than that are replayed through.
+ */
+TEST_F_TIMEOUT(hostile, fault_without_progress_ends_its_command, 120)
+{
+	uint8_t *buf = map_anon(PAGE, PROT_READ | PROT_WRITE);
+	int fd = self->fd[0];
+	struct gmem_accel_stats st0, st;
+
+	ASSERT_NE(NULL, buf);
+	buf[0] = 1;
+	st0 = ctx_stats(fd);
+	ASSERT_EQ(0, write_int(INJECT, 1000000));
+	EXPECT_EQ(-EBUSY, dev_fill(fd, buf, 0x5555555555555555ull, PAGE));
+	ASSERT_EQ(0, write_int(INJECT, 0));
+	st = ctx_stats(fd);
+	EXPECT_EQ(16, st.fault_groups - st0.fault_groups);	/* GMEM_FAULT_STALLS */
+	EXPECT_EQ(15, st.replays - st0.replays);
+	EXPECT_EQ(1, st.cancels - st0.cancels);
+	EXPECT_EQ(1, buf[0]);
+
+	/* Five stalls, then the mapping holds: replayed through, the data lands. */
+	munmap(buf, PAGE);
+	buf = map_anon(PAGE, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, buf);
+	st0 = ctx_stats(fd);
+	ASSERT_EQ(0, write_int(INJECT, 5));
+	EXPECT_EQ(0, dev_fill(fd, buf, 0x5555555555555555ull, PAGE));
+	ASSERT_EQ(0, write_int(INJECT, 0));
+	st = ctx_stats(fd);
+	EXPECT_EQ(6, st.fault_groups - st0.fault_groups);
+	EXPECT_EQ(0, st.cancels - st0.cancels);
+	EXPECT_EQ(0x55, buf[PAGE - 1]);
 	munmap(buf, PAGE);
 }
 
