@@ -137,6 +137,8 @@ struct gmem_queue {
  * @pdev:       PCI device, NULL once unbound (open files then get -ENODEV)
  * @regs:       BAR0 registers, valid while @pdev is set
  * @lock:       taken for read by file operations, for write by unbind
+ * @unbinding:  set (and every waiter woken) before unbind takes @lock: what a file operation
+ *              waits for ends at once with -ENODEV, so unbind does not wait for user sleeps
  * @info:       identity read from the registers at probe
  */
 struct gmem_accel {
@@ -145,6 +147,7 @@ struct gmem_accel {
 	struct pci_dev *pdev;
 	void __iomem *regs;
 	struct rw_semaphore lock;
+	bool unbinding;
 	struct gmem_accel_info info;
 
 	struct gmem_queue queue[GMEM_NUM_QUEUES];

@@ -513,6 +513,8 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool 
 		addr = next;
 		if (fatal_signal_pending(current))
 			ret = -EINTR;
+		else if (READ_ONCE(g->unbinding))
+			ret = -ENODEV;
 	}
 	mmap_read_unlock(ctx->mm);
 	mmput(ctx->mm);

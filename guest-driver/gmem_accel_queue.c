@@ -207,8 +207,11 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, u8 (*desc)[GMEM_CMD_SIZE], u32
 		if (gmem_ring_used(q) + count + 1 < (1u << GMEM_CQ_LOG2))
 			break;
 		mutex_unlock(&q->lock);
+		if (ctx->id && READ_ONCE(g->unbinding))
+			return -ENODEV;
 		if (ctx->id)
-			ret = wait_event_interruptible_timeout(q->wq, gmem_ring_moved(g, q), HZ);
+			ret = wait_event_interruptible_timeout(q->wq, gmem_ring_moved(g, q) ||
+							       READ_ONCE(g->unbinding), HZ);
 		else
 			ret = wait_event_timeout(q->wq, gmem_ring_moved(g, q), HZ);
 		if (ret < 0)
@@ -330,7 +333,8 @@ int gmem_kernel_run(struct gmem_accel *g, void *descs, unsigned int count)
  */
 static void gmem_wait_serving(struct gmem_accel *g, struct gmem_queue *q, u64 seq)
 {
-	while (!gmem_fence_done(q, seq) && !fatal_signal_pending(current) && gmem_fault_serve(g))
+	while (!gmem_fence_done(q, seq) && !fatal_signal_pending(current) &&
+	       !READ_ONCE(g->unbinding) && gmem_fault_serve(g))
 		cond_resched();
 }
 
@@ -361,12 +365,13 @@ int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 	if (seq < 0)
 		return seq;
 	gmem_wait_serving(ctx->g, q, seq);
-	left = wait_event_interruptible_timeout(q->wq, gmem_fence_done(q, seq),
+	left = wait_event_interruptible_timeout(q->wq, gmem_fence_done(q, seq) ||
+						READ_ONCE(ctx->g->unbinding),
 						msecs_to_jiffies(timeout_ms));
 	if (left < 0)
 		return left;
 	if (!gmem_fence_done(q, seq))
-		return -ETIME;
+		return READ_ONCE(ctx->g->unbinding) ? -ENODEV : -ETIME;
 	return gmem_fence_errno(ctx, fence);
 }
 

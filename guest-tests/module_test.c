@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -150,6 +151,101 @@ TEST_F_TIMEOUT(module, unbind_under_open_file_then_rebind, 120)
 	/* Unbind gave its HBM address range back whole (a 64 MiB HBM holds a 128 MiB region). */
 	EXPECT_EQ(regions0, hbm_regions(&bytes));
 	EXPECT_EQ(bytes0, bytes);
+}
+
+struct waiter {
+	int fd;
+	__u64 fence;
+	pid_t tid;
+	int ret;
+};
+
+static void *wait_long(void *arg)
+{
+	struct waiter *w = arg;
+	struct gmem_accel_wait wt = { .fence = w->fence, .timeout_ms = 600000 };
+
+	__atomic_store_n(&w->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+	w->ret = ioctl(w->fd, GMEM_ACCEL_IOC_WAIT, &wt) ? -errno : 0;
+	return NULL;
+}
+
+/* Is thread @tid asleep (state S)? */
+static bool sleeping(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	int fd, n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
+/*
+ * Unbind while a thread sleeps in WAIT for a long batch (a billion atomic adds): its WAIT ends
+ * with ENODEV, without waiting for the batch or the sleep, and the device binds again and
+ * works. Before, unbind waited for the whole batch and the WAIT returned 0.
+ */
+TEST_F_TIMEOUT(module, unbind_ends_a_sleeping_wait, 600)
+{
+	char addr[GMEM_MAX_TEST_DEVICES][32];
+	int n = gmem_pci_devices(addr, GMEM_MAX_TEST_DEVICES);
+	struct gmem_accel_cmd c[64];
+	struct gmem_accel_submit sub = { .cmds = (uintptr_t)c, .count = 64 };
+	struct gmem_accel_wait now = { .timeout_ms = 0 };
+	static uint32_t counter[16];
+	struct waiter w = { .ret = 1 };
+	pthread_t t;
+
+	ASSERT_LT(0, n);
+	for (int i = 0; i < 64; i++)
+		c[i] = (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_ATOMIC_ADD,
+						.dst = (uintptr_t)&counter[0],
+						.size = GMEM_CMD_MAX_ELEMENTS, .value = 1 };
+	w.fd = gmem_open(0, O_RDWR);
+	ASSERT_LE(0, w.fd);
+	ASSERT_EQ(0, ioctl(w.fd, GMEM_ACCEL_IOC_SUBMIT, &sub));
+	w.fence = now.fence = sub.fence;
+	/* Still running (it takes minutes): */
+	EXPECT_EQ(-1, ioctl(w.fd, GMEM_ACCEL_IOC_WAIT, &now));
+	EXPECT_EQ(ETIME, errno);
+	ASSERT_EQ(0, pthread_create(&t, NULL, wait_long, &w));
+	for (int i = 0; i < 1000; i++) {
+		pid_t tid = __atomic_load_n(&w.tid, __ATOMIC_SEQ_CST);
+
+		if (tid && sleeping(tid))
+			break;
+		usleep(10000);
+	}
+	ASSERT_EQ(0, write_sysfs("/sys/bus/pci/drivers/gmem_accel/unbind", addr[0]));
+	pthread_join(t, NULL);
+	EXPECT_EQ(-ENODEV, w.ret);
+	EXPECT_EQ(-1, ioctl(w.fd, GMEM_ACCEL_IOC_WAIT, &now));
+	EXPECT_EQ(ENODEV, errno);
+	close(w.fd);
+	ASSERT_EQ(0, write_sysfs("/sys/bus/pci/drivers/gmem_accel/bind", addr[0]));
+	expect_devices(_metadata, n, gmem_expect("hbm_size", 256ull << 20));
+	/* The new binding works. */
+	w.fd = gmem_open(0, O_RDWR);
+	ASSERT_LE(0, w.fd);
+	counter[1] = 5;
+	c[0].dst = (uintptr_t)&counter[1];
+	c[0].size = 10;
+	sub.count = 1;
+	ASSERT_EQ(0, ioctl(w.fd, GMEM_ACCEL_IOC_SUBMIT, &sub));
+	now.fence = sub.fence;
+	now.timeout_ms = 120000;
+	EXPECT_EQ(0, ioctl(w.fd, GMEM_ACCEL_IOC_WAIT, &now));
+	EXPECT_EQ(15, counter[1]);
+	close(w.fd);
 }
 
 TEST_HARNESS_MAIN
