@@ -214,10 +214,21 @@ struct gmem_fault_ahead {
 	bool write;
 };
 
+/*
+ * Who moved an HBM page in: the address space of that context, kept (mmgrab) until the
+ * context has closed and the last of its HBM pages is freed. Eviction locks it (see
+ * gmem_evict_range()).
+ */
+struct gmem_owner {
+	struct kref ref;
+	struct mm_struct *mm;
+};
+
 /**
  * struct gmem_ctx - one open file: a process address space mirrored on the device
  * @id:        device context (ASID) number
  * @mm:        the address space (mmgrab'd)
+ * @owner:     its HBM pages' owner (page->zone_device_data)
  * @notifier:  covers the whole address space; zaps device PTEs on CPU changes
  * @lock:      the device page table; held to program PTEs after mmu_interval_read_retry.
  *             The MMU notifier takes it, so nothing that can enter reclaim runs under it.
@@ -238,6 +249,7 @@ struct gmem_ctx {
 	struct gmem_accel *g;
 	unsigned int id;
 	struct mm_struct *mm;
+	struct gmem_owner *owner;
 	struct mmu_interval_notifier notifier;
 	struct mutex lock;
 	struct gmem_pt root;
@@ -339,6 +351,8 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool 
 void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_fault_unshare(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_hbm_release_ctx(struct gmem_ctx *ctx);
+struct gmem_owner *gmem_owner_create(struct mm_struct *mm);
+void gmem_owner_put(struct gmem_owner *owner);
 void gmem_hbm_evict_all(struct gmem_accel *g);
 void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m);
 

@@ -657,6 +657,11 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 					   &gmem_notifier_ops);
 	if (ret)
 		goto err_pt;
+	ctx->owner = gmem_owner_create(current->mm);
+	if (!ctx->owner) {
+		ret = -ENOMEM;
+		goto err_notifier;
+	}
 	ctx->mm = current->mm;
 	mmgrab(ctx->mm);
 
@@ -669,6 +674,8 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 	gmem_write(g, GMEM_REG_CTX(id, GMEM_CTX_CTRL), GMEM_CTX_CTRL_ENABLE);
 	return ctx;
 
+err_notifier:
+	mmu_interval_notifier_remove(&ctx->notifier);
 err_pt:
 	gmem_pt_free(ctx, &ctx->root, GMEM_PT_LEVELS);
 err_id:
@@ -733,6 +740,7 @@ void gmem_ctx_get_stats(struct gmem_ctx *ctx, struct gmem_accel_stats *st)
 void gmem_ctx_destroy(struct gmem_ctx *ctx)
 {
 	gmem_ctx_shutdown(ctx);
+	gmem_owner_put(ctx->owner);
 	xa_destroy(&ctx->errors);
 	mtree_destroy(&ctx->advice);
 	kfree(ctx);

@@ -95,15 +95,56 @@ void gmem_hbm_touch(struct gmem_accel *g, struct page *page)
 	spin_unlock(&hbm->lock);
 }
 
+struct gmem_owner *gmem_owner_create(struct mm_struct *mm)
+{
+	struct gmem_owner *owner = kzalloc(sizeof(*owner), GFP_KERNEL);
+
+	if (!owner)
+		return NULL;
+	kref_init(&owner->ref);
+	owner->mm = mm;
+	mmgrab(mm);
+	return owner;
+}
+
+static void gmem_owner_release(struct kref *ref)
+{
+	struct gmem_owner *owner = container_of(ref, struct gmem_owner, ref);
+
+	mmdrop(owner->mm);
+	kfree(owner);
+}
+
+void gmem_owner_put(struct gmem_owner *owner)
+{
+	if (owner)
+		kref_put(&owner->ref, gmem_owner_release);
+}
+
+/* The owner of HBM page @page, referenced; NULL if the page is free. */
+static struct gmem_owner *gmem_page_owner_get(struct gmem_hbm *hbm, struct page *page)
+{
+	struct gmem_owner *owner;
+
+	spin_lock(&hbm->lock);	/* page_free() drops the page's reference under it */
+	owner = page->zone_device_data;
+	if (owner)
+		kref_get(&owner->ref);
+	spin_unlock(&hbm->lock);
+	return owner;
+}
+
 static void gmem_hbm_page_free(struct page *page)
 {
 	struct gmem_accel *g = gmem_hbm_owner(page);
 	struct gmem_hbm *hbm = &g->hbm;
 	unsigned long pfn = page_to_pfn(page);
 	struct gmem_chunk *c = gmem_chunk_of(hbm, pfn);
+	struct gmem_owner *owner;
 
-	page->zone_device_data = NULL;
 	spin_lock(&hbm->lock);
+	owner = page->zone_device_data;
+	page->zone_device_data = NULL;
 	__clear_bit((pfn - hbm->pfn_first) % GMEM_CHUNK_PAGES, c->busy);
 	if (!--c->used) {
 		if (c == hbm->fill)
@@ -112,11 +153,12 @@ static void gmem_hbm_page_free(struct page *page)
 		gmem_dev_count(g, GMEM_DEV_HBM_CHUNKS_NOW, -1);
 	}
 	spin_unlock(&hbm->lock);
+	gmem_owner_put(owner);
 	gmem_dev_count(g, GMEM_DEV_HBM_PAGES_NOW, -1);
 }
 
 static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
-			     void *owner);
+			     struct gmem_owner *only, struct mm_struct *held);
 
 /*
  * An HBM page for context @ctx, locked and referenced as migrate_vma wants it. When HBM is
@@ -142,10 +184,11 @@ static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx)
 		if (!victim)
 			return NULL;
 		gmem_dev_count(g, GMEM_DEV_EVICTIONS, 1);
-		gmem_evict_range(g, gmem_chunk_pfn(hbm, victim), GMEM_CHUNK_PAGES, NULL);
+		gmem_evict_range(g, gmem_chunk_pfn(hbm, victim), GMEM_CHUNK_PAGES, NULL, ctx->mm);
 	}
 	zone_device_page_init(page);
-	page->zone_device_data = ctx;
+	kref_get(&ctx->owner->ref);
+	page->zone_device_data = ctx->owner;
 	return page;
 }
 
@@ -304,15 +347,51 @@ static void gmem_evict_skip_held(unsigned long *src, unsigned long npages)
 	}
 }
 
-static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
-			     void *owner)
+/*
+ * The mmap lock for reading, with no munmap() in flight: munmap() detaches the VMAs under the
+ * write lock but zaps them and frees their anon_vmas after downgrading it to a read lock, so
+ * a plain read lock may share the mm with a teardown. Taking it for writing waits for that
+ * to end; downgrading keeps out the next one and lets page faults in.
+ */
+static void gmem_mmap_lock_settled(struct mm_struct *mm)
 {
-	struct gmem_migration *m = kvzalloc(sizeof(*m), GFP_KERNEL);
+	mmap_write_lock(mm);
+	mmap_write_downgrade(mm);
+}
+
+static bool gmem_mmap_trylock_settled(struct mm_struct *mm)
+{
+	/* 6.12 has no mmap_write_trylock(); this is what it would be, less the tracepoint. */
+	if (!down_write_trylock(&mm->mmap_lock))
+		return false;
+	mmap_write_downgrade(mm);
+	return true;
+}
+
+/*
+ * Move @owner's HBM pages in [pfn, pfn + npages) home. migrate_device_range() unmaps them
+ * wherever they are mapped and migrate_device_finalize() walks their anon_vma to map them
+ * again, with no reference on it: a thread of the process that munmaps the range in between
+ * frees it (KASAN: use-after-free in rmap_walk_anon). So the owner's mmap lock is held
+ * throughout with no munmap() in flight (gmem_mmap_lock_settled()): its VMAs, and the
+ * anon_vmas they keep, stay. @held: an mm the caller holds so already; any other is only
+ * tried then (two processes evicting each other's pages must not wait for each other), and
+ * skipped if busy. Not covered: a page the owner no longer maps but a forked child still
+ * does (the child's munmap can free the anon_vma); the kernel's migrate_device_range() would
+ * have to hold a reference on it, as migrate_pages() does.
+ */
+static void gmem_evict_owned(struct gmem_migration *m, unsigned long pfn, unsigned long npages,
+			     struct gmem_owner *owner, struct mm_struct *held)
+{
+	struct mm_struct *mm = owner->mm;	/* mmgrab'd: even exited, its lock is there */
 	unsigned long moved;
 
-	if (!m)
-		return;
-	m->g = g;
+	if (mm != held) {
+		if (!held)
+			gmem_mmap_lock_settled(mm);
+		else if (!gmem_mmap_trylock_settled(mm))
+			return;
+	}
 	if (migrate_device_range(m->src, pfn, npages))
 		goto out;
 	gmem_evict_skip_held(m->src, npages);
@@ -320,8 +399,36 @@ static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned l
 	migrate_device_pages(m->src, m->dst, npages);
 	moved = gmem_count_migrated(m, npages);
 	migrate_device_finalize(m->src, m->dst, npages);
-	gmem_dev_count(g, GMEM_DEV_MIGRATED_TO_SYSTEM, moved);
+	gmem_dev_count(m->g, GMEM_DEV_MIGRATED_TO_SYSTEM, moved);
 out:
+	if (mm != held)
+		mmap_read_unlock(mm);
+}
+
+/*
+ * Move the HBM pages in [pfn, pfn + npages) home (only @only's, when set), a run of one
+ * owner's pages at a time, under that owner's mmap lock (gmem_evict_owned()).
+ */
+static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
+			     struct gmem_owner *only, struct mm_struct *held)
+{
+	struct gmem_migration *m = kvzalloc(sizeof(*m), GFP_KERNEL);
+	struct gmem_hbm *hbm = &g->hbm;
+
+	if (!m)
+		return;
+	m->g = g;
+	for (unsigned long i = 0, run; i < npages; i += run) {
+		struct gmem_owner *owner = gmem_page_owner_get(hbm, pfn_to_page(pfn + i));
+
+		for (run = 1; i + run < npages; run++)
+			if (READ_ONCE(pfn_to_page(pfn + i + run)->zone_device_data) != owner)
+				break;
+		if (owner && (!only || owner == only))
+			gmem_evict_owned(m, pfn + i, run, owner, held);
+		gmem_owner_put(owner);
+		cond_resched();
+	}
 	kvfree(m);
 }
 
@@ -486,7 +593,11 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool 
 		return -ENOMEM;
 	}
 	m->g = g;
-	mmap_read_lock(ctx->mm);
+	/* Moving in may evict this process's own pages (gmem_evict_owned()). */
+	if (to_device)
+		gmem_mmap_lock_settled(ctx->mm);
+	else
+		mmap_read_lock(ctx->mm);
 	for (u64 addr = start; addr < end && !ret;) {
 		struct vm_area_struct *vma = find_vma(ctx->mm, addr);
 		unsigned long next, n = 0;
@@ -535,7 +646,7 @@ void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
 
 	if (!m)
 		return;
-	mmap_read_lock(ctx->mm);
+	gmem_mmap_lock_settled(ctx->mm);	/* it may evict (gmem_evict_owned()) */
 	vma = vma_lookup(ctx->mm, start);
 	/* Only memory the process may read: the fault's own check comes after this. */
 	if (vma && end <= vma->vm_end && (vma->vm_flags & VM_READ))
@@ -576,7 +687,7 @@ void gmem_hbm_evict_all(struct gmem_accel *g)
 	for (unsigned int c = 0; c < hbm->nchunks; c++) {
 		if (READ_ONCE(hbm->chunks[c].used))
 			gmem_evict_range(g, gmem_chunk_pfn(hbm, &hbm->chunks[c]),
-					 GMEM_CHUNK_PAGES, NULL);
+					 GMEM_CHUNK_PAGES, NULL, NULL);
 	}
 }
 
@@ -592,20 +703,9 @@ void gmem_hbm_release_ctx(struct gmem_ctx *ctx)
 	if (!hbm->mapped)
 		return;
 	for (unsigned int c = 0; c < hbm->nchunks; c++) {
-		unsigned long first = gmem_chunk_pfn(hbm, &hbm->chunks[c]), run = 0;
-
-		if (!READ_ONCE(hbm->chunks[c].used))
-			continue;
-		for (unsigned long i = 0; i <= GMEM_CHUNK_PAGES; i++) {
-			if (i < GMEM_CHUNK_PAGES &&
-			    READ_ONCE(pfn_to_page(first + i)->zone_device_data) == ctx) {
-				run++;
-				continue;
-			}
-			if (run)
-				gmem_evict_range(ctx->g, first + i - run, run, ctx);
-			run = 0;
-		}
+		if (READ_ONCE(hbm->chunks[c].used))
+			gmem_evict_range(ctx->g, gmem_chunk_pfn(hbm, &hbm->chunks[c]),
+					 GMEM_CHUNK_PAGES, ctx->owner, NULL);
 	}
 }
 

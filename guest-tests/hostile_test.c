@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -20,6 +21,7 @@
 #include "gmem_test_util.h"
 
 #define PAGE 4096ul
+#define HUGE (2ul << 20)
 #define NFILES 4
 #define ROUNDS 200
 
@@ -350,6 +352,118 @@ TEST_F_TIMEOUT(hostile, fault_without_progress_ends_its_command, 120)
 	EXPECT_EQ(0, st.cancels - st0.cancels);
 	EXPECT_EQ(0x55, buf[PAGE - 1]);
 	munmap(buf, PAGE);
+}
+
+struct unmapper {
+	int fd;
+	int rounds;
+	volatile int stop;
+	int migrated;		/* rounds whose pages reached HBM */
+};
+
+/*
+ * Another thread of the process: map 2 MiB, write it, move it to HBM, then take it away
+ * again, by munmap or by mapping over it (MAP_FIXED), while the device evicts HBM.
+ */
+static void *unmap_rounds(void *arg)
+{
+	struct unmapper *u = arg;
+
+	for (int r = 0; r < u->rounds && !u->stop; r++) {
+		uint8_t *p = map_anon(HUGE, PROT_READ | PROT_WRITE);
+
+		if (!p)
+			break;
+		memset(p, r, HUGE);
+		if (dev_migrate(u->fd, p, HUGE, GMEM_ACCEL_TO_DEVICE) > 0)
+			u->migrated++;
+		if (r & 1)
+			munmap(p, HUGE);
+		else if (mmap(p, HUGE, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == p)
+			munmap(p, HUGE);
+	}
+	return NULL;
+}
+
+/*
+ * Evicting HBM pages (test_hmm's RELEASE: every page; HBM full: the least recently used
+ * chunk) while the process's other thread unmaps them: the eviction must not walk the
+ * process's freed VMAs (the debug kernel's KASAN saw a use-after-free in rmap_walk_anon from
+ * migrate_device_finalize). The kernel_log test reads the verdict; here, HBM comes back
+ * empty and the data that stays mapped is intact.
+ */
+TEST_F_TIMEOUT(hostile, release_races_munmap, 600)
+{
+	int dm = open("/dev/gmem_dmirror0", O_RDWR);
+	struct unmapper u = { .fd = self->fd[0], .rounds = 1000 };
+	uint8_t *keep = map_anon(HUGE, PROT_READ | PROT_WRITE), *want = malloc(HUGE);
+	int64_t pages;
+	pthread_t t;
+
+	ASSERT_LE(0, dm) TH_LOG("open /dev/gmem_dmirror0: %s", strerror(errno));
+	ASSERT_NE(NULL, keep);
+	pattern(keep, HUGE, 11);
+	ASSERT_EQ(0, pthread_create(&t, NULL, unmap_rounds, &u));
+	for (int r = 0; r < 4000 && u.migrated < u.rounds; r++) {
+		struct hmm_dmirror_cmd c = { .addr = (uintptr_t)keep, .npages = 1 };
+
+		if (!(r % 64))
+			dev_migrate(self->fd[0], keep, HUGE, GMEM_ACCEL_TO_DEVICE);
+		ASSERT_EQ(0, ioctl(dm, HMM_DMIRROR_RELEASE, &c));
+		if (!__atomic_load_n(&u.migrated, __ATOMIC_RELAXED))
+			usleep(1000);
+	}
+	u.stop = 1;
+	pthread_join(t, NULL);
+	EXPECT_LT(0, u.migrated);
+	ASSERT_EQ(0, ioctl(dm, HMM_DMIRROR_RELEASE,
+			   &(struct hmm_dmirror_cmd){ .addr = (uintptr_t)keep, .npages = 1 }));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "hbm_pages_now", &pages));
+	EXPECT_EQ(0, pages);
+	pattern(want, HUGE, 11);
+	EXPECT_EQ(0, memcmp(keep, want, HUGE));
+	free(want);
+	close(dm);
+	munmap(keep, HUGE);
+}
+
+/*
+ * The same race through eviction: this thread moves two buffers as large as HBM in by turns,
+ * each evicting every chunk in use, the other thread's too, while it unmaps it. (Not seen to
+ * fail before the fix, unlike release_races_munmap: the eviction runs under the mmap lock of
+ * the same process, and only a munmap() past its downgrade can overlap it. It keeps the
+ * eviction's locking honest: lockdep, and data intact.)
+ */
+TEST_F_TIMEOUT(hostile, eviction_races_munmap, 1200)
+{
+	struct unmapper u = { .fd = self->fd[0], .rounds = 100000 };
+	struct gmem_accel_info info = { 0 };
+	uint8_t *buf[2], *want;
+	size_t blen;
+	pthread_t t;
+
+	ASSERT_EQ(0, ioctl(self->fd[0], GMEM_ACCEL_IOC_GET_INFO, &info));
+	blen = info.hbm_size;
+	want = malloc(blen);
+	ASSERT_NE(NULL, want);
+	pattern(want, blen, 12);
+	for (int i = 0; i < 2; i++) {
+		buf[i] = map_anon(blen, PROT_READ | PROT_WRITE);
+		ASSERT_NE(NULL, buf[i]);
+		memcpy(buf[i], want, blen);
+	}
+	ASSERT_EQ(0, pthread_create(&t, NULL, unmap_rounds, &u));
+	for (int r = 0; r < 4; r++)
+		EXPECT_LT(0, dev_migrate(self->fd[0], buf[r & 1], blen, GMEM_ACCEL_TO_DEVICE));
+	u.stop = 1;
+	pthread_join(t, NULL);
+	EXPECT_LT(0, u.migrated);
+	for (int i = 0; i < 2; i++) {
+		EXPECT_EQ(0, memcmp(buf[i], want, blen));
+		munmap(buf[i], blen);
+	}
+	free(want);
 }
 
 TEST_HARNESS_MAIN
