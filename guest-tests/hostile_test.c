@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -464,6 +465,148 @@ TEST_F_TIMEOUT(hostile, eviction_races_munmap, 1200)
 		munmap(buf[i], blen);
 	}
 	free(want);
+}
+
+/*
+ * The neighbours of PROT_NONE: execute-only memory is not readable (EFAULT, and MIGRATE
+ * refuses it); a MAP_PRIVATE file page mapped read-only and a write-sealed memfd are read
+ * byte for byte and never written (EPERM); mlock()ed memory moves to HBM and back intact.
+ */
+TEST_F_TIMEOUT(hostile, other_protections, 120)
+{
+	int fd = self->fd[0], mfd;
+	uint8_t *out = map_anon(4 * PAGE, PROT_READ | PROT_WRITE), *x, *priv, *sealed, *locked;
+	uint8_t want[PAGE], *lwant;
+
+	ASSERT_NE(NULL, out);
+	x = map_anon(4 * PAGE, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, x);
+	memset(x, 0x3c, 4 * PAGE);
+	ASSERT_EQ(0, mprotect(x, 4 * PAGE, PROT_EXEC));
+	EXPECT_EQ(-EFAULT, dev_copy(fd, out, x, PAGE));
+	EXPECT_EQ(-EFAULT, dev_migrate(fd, x, 4 * PAGE, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(0, out[0]);
+
+	/* A file's page, privately and read-only: readable, not writable. */
+	mfd = syscall(SYS_memfd_create, "hostile", 2 /* MFD_ALLOW_SEALING */);
+	ASSERT_LE(0, mfd);
+	pattern(want, PAGE, 13);
+	ASSERT_EQ(PAGE, pwrite(mfd, want, PAGE, 0));
+	priv = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE, mfd, 0);
+	ASSERT_NE(MAP_FAILED, priv);
+	EXPECT_EQ(0, dev_copy(fd, out, priv, PAGE));
+	EXPECT_EQ(0, memcmp(out, want, PAGE));
+	EXPECT_EQ(-EPERM, dev_fill(fd, priv, 0, 64));
+	EXPECT_EQ(0, memcmp(priv, want, PAGE));
+
+	/* Sealed against writes: a shared read-only mapping, read but never written. */
+	ASSERT_EQ(0, fcntl(mfd, 1033 /* F_ADD_SEALS */, 0x0008 /* F_SEAL_WRITE */));
+	sealed = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, mfd, 0);
+	ASSERT_NE(MAP_FAILED, sealed);
+	memset(out, 0, PAGE);
+	EXPECT_EQ(0, dev_copy(fd, out, sealed, PAGE));
+	EXPECT_EQ(0, memcmp(out, want, PAGE));
+	EXPECT_EQ(-EPERM, dev_fill(fd, sealed, 0, 64));
+	EXPECT_EQ(0, pread(mfd, out, PAGE, 0) == PAGE ? memcmp(out, want, PAGE) : -1);
+
+	/* mlock()ed: it moves (locking keeps it in memory, not in place) and comes back. */
+	locked = map_anon(4 * PAGE, PROT_READ | PROT_WRITE);
+	lwant = malloc(4 * PAGE);
+	ASSERT_NE(NULL, locked);
+	ASSERT_NE(NULL, lwant);
+	pattern(lwant, 4 * PAGE, 14);
+	memcpy(locked, lwant, 4 * PAGE);
+	ASSERT_EQ(0, mlock(locked, 4 * PAGE));
+	EXPECT_LE(0, dev_migrate(fd, locked, 4 * PAGE, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(0, dev_copy(fd, out, locked, 4 * PAGE));
+	EXPECT_EQ(0, memcmp(out, lwant, 4 * PAGE));
+	EXPECT_EQ(0, memcmp(locked, lwant, 4 * PAGE));	/* the CPU's view, brought home */
+	free(lwant);
+	munlock(locked, 4 * PAGE);
+	munmap(locked, 4 * PAGE);
+	munmap(sealed, PAGE);
+	munmap(priv, PAGE);
+	close(mfd);
+	munmap(x, 4 * PAGE);
+	munmap(out, 4 * PAGE);
+}
+
+/*
+ * Two contexts on one process: pages one moved to HBM are read by the other byte for byte;
+ * when the first closes, its pages go home and the second still reads them.
+ */
+TEST_F_TIMEOUT(hostile, two_contexts_one_process, 120)
+{
+	size_t len = 16 * PAGE;
+	uint8_t *buf = map_anon(len, PROT_READ | PROT_WRITE), *out = malloc(len);
+	uint8_t *want = malloc(len);
+	int a = gmem_open(0, O_RDWR), b = self->fd[0];
+
+	ASSERT_LE(0, a);
+	ASSERT_NE(NULL, buf);
+	pattern(buf, len, 15);
+	memcpy(want, buf, len);
+	EXPECT_EQ((long)(len / PAGE), dev_migrate(a, buf, len, GMEM_ACCEL_TO_DEVICE));
+	memset(out, 0, len);
+	EXPECT_EQ(0, dev_copy(b, out, buf, len));
+	EXPECT_EQ(0, memcmp(out, want, len));
+	EXPECT_EQ(GMEM_ACCEL_PAGE_HBM, page_view(b, buf) & GMEM_ACCEL_PAGE_HBM);
+	close(a);
+	EXPECT_EQ(0, page_view(b, buf) & GMEM_ACCEL_PAGE_HBM);
+	memset(out, 0, len);
+	EXPECT_EQ(0, dev_copy(b, out, buf, len));
+	EXPECT_EQ(0, memcmp(out, want, len));
+	EXPECT_EQ(0, memcmp(buf, want, len));
+	free(want);
+	free(out);
+	munmap(buf, len);
+}
+
+struct copier {
+	int fd;
+	int bad;
+};
+
+static void *copy_rounds(void *arg)
+{
+	struct copier *c = arg;
+	uint8_t *src = map_anon(8 * PAGE, PROT_READ | PROT_WRITE);
+	uint8_t *dst = map_anon(8 * PAGE, PROT_READ | PROT_WRITE);
+
+	if (!src || !dst) {
+		c->bad = -1;
+		return NULL;
+	}
+	for (int r = 0; r < 100; r++) {
+		pattern(src, 8 * PAGE, r + (c->fd << 8));
+		if (dev_copy(c->fd, dst, src, 8 * PAGE) || memcmp(dst, src, 8 * PAGE))
+			c->bad++;
+		if (r % 10 == 9) {	/* new memory now and then: faults again */
+			munmap(src, 8 * PAGE);
+			src = map_anon(8 * PAGE, PROT_READ | PROT_WRITE);
+			if (!src)
+				return NULL;
+		}
+	}
+	munmap(src, 8 * PAGE);
+	munmap(dst, 8 * PAGE);
+	return NULL;
+}
+
+/* Four threads on one file, each its own buffers: every copy lands, byte for byte. */
+TEST_F_TIMEOUT(hostile, threads_on_one_file, 300)
+{
+	struct copier c[4];
+	pthread_t t[4];
+
+	for (int i = 0; i < 4; i++) {
+		c[i] = (struct copier){ .fd = self->fd[0] };
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, copy_rounds, &c[i]));
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		EXPECT_EQ(0, c[i].bad) TH_LOG("thread %d", i);
+	}
 }
 
 TEST_HARNESS_MAIN
