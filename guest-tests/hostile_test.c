@@ -12,7 +12,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -198,7 +200,7 @@ TEST_F_TIMEOUT(hostile, wait_refuses_fences_of_other_files, 120)
 	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_FILL, .dst = (uintptr_t)buf, .size = 64,
 				    .value = 7 };
 	int a = self->fd[self->a], b = self->fd[self->b];
-	__u64 fa[3], fb;
+	__u64 fa[3], fb = 0;
 
 	ASSERT_NE(NULL, buf);
 	for (int i = 0; i < 3; i++)
@@ -607,6 +609,134 @@ TEST_F_TIMEOUT(hostile, threads_on_one_file, 300)
 		pthread_join(t[i], NULL);
 		EXPECT_EQ(0, c[i].bad) TH_LOG("thread %d", i);
 	}
+}
+
+static const char * const gauges[] = { "contexts_now", "hbm_pages_now", "pt_pages_now",
+					"dma_mapped_pages_now" };
+#define NGAUGES 4
+
+/* Every gauge of device 0 back at @before (waiting up to 60 s for closes to finish). */
+static void expect_baseline(struct __test_metadata *_metadata, const int64_t *before)
+{
+	for (int i = 0; i < NGAUGES; i++) {
+		EXPECT_EQ(before[i], gmem_wait_stat(0, gauges[i], before[i], 60000))
+			TH_LOG("%s", gauges[i]);
+	}
+}
+
+/*
+ * A process killed at every step of a migration (to HBM and back, in a loop, killed after a
+ * different delay each time): nothing is left behind, and the device works.
+ */
+TEST_F_TIMEOUT(hostile, killed_at_every_step_of_a_migration, 600)
+{
+	size_t len = 16ul << 20;
+	int64_t before[NGAUGES];
+	uint8_t *a = map_anon(PAGE, PROT_READ | PROT_WRITE), *b = map_anon(PAGE, PROT_READ | PROT_WRITE);
+
+	for (int i = 0; i < NGAUGES; i++) {
+		ASSERT_EQ(0, gmem_debugfs_stat(0, gauges[i], &before[i])) TH_LOG("%s", gauges[i]);
+	}
+	for (int k = 0; k < 12; k++) {
+		int status;
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			int cfd = gmem_open(0, O_RDWR);
+			uint8_t *big = map_anon(len, PROT_READ | PROT_WRITE);
+
+			if (cfd < 0 || !big)
+				_exit(1);
+			memset(big, k, len);
+			for (;;) {
+				dev_migrate(cfd, big, len, GMEM_ACCEL_TO_DEVICE);
+				dev_migrate(cfd, big, len, GMEM_ACCEL_TO_SYSTEM);
+			}
+		}
+		usleep(20000 + k * 37000);
+		ASSERT_EQ(0, kill(pid, SIGKILL));
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		EXPECT_TRUE(WIFSIGNALED(status)) TH_LOG("round %d: the child ended by itself", k);
+	}
+	expect_baseline(_metadata, before);
+	ASSERT_NE(NULL, a);
+	pattern(a, PAGE, 16);
+	EXPECT_EQ(0, dev_copy(self->fd[0], b, a, PAGE));
+	EXPECT_EQ(0, memcmp(a, b, PAGE));
+}
+
+struct migrator {
+	int fd;
+	uint8_t *buf;
+	size_t len;
+	volatile int stop;
+	int rounds;
+};
+
+static void *migrate_rounds(void *arg)
+{
+	struct migrator *m = arg;
+
+	while (!m->stop) {
+		dev_migrate(m->fd, m->buf, m->len, GMEM_ACCEL_TO_DEVICE);
+		dev_migrate(m->fd, m->buf, m->len, GMEM_ACCEL_TO_SYSTEM);
+		m->rounds++;
+	}
+	return NULL;
+}
+
+/*
+ * fork(), exec() and exit() while another thread moves the memory to HBM and back: the
+ * children read their copy (COW-shared, in HBM or not) byte for byte, some write theirs,
+ * some exec at once; the parent's data stays as it was, and nothing is left behind.
+ */
+TEST_F_TIMEOUT(hostile, fork_exec_exit_during_migration, 600)
+{
+	struct migrator m = { .fd = self->fd[0], .len = 8ul << 20 };
+	uint8_t *want = malloc(m.len);
+	int64_t before[NGAUGES];
+	int bad = 0;
+	pthread_t t;
+
+	for (int i = 0; i < NGAUGES; i++) {
+		ASSERT_EQ(0, gmem_debugfs_stat(0, gauges[i], &before[i])) TH_LOG("%s", gauges[i]);
+	}
+	m.buf = map_anon(m.len, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, m.buf);
+	ASSERT_NE(NULL, want);
+	pattern(want, m.len, 17);
+	memcpy(m.buf, want, m.len);
+	ASSERT_EQ(0, pthread_create(&t, NULL, migrate_rounds, &m));
+	for (int k = 0; k < 60; k++) {
+		int status;
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			size_t off = (k * 131 * PAGE) % m.len;
+
+			if (k % 3 == 2)
+				execl("/bin/busybox", "busybox", "true", (char *)NULL);
+			if (memcmp(m.buf + off, want + off, PAGE))
+				_exit(2);
+			if (k % 3 == 1)
+				memset(m.buf + off, 0xff, PAGE);	/* its own copy */
+			_exit(0);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			bad++;
+	}
+	m.stop = 1;
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, bad);
+	EXPECT_LT(0, m.rounds);
+	EXPECT_EQ(0, memcmp(m.buf, want, m.len));
+	munmap(m.buf, m.len);
+	free(want);
+	/* The fixture's files are still open: only the HBM pages must be gone. */
+	EXPECT_EQ(before[1], gmem_wait_stat(0, "hbm_pages_now", before[1], 60000));
 }
 
 TEST_HARNESS_MAIN

@@ -8,8 +8,11 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -246,6 +249,88 @@ TEST_F_TIMEOUT(module, unbind_ends_a_sleeping_wait, 600)
 	EXPECT_EQ(0, ioctl(w.fd, GMEM_ACCEL_IOC_WAIT, &now));
 	EXPECT_EQ(15, counter[1]);
 	close(w.fd);
+}
+
+struct load {
+	volatile int stop;
+	int ok, enodev, other, last_other;
+};
+
+/* Copy 64 KiB on device @dev over and over, reopening it after ENODEV, until told to stop. */
+static void load_loop(int dev, struct load *l)
+{
+	uint8_t *src = malloc(1 << 16), *dst = malloc(1 << 16);
+
+	memset(src, dev + 1, 1 << 16);
+	while (!l->stop) {
+		int fd = gmem_open(dev, O_RDWR);
+
+		if (fd < 0) {
+			usleep(10000);	/* unbound just now */
+			continue;
+		}
+		for (int i = 0; i < 50 && !l->stop; i++) {
+			int ret = dev_copy(fd, dst, src, 1 << 16);
+
+			if (!ret && !memcmp(dst, src, 1 << 16)) {
+				l->ok++;
+			} else if (ret == -ENODEV) {
+				l->enodev++;
+				break;
+			} else {
+				l->other++;
+				l->last_other = ret;
+			}
+		}
+		close(fd);
+	}
+	_exit(0);
+}
+
+/*
+ * Unbind and bind device 0 five times while one process works on it and another on device 1:
+ * the first's calls succeed or end with ENODEV, nothing else; the second never notices; then
+ * every device works and the HBM address ranges are as they were.
+ */
+TEST_F_TIMEOUT(module, unbind_bind_loop_under_load, 600)
+{
+	char addr[GMEM_MAX_TEST_DEVICES][32];
+	int n = gmem_pci_devices(addr, GMEM_MAX_TEST_DEVICES), regions0, status;
+	struct load *l = mmap(NULL, 2 * sizeof(*l), PROT_READ | PROT_WRITE,
+			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	uint64_t bytes0, bytes;
+	pid_t pid[2];
+
+	ASSERT_LT(1, n) TH_LOG("needs two devices");
+	ASSERT_NE(MAP_FAILED, l);
+	memset(l, 0, 2 * sizeof(*l));
+	regions0 = hbm_regions(&bytes0);
+	for (int d = 0; d < 2; d++) {
+		pid[d] = fork();
+		ASSERT_LE(0, pid[d]);
+		if (!pid[d])
+			load_loop(d, &l[d]);
+	}
+	for (int r = 0; r < 5; r++) {
+		usleep(300000);
+		ASSERT_EQ(0, write_sysfs("/sys/bus/pci/drivers/gmem_accel/unbind", addr[0]));
+		usleep(100000);
+		ASSERT_EQ(0, write_sysfs("/sys/bus/pci/drivers/gmem_accel/bind", addr[0]));
+	}
+	usleep(300000);
+	l[0].stop = l[1].stop = 1;
+	for (int d = 0; d < 2; d++) {
+		ASSERT_EQ(pid[d], waitpid(pid[d], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("worker %d", d);
+		EXPECT_LT(0, l[d].ok) TH_LOG("worker %d", d);
+		EXPECT_EQ(0, l[d].other) TH_LOG("worker %d: %d calls failed otherwise (last %d)",
+						d, l[d].other, l[d].last_other);
+	}
+	EXPECT_EQ(0, l[1].enodev);
+	expect_devices(_metadata, n, gmem_expect("hbm_size", 256ull << 20));
+	EXPECT_EQ(regions0, hbm_regions(&bytes));
+	EXPECT_EQ(bytes0, bytes);
+	munmap(l, 2 * sizeof(*l));
 }
 
 TEST_HARNESS_MAIN

@@ -19,7 +19,7 @@ echo "# soak: $minutes minutes"
 while [ "$(date +%s)" -lt "$end" ]; do
 	round=$((round + 1))
 	for t in "/tests/ioctl_fuzz_test" \
-		 "/tests/hostile_test -t release_races_munmap -t eviction_races_munmap -t errno_reaches_its_command_on_a_shared_ring -t threads_on_one_file" \
+		 "/tests/hostile_test -t release_races_munmap -t eviction_races_munmap -t errno_reaches_its_command_on_a_shared_ring -t threads_on_one_file -t killed_at_every_step_of_a_migration -t fork_exec_exit_during_migration" \
 		 "/tests/mirror_test -t many_processes -t killed_while_faulting" \
 		 "/tests/hbm_test -t two_processes -t random_interleavings"; do
 		if ! $t >"$log" 2>&1; then
