@@ -4,6 +4,7 @@
  * shares its ring; a file's fences are its own; protections hold through HBM; faults that
  * cannot make progress end their command instead of replaying forever.
  */
+#define _GNU_SOURCE	/* mremap */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -366,7 +367,8 @@ struct unmapper {
 
 /*
  * Another thread of the process: map 2 MiB, write it, move it to HBM, then take it away
- * again, by munmap or by mapping over it (MAP_FIXED), while the device evicts HBM.
+ * again, by munmap, by mapping over it (MAP_FIXED) or by mremap and munmap, while the device
+ * evicts HBM.
  */
 static void *unmap_rounds(void *arg)
 {
@@ -380,11 +382,18 @@ static void *unmap_rounds(void *arg)
 		memset(p, r, HUGE);
 		if (dev_migrate(u->fd, p, HUGE, GMEM_ACCEL_TO_DEVICE) > 0)
 			u->migrated++;
-		if (r & 1)
+		if (r % 3 == 0) {
 			munmap(p, HUGE);
-		else if (mmap(p, HUGE, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == p)
-			munmap(p, HUGE);
+		} else if (r % 3 == 1) {
+			if (mmap(p, HUGE, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == p)
+				munmap(p, HUGE);
+		} else {
+			/* moved elsewhere, then gone */
+			uint8_t *q = mremap(p, HUGE, HUGE, MREMAP_MAYMOVE);
+
+			munmap(q == MAP_FAILED ? p : q, HUGE);
+		}
 	}
 	return NULL;
 }
@@ -737,6 +746,53 @@ TEST_F_TIMEOUT(hostile, fork_exec_exit_during_migration, 600)
 	free(want);
 	/* The fixture's files are still open: only the HBM pages must be gone. */
 	EXPECT_EQ(before[1], gmem_wait_stat(0, "hbm_pages_now", before[1], 60000));
+}
+
+/*
+ * The copy-on-write neighbours of a device write to read-only HBM-resident memory: the child
+ * that shared the pages exits at once, or writes its own copy on the CPU first; either way
+ * the parent's device write lands (its pages are its own again), byte for byte, in bounded
+ * time. Memory mapped read-only from the start, migrated untouched: EPERM, zeros stay.
+ */
+TEST_F_TIMEOUT(hostile, device_write_after_fork_variants, 120)
+{
+	size_t len = 16 * PAGE;
+	int fd = self->fd[0];
+
+	for (int v = 0; v < 2; v++) {
+		uint8_t *buf = map_anon(len, PROT_READ | PROT_WRITE), *want = malloc(len);
+		int status;
+		pid_t pid;
+
+		ASSERT_NE(NULL, buf);
+		pattern(want, len, 18 + v);
+		memcpy(buf, want, len);
+		ASSERT_LT(0, dev_migrate(fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			if (v == 1)
+				memset(buf + 2 * PAGE, 0xee, PAGE);	/* its own copy, on the CPU */
+			_exit(0);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		EXPECT_EQ(0, dev_fill(fd, buf + 2 * PAGE, 0x5656565656565656ull, PAGE))
+			TH_LOG("variant %d", v);
+		memset(want + 2 * PAGE, 0x56, PAGE);
+		EXPECT_EQ(0, memcmp(buf, want, len)) TH_LOG("variant %d", v);
+		munmap(buf, len);
+		free(want);
+	}
+
+	uint8_t *ro = map_anon(len, PROT_READ);
+
+	ASSERT_NE(NULL, ro);
+	EXPECT_LE(0, dev_migrate(fd, ro, len, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(-EPERM, dev_fill(fd, ro, 0x1111111111111111ull, PAGE));
+	for (size_t i = 0; i < len; i++) {
+		ASSERT_EQ(0, ro[i]) TH_LOG("byte %zu", i);
+	}
+	munmap(ro, len);
 }
 
 TEST_HARNESS_MAIN
