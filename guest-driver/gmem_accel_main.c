@@ -174,6 +174,12 @@ static void gmem_accel_remove(struct pci_dev *pdev)
 		wake_up_all(&g->queue[i].wq);
 	/* Files still open keep g alive but must not touch the device any more. */
 	down_write(&g->lock);
+	/*
+	 * Processes' commands still running stop here (the device drops them), before their
+	 * contexts are disabled under them; queue 0 stays for moving HBM pages home.
+	 */
+	for (unsigned int i = 1; i < GMEM_NUM_QUEUES; i++)
+		gmem_write(g, GMEM_REG_QUEUE(i, GMEM_CQ_CTRL), 0);
 	for (unsigned int i = 0; i < GMEM_NUM_CONTEXTS; i++) {
 		struct gmem_ctx *ctx = g->ctx[i];
 
