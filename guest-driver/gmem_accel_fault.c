@@ -250,6 +250,9 @@ static int gmem_fault_ahead(struct gmem_ctx *ctx, const struct gmem_fault_ahead 
 
 	for (u64 va = r->start, start, end; va < r->end && !ret; va = end) {
 		cond_resched();
+		/* Ranges reach 256 GiB: stop once only this reference keeps the process's mm. */
+		if (atomic_read(&ctx->mm->mm_users) <= 1)
+			return -EFAULT;
 		ret = gmem_fault_window(ctx, va, &start, &end);
 		if (ret)
 			break;

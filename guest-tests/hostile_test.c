@@ -795,4 +795,39 @@ TEST_F_TIMEOUT(hostile, device_write_after_fork_variants, 120)
 	munmap(ro, len);
 }
 
+/*
+ * test_hmm's READ over 64 GiB of memory that reserves nothing, its process killed a moment
+ * later: the fault-ahead brings whole ranges in, and must stop for a process that is gone,
+ * not fault on for it; the process ends and nothing is left behind.
+ */
+TEST_F_TIMEOUT(hostile, killed_during_a_huge_fault_ahead, 300)
+{
+	size_t len = 64ul << 30;
+	int64_t before[NGAUGES];
+	int status;
+	pid_t pid;
+
+	for (int i = 0; i < NGAUGES; i++) {
+		ASSERT_EQ(0, gmem_debugfs_stat(0, gauges[i], &before[i])) TH_LOG("%s", gauges[i]);
+	}
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int dm = open("/dev/gmem_dmirror0", O_RDWR);
+		uint8_t *p = mmap(NULL, 2 * len, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		struct hmm_dmirror_cmd c;
+
+		if (dm < 0 || p == MAP_FAILED)
+			_exit(1);
+		dmirror(dm, HMM_DMIRROR_READ, p, p + len, len / PAGE, &c);
+		_exit(2);
+	}
+	sleep(2);
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status)) TH_LOG("status %#x", status);
+	expect_baseline(_metadata, before);
+}
+
 TEST_HARNESS_MAIN
