@@ -33,8 +33,18 @@
 #define GMEM_CTX_FENCES	(1u << (GMEM_CQ_LOG2 - 1))
 /* Replays in a row that leave a command's faults unmapped before it fails (EBUSY). */
 #define GMEM_FAULT_STALLS	16
-#define GMEM_MIGRATE_PAGES	(GMEM_HUGE_SIZE / PAGE_SIZE)	/* pages one migration moves */
-#define GMEM_CHUNK_PAGES	(GMEM_HUGE_SIZE / PAGE_SIZE)	/* HBM allocation unit */
+/*
+ * A window: the 2 MiB block (inside a VMA) the driver works in. A migration moves one, a fault
+ * maps at most one, HBM is allocated and evicted a chunk of one at a time.
+ */
+#define GMEM_WINDOW_PAGES	(GMEM_HUGE_SIZE / PAGE_SIZE)
+
+/* The window around @va: its 2 MiB-aligned block, clipped to @vma. */
+static inline void gmem_window(const struct vm_area_struct *vma, u64 va, u64 *start, u64 *end)
+{
+	*start = max_t(u64, ALIGN_DOWN(va, GMEM_HUGE_SIZE), vma->vm_start);
+	*end = min_t(u64, ALIGN(va + 1, GMEM_HUGE_SIZE), vma->vm_end);
+}
 
 struct gmem_ctx;
 struct gmem_migration;
@@ -87,7 +97,7 @@ enum gmem_ctx_counter {
 struct gmem_chunk {
 	struct list_head link;		/* on gmem_hbm.free or gmem_hbm.lru */
 	unsigned int used;
-	DECLARE_BITMAP(busy, GMEM_CHUNK_PAGES);
+	DECLARE_BITMAP(busy, GMEM_WINDOW_PAGES);
 };
 
 /*

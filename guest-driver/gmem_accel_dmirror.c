@@ -32,7 +32,6 @@ MODULE_PARM_DESC(dmirror_name,
 		 "base name of the test_hmm-compatible nodes (default gmem_dmirror; hmm_dmirror gives lib/test_hmm.ko's names, which clash if that module is loaded too)");
 
 #define GMEM_DMIRROR_TIMEOUT_MS	60000
-#define GMEM_WINDOW_PAGES	(GMEM_HUGE_SIZE / PAGE_SIZE)
 
 static dev_t gmem_dmirror_devt;
 static const struct class gmem_dmirror_class = {

@@ -212,12 +212,10 @@ static int gmem_fault_window(struct gmem_ctx *ctx, u64 va, u64 *start, u64 *end)
 
 	mmap_read_lock(ctx->mm);
 	vma = vma_lookup(ctx->mm, va);
-	if (vma) {
-		*start = max_t(u64, ALIGN_DOWN(va, GMEM_HUGE_SIZE), vma->vm_start);
-		*end = min_t(u64, ALIGN(va + 1, GMEM_HUGE_SIZE), vma->vm_end);
-	} else {
+	if (vma)
+		gmem_window(vma, va, start, end);
+	else
 		ret = -EFAULT;
-	}
 	mmap_read_unlock(ctx->mm);
 	return ret;
 }

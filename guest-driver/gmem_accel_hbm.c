@@ -21,10 +21,10 @@
 /* Source and destination of one migration window, with the data's DMA mappings. */
 struct gmem_migration {
 	struct gmem_accel *g;
-	unsigned long src[GMEM_MIGRATE_PAGES];
-	unsigned long dst[GMEM_MIGRATE_PAGES];
-	dma_addr_t dma[GMEM_MIGRATE_PAGES];	/* the system page of each entry, or 0 */
-	u8 desc[GMEM_MIGRATE_PAGES][GMEM_CMD_SIZE];
+	unsigned long src[GMEM_WINDOW_PAGES];
+	unsigned long dst[GMEM_WINDOW_PAGES];
+	dma_addr_t dma[GMEM_WINDOW_PAGES];	/* the system page of each entry, or 0 */
+	u8 desc[GMEM_WINDOW_PAGES][GMEM_CMD_SIZE];
 	unsigned int ndesc;
 };
 
@@ -44,12 +44,12 @@ bool gmem_hbm_page(struct gmem_accel *g, struct page *page, u64 *offset)
 
 static struct gmem_chunk *gmem_chunk_of(struct gmem_hbm *hbm, unsigned long pfn)
 {
-	return &hbm->chunks[(pfn - hbm->pfn_first) / GMEM_CHUNK_PAGES];
+	return &hbm->chunks[(pfn - hbm->pfn_first) / GMEM_WINDOW_PAGES];
 }
 
 static unsigned long gmem_chunk_pfn(struct gmem_hbm *hbm, struct gmem_chunk *c)
 {
-	return hbm->pfn_first + (c - hbm->chunks) * GMEM_CHUNK_PAGES;
+	return hbm->pfn_first + (c - hbm->chunks) * GMEM_WINDOW_PAGES;
 }
 
 /* A free HBM page from the fill chunk or a free one; NULL if every chunk is in use. */
@@ -61,7 +61,7 @@ static struct page *gmem_hbm_take(struct gmem_accel *g)
 
 	spin_lock(&hbm->lock);
 	c = hbm->fill;
-	if (!c || c->used == GMEM_CHUNK_PAGES) {
+	if (!c || c->used == GMEM_WINDOW_PAGES) {
 		c = list_first_entry_or_null(&hbm->free, struct gmem_chunk, link);
 		if (!c) {
 			spin_unlock(&hbm->lock);
@@ -71,7 +71,7 @@ static struct page *gmem_hbm_take(struct gmem_accel *g)
 		hbm->fill = c;
 		gmem_dev_count(g, GMEM_DEV_HBM_CHUNKS_NOW, 1);
 	}
-	i = find_first_zero_bit(c->busy, GMEM_CHUNK_PAGES);
+	i = find_first_zero_bit(c->busy, GMEM_WINDOW_PAGES);
 	__set_bit(i, c->busy);
 	c->used++;
 	spin_unlock(&hbm->lock);
@@ -145,7 +145,7 @@ static void gmem_hbm_page_free(struct page *page)
 	spin_lock(&hbm->lock);
 	owner = page->zone_device_data;
 	page->zone_device_data = NULL;
-	__clear_bit((pfn - hbm->pfn_first) % GMEM_CHUNK_PAGES, c->busy);
+	__clear_bit((pfn - hbm->pfn_first) % GMEM_WINDOW_PAGES, c->busy);
 	if (!--c->used) {
 		if (c == hbm->fill)
 			hbm->fill = NULL;
@@ -184,7 +184,7 @@ static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx)
 		if (!victim)
 			return NULL;
 		gmem_dev_count(g, GMEM_DEV_EVICTIONS, 1);
-		gmem_evict_range(g, gmem_chunk_pfn(hbm, victim), GMEM_CHUNK_PAGES, NULL, ctx->mm);
+		gmem_evict_range(g, gmem_chunk_pfn(hbm, victim), GMEM_WINDOW_PAGES, NULL, ctx->mm);
 	}
 	zone_device_page_init(page);
 	kref_get(&ctx->owner->ref);
@@ -470,18 +470,17 @@ static int gmem_window_to_ram(struct gmem_accel *g, struct gmem_migration *m,
 static vm_fault_t gmem_hbm_migrate_to_ram(struct vm_fault *vmf)
 {
 	struct gmem_accel *g = gmem_hbm_owner(vmf->page);
-	struct vm_area_struct *vma = vmf->vma;
-	unsigned long start = max(vma->vm_start, ALIGN_DOWN(vmf->address, GMEM_HUGE_SIZE));
-	unsigned long end = min(vma->vm_end, ALIGN(vmf->address + 1, GMEM_HUGE_SIZE));
 	struct gmem_migration *m = kvzalloc(sizeof(*m), GFP_KERNEL);
 	unsigned long moved = 0;
+	u64 start, end;
 	int ret;
 
 	if (!m)
 		return VM_FAULT_OOM;
+	gmem_window(vmf->vma, vmf->address, &start, &end);
 	m->g = g;
 	gmem_dev_count(g, GMEM_DEV_CPU_FAULTS, 1);
-	ret = gmem_window_to_ram(g, m, vma, start, end, vmf->page, &moved);
+	ret = gmem_window_to_ram(g, m, vmf->vma, start, end, vmf->page, &moved);
 	kvfree(m);
 	if (ret == -ENOMEM)
 		return VM_FAULT_OOM;
@@ -600,14 +599,16 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool 
 		mmap_read_lock(ctx->mm);
 	for (u64 addr = start; addr < end && !ret;) {
 		struct vm_area_struct *vma = find_vma(ctx->mm, addr);
-		unsigned long next, n = 0;
+		unsigned long n = 0;
+		u64 first, next;
 
 		if (!vma || vma->vm_start >= end || (vma->vm_start > addr && !skip_holes)) {
 			ret = skip_holes ? 0 : -EFAULT;
 			break;
 		}
 		addr = max_t(u64, addr, vma->vm_start);
-		next = min3(end, (u64)vma->vm_end, ALIGN(addr + 1, GMEM_HUGE_SIZE));
+		gmem_window(vma, addr, &first, &next);
+		next = min(next, end);
 		if (to_device && !(vma->vm_flags & VM_READ)) {
 			/* The process cannot read it: the device may not either, HBM or not. */
 			ret = skip_holes ? 0 : -EFAULT;
@@ -687,7 +688,7 @@ void gmem_hbm_evict_all(struct gmem_accel *g)
 	for (unsigned int c = 0; c < hbm->nchunks; c++) {
 		if (READ_ONCE(hbm->chunks[c].used))
 			gmem_evict_range(g, gmem_chunk_pfn(hbm, &hbm->chunks[c]),
-					 GMEM_CHUNK_PAGES, NULL, NULL);
+					 GMEM_WINDOW_PAGES, NULL, NULL);
 	}
 }
 
@@ -705,7 +706,7 @@ void gmem_hbm_release_ctx(struct gmem_ctx *ctx)
 	for (unsigned int c = 0; c < hbm->nchunks; c++) {
 		if (READ_ONCE(hbm->chunks[c].used))
 			gmem_evict_range(ctx->g, gmem_chunk_pfn(hbm, &hbm->chunks[c]),
-					 GMEM_CHUNK_PAGES, ctx->owner, NULL);
+					 GMEM_WINDOW_PAGES, ctx->owner, NULL);
 	}
 }
 
@@ -808,7 +809,7 @@ void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m)
 	list_for_each_entry(c, &hbm->free, link)
 		nfree++;
 	seq_printf(m, "chunks %u\nchunks_free %u\nchunk_pages %u\n", hbm->nchunks, nfree,
-		   (unsigned int)GMEM_CHUNK_PAGES);
+		   (unsigned int)GMEM_WINDOW_PAGES);
 	seq_puts(m, "lru (chunk:pages in use, least recently used first):");
 	list_for_each_entry(c, &hbm->lru, link)
 		seq_printf(m, " %ld:%u", c - hbm->chunks, c->used);

@@ -95,8 +95,8 @@ int gmem_hw_init(struct gmem_accel *g)
 		return -ENOMEM;
 
 	g->fq = dmam_alloc_coherent(dev, GMEM_FQ_BYTES, &g->fq_dma, GFP_KERNEL);
-	g->fault_req = devm_kcalloc(dev, GMEM_HUGE_SIZE / PAGE_SIZE, sizeof(long), GFP_KERNEL);
-	g->fault_pfns = devm_kcalloc(dev, GMEM_HUGE_SIZE / PAGE_SIZE, sizeof(long), GFP_KERNEL);
+	g->fault_req = devm_kcalloc(dev, GMEM_WINDOW_PAGES, sizeof(long), GFP_KERNEL);
+	g->fault_pfns = devm_kcalloc(dev, GMEM_WINDOW_PAGES, sizeof(long), GFP_KERNEL);
 	if (!g->fq || !g->fault_req || !g->fault_pfns) {
 		ret = -ENOMEM;
 		goto err_wq;

@@ -303,14 +303,14 @@ static int gmem_fence_errno(struct gmem_ctx *ctx, u64 fence)
 int gmem_kernel_run(struct gmem_accel *g, void *descs, unsigned int count)
 {
 	u8 (*desc)[GMEM_CMD_SIZE] = descs;
-	u64 fences[DIV_ROUND_UP(GMEM_MIGRATE_PAGES, GMEM_KERNEL_BATCH)];
+	u64 fences[DIV_ROUND_UP(GMEM_WINDOW_PAGES, GMEM_KERNEL_BATCH)];
 	struct gmem_ctx *kctx = g->kctx;
 	struct gmem_queue *q = &g->queue[0];
 	unsigned int nb = 0;
 	int ret = 0, err;
 	s64 last;
 
-	if (WARN_ON(count > GMEM_MIGRATE_PAGES))
+	if (WARN_ON(count > GMEM_WINDOW_PAGES))
 		return -EINVAL;
 	for (unsigned int i = 0; i < count && !ret; i += GMEM_KERNEL_BATCH)
 		ret = gmem_submit_desc(kctx, desc + i, min(count - i, GMEM_KERNEL_BATCH),
