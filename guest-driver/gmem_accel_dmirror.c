@@ -20,6 +20,7 @@
 #include <linux/pgtable.h>
 #include <linux/rmap.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <lib/test_hmm_uapi.h>
@@ -193,6 +194,17 @@ static int gmem_dmirror_mirror_window(struct gmem_ctx *ctx, struct gmem_dmirror_
 	return replaced < 0 ? replaced : 0;
 }
 
+/* Does no VMA meet [start, end)? The device maps nothing there either. */
+static bool gmem_dmirror_hole(struct mm_struct *mm, u64 start, u64 end)
+{
+	struct vm_area_struct *vma;
+
+	mmap_read_lock(mm);
+	vma = find_vma(mm, start);
+	mmap_read_unlock(mm);
+	return !vma || vma->vm_start >= end;
+}
+
 /*
  * Mirror [start, end) as above; the description goes to user memory at @out if set, and
  * *@local counts pages the device maps in its own HBM.
@@ -210,9 +222,18 @@ static int gmem_dmirror_mirror(struct gmem_ctx *ctx, u64 start, u64 end, u8 __us
 	for (u64 va = start, next; va < end && !ret; va = next) {
 		unsigned long n;
 
+		/* A range may span terabytes: stay killable, let others run. */
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		cond_resched();
 		next = gmem_window_end(va, end);
 		n = (next - va) >> PAGE_SHIFT;
-		ret = gmem_dmirror_mirror_window(ctx, w, va, next);
+		if (gmem_dmirror_hole(ctx->mm, va, next))	/* as hmm_range_fault says: */
+			memset(w->prot, HMM_DMIRROR_PROT_ERROR, n);	/* HMM_PFN_ERROR */
+		else
+			ret = gmem_dmirror_mirror_window(ctx, w, va, next);
 		if (ret)
 			break;
 		for (unsigned long i = 0; i < n; i++) {
@@ -381,8 +402,10 @@ static int gmem_dmirror_exclusive(struct gmem_file *f, struct hmm_dmirror_cmd *c
 	if (IS_ERR(w))
 		return PTR_ERR(w);
 	for (u64 va = cmd->addr, next; va < end && !ret; va = next) {
+		cond_resched();
 		next = gmem_window_end(va, end);
-		ret = gmem_dmirror_exclusive_window(ctx, w, va, next);
+		ret = fatal_signal_pending(current) ? -EINTR :
+		      gmem_dmirror_exclusive_window(ctx, w, va, next);
 	}
 	gmem_window_put(ctx, w);
 	if (ret)

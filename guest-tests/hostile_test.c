@@ -830,4 +830,40 @@ TEST_F_TIMEOUT(hostile, killed_during_a_huge_fault_ahead, 300)
 	expect_baseline(_metadata, before);
 }
 
+/*
+ * test_hmm's SNAPSHOT of 64 GiB where nothing is mapped: every page reads back as an error
+ * (hmm_range_fault's HMM_PFN_ERROR for a hole, as test_hmm reports it), no page table is
+ * built for the holes, and the CPU is not held. (The ioctl fuzzer's seed 1795456081 held a
+ * CPU of the debug kernel for minutes this way: every 2 MiB window went through the mirror
+ * path, with no reschedule; the kernel_log test fails on the soft lockup. On the normal
+ * kernel this test passed before the fix too.)
+ */
+TEST_F_TIMEOUT(hostile, dmirror_snapshot_of_a_huge_hole, 300)
+{
+	size_t len = 64ul << 30, npages = len / PAGE;
+	int dm = open("/dev/gmem_dmirror0", O_RDWR);
+	uint8_t *hole = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			     -1, 0);
+	uint8_t *out = mmap(NULL, npages, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	int64_t pt0, pt;
+	struct hmm_dmirror_cmd c;
+
+	ASSERT_LE(0, dm);
+	ASSERT_NE(MAP_FAILED, hole);
+	ASSERT_NE(MAP_FAILED, out);
+	ASSERT_EQ(0, munmap(hole, len));	/* an address range known to be free */
+	memset(out, 0xaa, npages);
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "pt_pages_now", &pt0));
+	ASSERT_EQ(0, dmirror(dm, HMM_DMIRROR_SNAPSHOT, hole, out, npages, &c));
+	EXPECT_EQ(npages, c.cpages);
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "pt_pages_now", &pt));
+	EXPECT_GE(pt0 + 4, pt) TH_LOG("%lld page-table pages for a hole", (long long)(pt - pt0));
+	for (size_t i = 0; i < npages; i += PAGE / 8) {
+		ASSERT_EQ(HMM_DMIRROR_PROT_ERROR, out[i]) TH_LOG("page %zu", i);
+	}
+	munmap(out, npages);
+	close(dm);
+}
+
 TEST_HARNESS_MAIN
