@@ -10,6 +10,7 @@
 #include <linux/hmm.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/sort.h>
 
 #include "gmem_accel.h"
@@ -54,6 +55,16 @@ static int gmem_fault_cmp(const void *a, const void *b)
 }
 
 /*
+ * Is this thread the context's own process, killed? Its faults then end at once (its
+ * handle_mm_fault() gives up on a fatal signal, and hmm_range_fault() would retry for a
+ * second per window). Another process's faults, served on this thread, go on.
+ */
+static bool gmem_owner_dying(struct gmem_ctx *ctx)
+{
+	return current->mm == ctx->mm && fatal_signal_pending(current);
+}
+
+/*
  * hmm_range_fault over @range with the mmu_interval_notifier retry loop of
  * Documentation/mm/hmm.rst; returns 0 with ctx->lock held and the result still current.
  * @req holds each page's input flags, restored on every retry.
@@ -67,6 +78,8 @@ int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
 	for (;;) {
 		if (time_after(jiffies, timeout))
 			return -EBUSY;
+		if (gmem_owner_dying(ctx))
+			return -EINTR;
 		memcpy(range->hmm_pfns, req, npages * sizeof(*req));
 		range->notifier_seq = mmu_interval_read_begin(range->notifier);
 		mmap_read_lock(ctx->mm);
@@ -251,6 +264,8 @@ static int gmem_fault_ahead(struct gmem_ctx *ctx, const struct gmem_fault_ahead 
 		/* Ranges reach 256 GiB: stop once only this reference keeps the process's mm. */
 		if (atomic_read(&ctx->mm->mm_users) <= 1)
 			return -EFAULT;
+		if (gmem_owner_dying(ctx))
+			return -EINTR;
 		ret = gmem_fault_window(ctx, va, &start, &end);
 		if (ret)
 			break;

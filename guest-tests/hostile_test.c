@@ -800,7 +800,7 @@ TEST_F_TIMEOUT(hostile, device_write_after_fork_variants, 120)
  * later: the fault-ahead brings whole ranges in, and must stop for a process that is gone,
  * not fault on for it; the process ends and nothing is left behind.
  */
-TEST_F_TIMEOUT(hostile, killed_during_a_huge_fault_ahead, 300)
+TEST_F_TIMEOUT(hostile, killed_during_a_huge_fault_ahead, 600)
 {
 	size_t len = 64ul << 30;
 	int64_t before[NGAUGES];
