@@ -5,6 +5,8 @@
 
 #include <linux/atomic.h>
 #include <linux/cdev.h>
+#include <linux/completion.h>
+#include <linux/kref.h>
 #include <linux/device.h>
 #include <linux/maple_tree.h>
 #include <linux/idr.h>
@@ -20,6 +22,36 @@
 
 #include "gmem_accel_hw.h"
 #include "gmem_accel_uapi.h"
+
+/**
+ * DOC: Locking
+ *
+ * Locks are taken in this order: one may be taken while holding those above it, never those
+ * below it. Lockdep checks the order on the debug kernel (the guest suite fails on a report).
+ *
+ * 1. gmem_accel.lock (rwsem): the device against unbind; read by every file operation,
+ *    written by unbind, which first sets gmem_accel.unbinding and wakes every waiter.
+ * 2. gmem_file.cmd_lock (mutex): one test_hmm-interface command at a time per file.
+ * 3. gmem_accel.fault_lock (mutex): the fault queue and the drainer's scratch (fault_req,
+ *    fault_pfns, hbm.fault_migration); the worker or a waiting process holds it.
+ * 4. gmem_accel.ctx_lock (mutex): the context table and held ids, held only to look up or
+ *    change them: a fault server holds a reference on its context (gmem_ctx_get()), not this
+ *    lock, so one process's fault servicing never stalls another's close.
+ * 5. mmap_lock of a process (read; for eviction "settled": written, then downgraded): VMAs
+ *    during hmm_range_fault() and migrate_vma_*(), an HBM page's owner's VMAs during its
+ *    eviction. A second mm is only ever trylocked.
+ * 6. folio locks: pages during migration and make_device_exclusive_range().
+ * 7. gmem_ctx.lock (mutex): the context's device page table. The MMU notifier takes it, so
+ *    under it nothing allocates memory that may enter reclaim (gmem_pt_reserve() allocates
+ *    before it is taken); gmem_ctx_create() primes lockdep with fs_reclaim -> gmem_ctx.lock.
+ * 8. gmem_accel.inv_lock (mutex): the TLB invalidation registers (taken under gmem_ctx.lock
+ *    when a zap waits for the device TLB).
+ * 9. gmem_queue.lock (mutex): a command ring's tail, sequence numbers and slots; never held
+ *    with gmem_ctx.lock.
+ * 10. gmem_pt_spares.lock, gmem_hbm.lock (spinlocks): spare table pages; HBM chunk lists.
+ *
+ * Functions documented "called with X held" assert it (lockdep_assert_held()).
+ */
 
 #define GMEM_ACCEL_NAME "gmem_accel"
 #define GMEM_ACCEL_MAX_DEVICES 64
@@ -100,6 +132,16 @@ struct gmem_chunk {
 	DECLARE_BITMAP(busy, GMEM_WINDOW_PAGES);
 };
 
+/* Source and destination of one migration window, with the data's DMA mappings. */
+struct gmem_migration {
+	struct gmem_accel *g;
+	unsigned long src[GMEM_WINDOW_PAGES];
+	unsigned long dst[GMEM_WINDOW_PAGES];
+	dma_addr_t dma[GMEM_WINDOW_PAGES];	/* the system page of each entry, or 0 */
+	struct gmem_cmd_desc desc[GMEM_WINDOW_PAGES];
+	unsigned int ndesc;
+};
+
 /*
  * HBM as device-private memory: one struct page per 4 KiB of HBM (pfn_first + offset / 4K),
  * a migrated page's data at that offset in the device's HBM.
@@ -125,7 +167,7 @@ struct gmem_hbm {
 struct gmem_queue {
 	unsigned int id;
 	struct mutex lock;		/* submission: tail, next_seq, slot info */
-	void *ring;			/* 64-byte descriptors, DMA coherent */
+	struct gmem_cmd_desc *ring;	/* DMA coherent */
 	dma_addr_t ring_dma;
 	u32 tail;			/* next free slot (driver's copy of TAIL) */
 	u32 reaped;			/* next slot whose status was not yet looked at */
@@ -165,7 +207,7 @@ struct gmem_accel {
 	/* fault queue, drained by fault_work or a waiting process under fault_lock */
 	struct mutex fault_lock;
 	atomic_t fault_servers;		/* processes that will drain it before they sleep */
-	void *fq;
+	struct gmem_fault_record *fq;
 	dma_addr_t fq_dma;
 	u32 fq_head;
 	unsigned long *fault_req;	/* the drainer's hmm input flags and results, */
@@ -237,7 +279,10 @@ struct gmem_owner {
 /**
  * struct gmem_ctx - one open file: a process address space mirrored on the device
  * @id:        device context (ASID) number
- * @mm:        the address space (mmgrab'd)
+ * @users:     held by the device's context table until shutdown, and by each fault server
+ *             while it works for the context (gmem_ctx_get())
+ * @unused:    completed when @users drops to zero: shutdown waits for it
+ * @mm:        the address space (the owner's mmgrab keeps it)
  * @owner:     its HBM pages' owner (page->zone_device_data)
  * @notifier:  covers the whole address space; zaps device PTEs on CPU changes
  * @lock:      the device page table; held to program PTEs after mmu_interval_read_retry.
@@ -258,6 +303,8 @@ struct gmem_owner {
 struct gmem_ctx {
 	struct gmem_accel *g;
 	unsigned int id;
+	struct kref users;
+	struct completion unused;
 	struct mm_struct *mm;
 	struct gmem_owner *owner;
 	struct mmu_interval_notifier notifier;
@@ -324,21 +371,25 @@ int gmem_tlb_invalidate(struct gmem_accel *g, unsigned int ctx, u64 va, u64 size
 /* gmem_accel_queue.c: command submission and fences */
 int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
 		u64 *fence);
-int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
-int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
-		     u32 timeout_ms);
+int gmem_wait_fence(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
+bool gmem_fence_complete(struct gmem_ctx *ctx, u64 fence);
 void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q);
 int gmem_ctx_drain(struct gmem_ctx *ctx);
-void gmem_put_desc(void *d, u8 op, u8 flags, u16 ctx, u64 dst, u64 src, u64 size,
-		   u64 value, u64 value2, u32 dst_stride, u32 src_stride);
-int gmem_kernel_run(struct gmem_accel *g, void *descs, unsigned int count);
+int gmem_kernel_run(struct gmem_accel *g, const struct gmem_cmd_desc *desc, unsigned int count);
 bool gmem_fence_passed(struct gmem_accel *g, unsigned int qid, u64 seq);
 
-/* gmem_accel_ctx.c: contexts and their device page tables */
+/* gmem_accel_ctx.c: contexts and their MMU notifier */
 struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g);
+struct gmem_ctx *gmem_ctx_get(struct gmem_accel *g, unsigned int id);
+void gmem_ctx_put(struct gmem_ctx *ctx);
 void gmem_ctx_destroy(struct gmem_ctx *ctx);
 void gmem_ctx_shutdown(struct gmem_ctx *ctx);
 void gmem_ctx_get_stats(struct gmem_ctx *ctx, struct gmem_accel_stats *st);
+
+/* gmem_accel_pt.c: device page tables */
+int gmem_pt_init(struct gmem_ctx *ctx);
+void gmem_pt_fini(struct gmem_ctx *ctx);
+unsigned long gmem_pt_zap(struct gmem_ctx *ctx, u64 start, u64 end);
 int gmem_pt_reserve(struct gmem_ctx *ctx, u64 start, u64 end);
 int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned long npages);
 int gmem_pt_map_exclusive(struct gmem_ctx *ctx, u64 va, struct page **pages,
@@ -351,22 +402,34 @@ void gmem_pt_unmap(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src,
 			  const unsigned long *dst, unsigned long npages, unsigned long seq);
 
-/* gmem_accel_hbm.c: HBM as device-private memory, migration both ways */
+/* gmem_accel_hbm.c: HBM as device memory: its pages, chunks and owners */
 int gmem_hbm_init(struct gmem_accel *g);
 void gmem_hbm_fini(struct gmem_accel *g);
 bool gmem_hbm_page(struct gmem_accel *g, struct page *page, u64 *offset);
 void gmem_hbm_touch(struct gmem_accel *g, struct page *page);
+struct page *gmem_hbm_take(struct gmem_accel *g);
+unsigned long gmem_chunk_pfn(struct gmem_hbm *hbm, struct gmem_chunk *c);
+struct gmem_owner *gmem_page_owner_get(struct gmem_hbm *hbm, struct page *page);
+struct gmem_accel *gmem_hbm_owner(struct page *page);
+void gmem_hbm_page_free(struct page *page);
+struct gmem_owner *gmem_owner_create(struct mm_struct *mm);
+void gmem_owner_put(struct gmem_owner *owner);
+void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m);
+
+/* gmem_accel_migrate.c: migration both ways, eviction */
+extern const struct dev_pagemap_ops gmem_hbm_private_ops;
+extern const struct dev_pagemap_ops gmem_hbm_coherent_ops;
 int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool skip_holes,
 		 u64 *moved);
 void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_fault_unshare(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_hbm_release_ctx(struct gmem_ctx *ctx);
-struct gmem_owner *gmem_owner_create(struct mm_struct *mm);
-void gmem_owner_put(struct gmem_owner *owner);
 void gmem_hbm_evict_all(struct gmem_accel *g);
-void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m);
 
-/* gmem_accel_fault.c: fault queue servicing */
+/* gmem_accel_fault.c: fault queue servicing; waits that serve faults meanwhile */
+int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
+int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
+		     u32 timeout_ms);
 void gmem_fault_work(struct work_struct *work);
 bool gmem_fault_serve(struct gmem_accel *g);
 void gmem_fault_serve_begin(struct gmem_accel *g);

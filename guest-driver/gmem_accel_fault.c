@@ -31,15 +31,15 @@ struct gmem_fault {
 
 static void gmem_fault_read(struct gmem_accel *g, u32 idx, struct gmem_fault *f)
 {
-	const void *rec = g->fq + idx * GMEM_FAULT_RECORD_SIZE;
+	const struct gmem_fault_record *rec = &g->fq[idx];
 
-	f->va = le64_to_cpu(*(const __le64 *)(rec + GMEM_FAULT_OFF_VA));
-	f->ctx = le16_to_cpu(*(const __le16 *)(rec + GMEM_FAULT_OFF_CTX));
-	f->group = le16_to_cpu(*(const __le16 *)(rec + GMEM_FAULT_OFF_GROUP));
-	f->slot = le16_to_cpu(*(const __le16 *)(rec + GMEM_FAULT_OFF_SLOT));
-	f->access = *(const u8 *)(rec + GMEM_FAULT_OFF_ACCESS);
-	f->engine = *(const u8 *)(rec + GMEM_FAULT_OFF_ENGINE);
-	f->flags = *(const u8 *)(rec + GMEM_FAULT_OFF_FLAGS);
+	f->va = le64_to_cpu(rec->va);
+	f->ctx = le16_to_cpu(rec->ctx);
+	f->group = le16_to_cpu(rec->group);
+	f->slot = le16_to_cpu(rec->slot);
+	f->access = rec->access;
+	f->engine = rec->engine;
+	f->flags = rec->flags;
 }
 
 static bool gmem_fault_writes(const struct gmem_fault *f)
@@ -91,7 +91,7 @@ int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
 			return ret;
 		mutex_lock(&ctx->lock);
 		if (!mmu_interval_read_retry(range->notifier, range->notifier_seq))
-			return 0;
+			return 0;	/* as documented: with ctx->lock held */
 		mutex_unlock(&ctx->lock);
 	}
 }
@@ -378,8 +378,7 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 	int err = -ENXIO;
 	u32 resp;
 
-	mutex_lock(&g->ctx_lock);
-	ctx = f[0].ctx < GMEM_NUM_CONTEXTS ? g->ctx[f[0].ctx] : NULL;
+	ctx = gmem_ctx_get(g, f[0].ctx);
 	if (ctx)
 		err = gmem_fault_group(ctx, f, n, req, pfns);
 	if (f[0].engine < GMEM_NUM_QUEUES && f[0].slot < BIT(GMEM_CQ_LOG2))
@@ -391,8 +390,8 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 		gmem_ctx_count(ctx, GMEM_CTX_FAULTS, n);
 		gmem_ctx_count(ctx, GMEM_CTX_FAULT_GROUPS, 1);
 		gmem_ctx_count(ctx, err ? GMEM_CTX_CANCELS : GMEM_CTX_REPLAYS, 1);
+		gmem_ctx_put(ctx);
 	}
-	mutex_unlock(&g->ctx_lock);
 	gmem_dev_count(g, GMEM_DEV_FAULT_GROUPS, 1);
 	gmem_dev_count(g, err ? GMEM_DEV_CANCELS : GMEM_DEV_REPLAYS, 1);
 	trace_gmem_accel_fault_group(f[0].ctx, f[0].group, n, f[0].va, f[0].access, err);
@@ -490,4 +489,39 @@ bool gmem_fault_serve(struct gmem_accel *g)
 	mutex_unlock(&g->fault_lock);
 	gmem_dev_count(g, GMEM_DEV_FAULT_GROUPS_BY_WAITER, groups);
 	return groups;
+}
+
+/*
+ * Serve faults on this thread (see gmem_fault_serve_begin) while @ctx's batch @fence runs; a
+ * fatal signal leaves the rest to the fault worker.
+ */
+static void gmem_wait_serving(struct gmem_ctx *ctx, u64 fence)
+{
+	struct gmem_accel *g = ctx->g;
+
+	while (!gmem_fence_complete(ctx, fence) && !fatal_signal_pending(current) &&
+	       !READ_ONCE(g->unbinding) && gmem_fault_serve(g))
+		cond_resched();
+}
+
+/* Wait for @ctx's batch @fence, serving faults meanwhile; -EINVAL if it was never given. */
+int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
+{
+	gmem_wait_serving(ctx, fence);
+	return gmem_wait_fence(ctx, fence, timeout_ms);
+}
+
+/* gmem_submit() and gmem_wait() for it, serving its faults on this thread. */
+int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
+		     u32 timeout_ms)
+{
+	u64 fence;
+	int ret;
+
+	gmem_fault_serve_begin(ctx->g);
+	ret = gmem_submit(ctx, cmds, count, &fence);
+	if (!ret)
+		gmem_wait_serving(ctx, fence);
+	gmem_fault_serve_end(ctx->g);
+	return ret ?: gmem_wait_fence(ctx, fence, timeout_ms);
 }

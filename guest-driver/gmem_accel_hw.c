@@ -13,6 +13,12 @@
 #define GMEM_CQ_BYTES	((1u << GMEM_CQ_LOG2) * GMEM_CMD_SIZE)
 #define GMEM_FQ_BYTES	((1u << GMEM_FQ_LOG2) * GMEM_FAULT_RECORD_SIZE)
 
+/* The layouts of gmem_accel_hw.h, as docs/hardware-spec.md gives them */
+static_assert(sizeof(struct gmem_cmd_desc) == GMEM_CMD_SIZE);
+static_assert(offsetof(struct gmem_cmd_desc, src_stride) == 52);
+static_assert(sizeof(struct gmem_fault_record) == GMEM_FAULT_RECORD_SIZE);
+static_assert(offsetof(struct gmem_fault_record, slot) == 28);
+
 static irqreturn_t gmem_fault_irq(int irq, void *data)
 {
 	struct gmem_accel *g = data;

@@ -24,9 +24,9 @@ static u32 gmem_ring_mask(void)
 	return (1u << GMEM_CQ_LOG2) - 1;
 }
 
-static void *gmem_slot(struct gmem_queue *q, u32 slot)
+static struct gmem_cmd_desc *gmem_slot(struct gmem_queue *q, u32 slot)
 {
-	return q->ring + slot * GMEM_CMD_SIZE;
+	return &q->ring[slot];
 }
 
 #define GMEM_KERNEL_BATCH	128
@@ -35,22 +35,6 @@ static void *gmem_slot(struct gmem_queue *q, u32 slot)
 static unsigned int gmem_ctx_queue(const struct gmem_ctx *ctx)
 {
 	return ctx->id ? 1 + (ctx->id - 1) % (GMEM_NUM_QUEUES - 1) : 0;
-}
-
-void gmem_put_desc(void *d, u8 op, u8 flags, u16 ctx, u64 dst, u64 src, u64 size,
-		   u64 value, u64 value2, u32 dst_stride, u32 src_stride)
-{
-	memset(d, 0, GMEM_CMD_SIZE);
-	*(u8 *)(d + GMEM_CMD_OFF_OPCODE) = op;
-	*(u8 *)(d + GMEM_CMD_OFF_FLAGS) = flags;
-	*(__le16 *)(d + GMEM_CMD_OFF_CTX) = cpu_to_le16(ctx);
-	*(__le64 *)(d + GMEM_CMD_OFF_DST) = cpu_to_le64(dst);
-	*(__le64 *)(d + GMEM_CMD_OFF_SRC) = cpu_to_le64(src);
-	*(__le64 *)(d + GMEM_CMD_OFF_SIZE) = cpu_to_le64(size);
-	*(__le64 *)(d + GMEM_CMD_OFF_VALUE) = cpu_to_le64(value);
-	*(__le64 *)(d + GMEM_CMD_OFF_VALUE2) = cpu_to_le64(value2);
-	*(__le32 *)(d + GMEM_CMD_OFF_DST_STRIDE) = cpu_to_le32(dst_stride);
-	*(__le32 *)(d + GMEM_CMD_OFF_SRC_STRIDE) = cpu_to_le32(src_stride);
 }
 
 /* Is [addr, addr + len) a user address range? -EINVAL if it wraps, -EFAULT if not user. */
@@ -63,63 +47,77 @@ static int gmem_check_user_range(u64 addr, u64 len)
 	return 0;
 }
 
-static u64 gmem_extent(u64 count, u32 stride, u32 elem)
+/* Bytes a user operand spans: the command's size, or its elements' extent. */
+static u64 gmem_operand_len(const struct gmem_accel_cmd *c, unsigned int use, u8 flags,
+			    u32 stride)
 {
-	return (count - 1) * stride + elem;
+	if (use & GMEM_USE_ELEMENTS)
+		return GMEM_EXTENT(c->size, (u64)stride, GMEM_CMD_F_ELEM_SIZE(flags));
+	return c->size;
+}
+
+/*
+ * Check user command @c, to become device opcode @op with @flags, against the device's rules
+ * (GMEM_OP_USES: what the device would fail with BAD_FIELD is -EINVAL here) and the user
+ * address space.
+ */
+static int gmem_check_cmd(const struct gmem_accel_cmd *c, u8 op, u8 flags)
+{
+	unsigned int use = GMEM_OP_USES(op);
+	u32 elem = GMEM_CMD_F_ELEM_SIZE(flags);
+	bool strides = use & GMEM_USE_STRIDES;
+	int ret;
+
+	if (!c->size || (!(use & GMEM_USE_SRC) && c->src) ||
+	    (!(use & GMEM_USE_VALUE) && c->value) || (!(use & GMEM_USE_VALUE2) && c->value2) ||
+	    (!strides && c->dst_stride) || (!(strides && use & GMEM_USE_SRC) && c->src_stride) ||
+	    (!(use & GMEM_USE_WIDE) && (flags & GMEM_CMD_F_WIDE)))
+		return -EINVAL;
+	if ((use & GMEM_USE_BYTES) && c->size > GMEM_CMD_MAX_BYTES)
+		return -EINVAL;
+	if ((use & GMEM_USE_ELEMENTS) &&
+	    (c->size > GMEM_CMD_MAX_ELEMENTS || c->dst_stride > GMEM_CMD_MAX_STRIDE ||
+	     c->src_stride > GMEM_CMD_MAX_STRIDE || c->dst % elem || c->dst_stride % elem ||
+	     c->src % elem || c->src_stride % elem))
+		return -EINVAL;
+	ret = gmem_check_user_range(c->dst, gmem_operand_len(c, use, flags, c->dst_stride));
+	if (!ret && (use & GMEM_USE_SRC))
+		ret = gmem_check_user_range(c->src, gmem_operand_len(c, use, flags, c->src_stride));
+	return ret;
 }
 
 /* Check one user command and turn it into a device descriptor for context @ctx. */
-static int gmem_encode(const struct gmem_accel_cmd *c, u16 ctx, void *desc)
+static int gmem_encode(const struct gmem_accel_cmd *c, u16 ctx, struct gmem_cmd_desc *d)
 {
-	u32 elem = c->flags & GMEM_ACCEL_CMD_WIDE ? 8 : 4;
+	static const u8 ops[] = {
+		[GMEM_ACCEL_OP_COPY] = GMEM_OP_COPY,
+		[GMEM_ACCEL_OP_FILL] = GMEM_OP_FILL,
+		[GMEM_ACCEL_OP_ATOMIC_ADD] = GMEM_OP_ATOMIC_ADD,
+		[GMEM_ACCEL_OP_SCALE_ADD] = GMEM_OP_SCALE_ADD,
+	};
 	u8 flags = GMEM_CMD_F_DST(GMEM_ADDR_VA) | GMEM_CMD_F_SRC(GMEM_ADDR_VA);
 	int ret;
 
-	if (c->flags & ~GMEM_ACCEL_CMD_WIDE || !c->size)
+	if (c->op >= ARRAY_SIZE(ops) || !ops[c->op] || c->flags & ~GMEM_ACCEL_CMD_WIDE)
 		return -EINVAL;
-	switch (c->op) {
-	case GMEM_ACCEL_OP_COPY:
-	case GMEM_ACCEL_OP_FILL:
-		if (c->flags || c->size > GMEM_CMD_MAX_BYTES || c->value2 || c->dst_stride ||
-		    c->src_stride)
-			return -EINVAL;
-		if (c->op == GMEM_ACCEL_OP_FILL && (c->src))
-			return -EINVAL;
-		if (c->op == GMEM_ACCEL_OP_COPY && c->value)
-			return -EINVAL;
-		ret = gmem_check_user_range(c->dst, c->size);
-		if (!ret && c->op == GMEM_ACCEL_OP_COPY)
-			ret = gmem_check_user_range(c->src, c->size);
-		if (ret)
-			return ret;
-		gmem_put_desc(desc, c->op == GMEM_ACCEL_OP_COPY ? GMEM_OP_COPY : GMEM_OP_FILL,
-			      flags, ctx, c->dst, c->src, c->size, c->value, 0, 0, 0);
-		return 0;
-	case GMEM_ACCEL_OP_ATOMIC_ADD:
-	case GMEM_ACCEL_OP_SCALE_ADD:
-		if (c->size > GMEM_CMD_MAX_ELEMENTS || c->dst_stride > GMEM_CMD_MAX_STRIDE ||
-		    c->src_stride > GMEM_CMD_MAX_STRIDE || c->dst % elem || c->dst_stride % elem)
-			return -EINVAL;
-		if (c->op == GMEM_ACCEL_OP_ATOMIC_ADD && (c->src || c->src_stride || c->value2))
-			return -EINVAL;
-		if (c->op == GMEM_ACCEL_OP_SCALE_ADD && (c->src % elem || c->src_stride % elem))
-			return -EINVAL;
-		ret = gmem_check_user_range(c->dst, gmem_extent(c->size, c->dst_stride, elem));
-		if (!ret && c->op == GMEM_ACCEL_OP_SCALE_ADD)
-			ret = gmem_check_user_range(c->src,
-						    gmem_extent(c->size, c->src_stride, elem));
-		if (ret)
-			return ret;
-		if (c->flags & GMEM_ACCEL_CMD_WIDE)
-			flags |= GMEM_CMD_F_WIDE;
-		gmem_put_desc(desc, c->op == GMEM_ACCEL_OP_ATOMIC_ADD ? GMEM_OP_ATOMIC_ADD
-								      : GMEM_OP_SCALE_ADD,
-			      flags, ctx, c->dst, c->src, c->size, c->value, c->value2,
-			      c->dst_stride, c->src_stride);
-		return 0;
-	default:
-		return -EINVAL;
-	}
+	if (c->flags & GMEM_ACCEL_CMD_WIDE)
+		flags |= GMEM_CMD_F_WIDE;
+	ret = gmem_check_cmd(c, ops[c->op], flags);
+	if (ret)
+		return ret;
+	*d = (struct gmem_cmd_desc) {
+		.opcode = ops[c->op],
+		.flags = flags,
+		.ctx = cpu_to_le16(ctx),
+		.dst = cpu_to_le64(c->dst),
+		.src = cpu_to_le64(c->src),
+		.size = cpu_to_le64(c->size),
+		.value = cpu_to_le64(c->value),
+		.value2 = cpu_to_le64(c->value2),
+		.dst_stride = cpu_to_le32(c->dst_stride),
+		.src_stride = cpu_to_le32(c->src_stride),
+	};
+	return 0;
 }
 
 /* The errno of the command in @slot that finished with status @st (0: it succeeded). */
@@ -153,7 +151,7 @@ void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q)
 	while (q->reaped != head) {
 		u32 slot = q->reaped;
 		struct gmem_ctx *ctx = q->slot_ctx[slot];
-		u32 st = le32_to_cpu(*(__le32 *)(gmem_slot(q, slot) + GMEM_CMD_OFF_STATUS));
+		u32 st = le32_to_cpu(gmem_slot(q, slot)->status);
 		int err = gmem_status_errno(q, slot, st);
 
 		if (err && ctx) {
@@ -192,7 +190,7 @@ static bool gmem_ring_moved(struct gmem_accel *g, struct gmem_queue *q)
 }
 
 /* Queue @count descriptors and their fence on @ctx's ring; the kernel's sleep uninterruptibly. */
-static int gmem_submit_desc(struct gmem_ctx *ctx, u8 (*desc)[GMEM_CMD_SIZE], u32 count,
+static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *desc, u32 count,
 			    u64 *fence)
 {
 	struct gmem_accel *g = ctx->g;
@@ -228,11 +226,14 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, u8 (*desc)[GMEM_CMD_SIZE], u32
 		u32 slot = q->tail;
 
 		if (i < count)
-			memcpy(gmem_slot(q, slot), desc[i], GMEM_CMD_SIZE);
+			*gmem_slot(q, slot) = desc[i];
 		else
-			gmem_put_desc(gmem_slot(q, slot), GMEM_OP_FENCE,
-				      GMEM_CMD_F_DST(GMEM_ADDR_SYS) | GMEM_CMD_F_NOTIFY, 0,
-				      q->fence_dma, 0, 0, seq, 0, 0, 0);
+			*gmem_slot(q, slot) = (struct gmem_cmd_desc) {
+				.opcode = GMEM_OP_FENCE,
+				.flags = GMEM_CMD_F_DST(GMEM_ADDR_SYS) | GMEM_CMD_F_NOTIFY,
+				.dst = cpu_to_le64(q->fence_dma),
+				.value = cpu_to_le64(seq),
+			};
 		q->slot_ctx[slot] = ctx;
 		q->slot_fence[slot] = *fence;
 		q->tail = (slot + 1) & gmem_ring_mask();
@@ -250,14 +251,14 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, u8 (*desc)[GMEM_CMD_SIZE], u32
 
 int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count, u64 *fence)
 {
-	u8 (*desc)[GMEM_CMD_SIZE];
+	struct gmem_cmd_desc *desc;
 	int ret = 0;
 
-	desc = kmalloc_array(count, GMEM_CMD_SIZE, GFP_KERNEL);
+	desc = kmalloc_array(count, sizeof(*desc), GFP_KERNEL);
 	if (!desc)
 		return -ENOMEM;
 	for (u32 i = 0; i < count && !ret; i++)
-		ret = gmem_encode(&cmds[i], ctx->id, desc[i]);
+		ret = gmem_encode(&cmds[i], ctx->id, &desc[i]);
 	if (!ret)
 		ret = gmem_submit_desc(ctx, desc, count, fence);
 	kfree(desc);
@@ -300,9 +301,8 @@ static int gmem_fence_errno(struct gmem_ctx *ctx, u64 fence)
  * Run the driver's own descriptors (HBM and system addresses only, so they never fault) on
  * queue 0 and wait for them; 0 or the first batch's errno (-ETIMEDOUT: the device hung).
  */
-int gmem_kernel_run(struct gmem_accel *g, void *descs, unsigned int count)
+int gmem_kernel_run(struct gmem_accel *g, const struct gmem_cmd_desc *desc, unsigned int count)
 {
-	u8 (*desc)[GMEM_CMD_SIZE] = descs;
 	u64 fences[DIV_ROUND_UP(GMEM_WINDOW_PAGES, GMEM_KERNEL_BATCH)];
 	struct gmem_ctx *kctx = g->kctx;
 	struct gmem_queue *q = &g->queue[0];
@@ -327,36 +327,8 @@ int gmem_kernel_run(struct gmem_accel *g, void *descs, unsigned int count)
 	return ret;
 }
 
-/*
- * Serve faults on this thread (see gmem_fault_serve_begin) while batch @seq of @q runs; a
- * fatal signal leaves the rest to the fault worker.
- */
-static void gmem_wait_serving(struct gmem_accel *g, struct gmem_queue *q, u64 seq)
-{
-	while (!gmem_fence_done(q, seq) && !fatal_signal_pending(current) &&
-	       !READ_ONCE(g->unbinding) && gmem_fault_serve(g))
-		cond_resched();
-}
-
-/* gmem_submit() and gmem_wait() for it, serving its faults on this thread. */
-int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
-		     u32 timeout_ms)
-{
-	struct gmem_accel *g = ctx->g;
-	struct gmem_queue *q = &g->queue[gmem_ctx_queue(ctx)];
-	u64 fence;
-	int ret;
-
-	gmem_fault_serve_begin(g);
-	ret = gmem_submit(ctx, cmds, count, &fence);
-	if (!ret)
-		gmem_wait_serving(g, q, gmem_fence_seq(ctx, q, fence));
-	gmem_fault_serve_end(g);
-	return ret ?: gmem_wait(ctx, fence, timeout_ms);
-}
-
 /* Wait for @ctx's batch @fence; -EINVAL if this context was never given it. */
-int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
+int gmem_wait_fence(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 {
 	struct gmem_queue *q = &ctx->g->queue[gmem_ctx_queue(ctx)];
 	s64 seq = gmem_fence_seq(ctx, q, fence);
@@ -364,7 +336,6 @@ int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 
 	if (seq < 0)
 		return seq;
-	gmem_wait_serving(ctx->g, q, seq);
 	left = wait_event_interruptible_timeout(q->wq, gmem_fence_done(q, seq) ||
 						READ_ONCE(ctx->g->unbinding),
 						msecs_to_jiffies(timeout_ms));
@@ -373,6 +344,15 @@ int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 	if (!gmem_fence_done(q, seq))
 		return READ_ONCE(ctx->g->unbinding) ? -ENODEV : -ETIME;
 	return gmem_fence_errno(ctx, fence);
+}
+
+/* Has @ctx's batch @fence completed? (an unknown fence has: there is nothing to wait for) */
+bool gmem_fence_complete(struct gmem_ctx *ctx, u64 fence)
+{
+	struct gmem_queue *q = &ctx->g->queue[gmem_ctx_queue(ctx)];
+	s64 seq = gmem_fence_seq(ctx, q, fence);
+
+	return seq <= 0 || gmem_fence_done(q, seq);
 }
 
 /*

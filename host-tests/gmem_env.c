@@ -4,6 +4,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"     /* host-tests/shim: GLib and the C library */
+#include "qemu/bswap.h"
 #include "gmem_env.h"
 
 uint64_t pt_alloc(Env *e)
@@ -110,7 +111,7 @@ uint32_t submit(Env *e, unsigned q, GmemCmd c)
 uint32_t status_of(Env *e, unsigned q, uint32_t idx)
 {
     return qt_readl(e->qt, CQ_RING(q) + idx * GMEM_CMD_SIZE +
-                    GMEM_CMD_OFF_STATUS);
+                    offsetof(struct gmem_cmd_desc, status));
 }
 
 /* Poll (each qtest command lets the main loop run the engines). */
@@ -144,21 +145,21 @@ uint32_t run(Env *e, unsigned q, GmemCmd c)
 
 Rec fault_record(Env *e, uint32_t i)
 {
-    uint8_t raw[GMEM_FAULT_RECORD_SIZE];
+    struct gmem_fault_record raw;
     Rec r;
 
-    qt_memread(e->qt, FQ_RING + i * GMEM_FAULT_RECORD_SIZE, raw, sizeof(raw));
-    memcpy(&r.va, raw + GMEM_FAULT_OFF_VA, 8);
-    memcpy(&r.ctx, raw + GMEM_FAULT_OFF_CTX, 2);
-    memcpy(&r.group, raw + GMEM_FAULT_OFF_GROUP, 2);
-    r.access = raw[GMEM_FAULT_OFF_ACCESS];
-    r.reason = raw[GMEM_FAULT_OFF_REASON];
-    r.engine = raw[GMEM_FAULT_OFF_ENGINE];
-    r.flags = raw[GMEM_FAULT_OFF_FLAGS];
-    memcpy(&r.pte, raw + GMEM_FAULT_OFF_PTE, 8);
-    memcpy(&r.seq, raw + GMEM_FAULT_OFF_SEQ, 4);
-    memcpy(&r.slot, raw + GMEM_FAULT_OFF_SLOT, 2);
-    g_assert_cmpuint(raw[30] | raw[31], ==, 0);
+    qt_memread(e->qt, FQ_RING + i * GMEM_FAULT_RECORD_SIZE, &raw, sizeof(raw));
+    r.va = le64_to_cpu(raw.va);
+    r.ctx = le16_to_cpu(raw.ctx);
+    r.group = le16_to_cpu(raw.group);
+    r.access = raw.access;
+    r.reason = raw.reason;
+    r.engine = raw.engine;
+    r.flags = raw.flags;
+    r.pte = le64_to_cpu(raw.pte);
+    r.seq = le32_to_cpu(raw.seq);
+    r.slot = le16_to_cpu(raw.slot);
+    g_assert_cmpuint(raw.reserved, ==, 0);
     return r;
 }
 

@@ -6,85 +6,68 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/bswap.h"
 #include "gmem-accel-core.h"
 
-static uint64_t get_le(const uint8_t *p, unsigned bytes)
-{
-    uint64_t v = 0;
-
-    for (unsigned i = 0; i < bytes; i++) {
-        v |= (uint64_t)p[i] << (8 * i);
-    }
-    return v;
-}
-
-static void put_le(uint8_t *p, uint64_t v, unsigned bytes)
-{
-    for (unsigned i = 0; i < bytes; i++) {
-        p[i] = v >> (8 * i);
-    }
-}
-
-#define GMEM_CMD_FIELDS(X) \
-    X(opcode, GMEM_CMD_OFF_OPCODE, 1) \
-    X(flags, GMEM_CMD_OFF_FLAGS, 1) \
-    X(ctx, GMEM_CMD_OFF_CTX, 2) \
-    X(status, GMEM_CMD_OFF_STATUS, 4) \
-    X(dst, GMEM_CMD_OFF_DST, 8) \
-    X(src, GMEM_CMD_OFF_SRC, 8) \
-    X(size, GMEM_CMD_OFF_SIZE, 8) \
-    X(value, GMEM_CMD_OFF_VALUE, 8) \
-    X(value2, GMEM_CMD_OFF_VALUE2, 8) \
-    X(dst_stride, GMEM_CMD_OFF_DST_STRIDE, 4) \
-    X(src_stride, GMEM_CMD_OFF_SRC_STRIDE, 4) \
-    X(reserved, GMEM_CMD_OFF_RESERVED, 8)
+/* The layouts of gmem_accel_hw.h, as docs/hardware-spec.md gives them */
+QEMU_BUILD_BUG_ON(sizeof(struct gmem_cmd_desc) != GMEM_CMD_SIZE);
+QEMU_BUILD_BUG_ON(offsetof(struct gmem_cmd_desc, src_stride) != 52);
+QEMU_BUILD_BUG_ON(sizeof(struct gmem_fault_record) != GMEM_FAULT_RECORD_SIZE);
+QEMU_BUILD_BUG_ON(offsetof(struct gmem_fault_record, slot) != 28);
 
 void gmem_cmd_decode(const uint8_t raw[GMEM_CMD_SIZE], GmemCmd *cmd)
 {
-#define DECODE(f, off, bytes) cmd->f = get_le(raw + (off), bytes);
-    GMEM_CMD_FIELDS(DECODE)
-#undef DECODE
+    struct gmem_cmd_desc d;
+
+    memcpy(&d, raw, sizeof(d));
+    cmd->opcode = d.opcode;
+    cmd->flags = d.flags;
+    cmd->ctx = le16_to_cpu(d.ctx);
+    cmd->status = le32_to_cpu(d.status);
+    cmd->dst = le64_to_cpu(d.dst);
+    cmd->src = le64_to_cpu(d.src);
+    cmd->size = le64_to_cpu(d.size);
+    cmd->value = le64_to_cpu(d.value);
+    cmd->value2 = le64_to_cpu(d.value2);
+    cmd->dst_stride = le32_to_cpu(d.dst_stride);
+    cmd->src_stride = le32_to_cpu(d.src_stride);
+    cmd->reserved = le64_to_cpu(d.reserved);
 }
 
 void gmem_cmd_encode(const GmemCmd *cmd, uint8_t raw[GMEM_CMD_SIZE])
 {
-#define ENCODE(f, off, bytes) put_le(raw + (off), cmd->f, bytes);
-    GMEM_CMD_FIELDS(ENCODE)
-#undef ENCODE
+    struct gmem_cmd_desc d = {
+        .opcode = cmd->opcode,
+        .flags = cmd->flags,
+        .ctx = cpu_to_le16(cmd->ctx),
+        .status = cpu_to_le32(cmd->status),
+        .dst = cpu_to_le64(cmd->dst),
+        .src = cpu_to_le64(cmd->src),
+        .size = cpu_to_le64(cmd->size),
+        .value = cpu_to_le64(cmd->value),
+        .value2 = cpu_to_le64(cmd->value2),
+        .dst_stride = cpu_to_le32(cmd->dst_stride),
+        .src_stride = cpu_to_le32(cmd->src_stride),
+        .reserved = cpu_to_le64(cmd->reserved),
+    };
+
+    memcpy(raw, &d, sizeof(d));
 }
 
-/* Which fields each opcode reads; the others must be zero. */
-enum {
-    USE_DST = 1 << 0, USE_SRC = 1 << 1, USE_SIZE = 1 << 2,
-    USE_VALUE = 1 << 3, USE_VALUE2 = 1 << 4, USE_DST_STRIDE = 1 << 5,
-    USE_SRC_STRIDE = 1 << 6, USE_CTX = 1 << 7, USE_WIDE = 1 << 8,
-};
-
-static const struct {
-    const char *name;
-    unsigned use;
-} gmem_ops[] = {
-    [GMEM_OP_NOP] = { "nop", 0 },
-    [GMEM_OP_COPY] = { "copy", USE_DST | USE_SRC | USE_SIZE },
-    [GMEM_OP_FILL] = { "fill", USE_DST | USE_SIZE | USE_VALUE },
-    [GMEM_OP_FENCE] = { "fence", USE_DST | USE_VALUE },
-    [GMEM_OP_TLB_INV] = { "tlb-inv", USE_DST | USE_SIZE | USE_CTX },
-    [GMEM_OP_ATOMIC_ADD] = { "atomic-add", USE_DST | USE_SIZE | USE_VALUE |
-                             USE_DST_STRIDE | USE_WIDE },
-    [GMEM_OP_SCALE_ADD] = { "scale-add", USE_DST | USE_SRC | USE_SIZE |
-                            USE_VALUE | USE_VALUE2 | USE_DST_STRIDE |
-                            USE_SRC_STRIDE | USE_WIDE },
+static const char *const gmem_op_names[] = {
+    [GMEM_OP_NOP] = "nop",
+    [GMEM_OP_COPY] = "copy",
+    [GMEM_OP_FILL] = "fill",
+    [GMEM_OP_FENCE] = "fence",
+    [GMEM_OP_TLB_INV] = "tlb-inv",
+    [GMEM_OP_ATOMIC_ADD] = "atomic-add",
+    [GMEM_OP_SCALE_ADD] = "scale-add",
 };
 
 const char *gmem_op_name(unsigned opcode)
 {
-    return opcode < G_N_ELEMENTS(gmem_ops) && gmem_ops[opcode].name ?
-           gmem_ops[opcode].name : "unknown";
-}
-
-static unsigned gmem_elem_size(const GmemCmd *cmd)
-{
-    return cmd->flags & GMEM_CMD_F_WIDE ? 8 : 4;
+    return opcode < G_N_ELEMENTS(gmem_op_names) && gmem_op_names[opcode] ?
+           gmem_op_names[opcode] : "unknown";
 }
 
 /* Is [addr, addr + len) usable as an operand of this kind? */
@@ -101,7 +84,7 @@ static uint32_t gmem_check_range(const GmemCmd *cmd, unsigned kind,
                len <= (1ull << GMEM_VA_BITS) - addr ?
                GMEM_CMD_ST_OK : GMEM_CMD_ST_BAD_ADDRESS;
     case GMEM_ADDR_HBM:
-        return addr < hbm_size && len <= hbm_size - addr ?
+        return gmem_hbm_contains(hbm_size, addr, len) ?
                GMEM_CMD_ST_OK : GMEM_CMD_ST_BAD_ADDRESS;
     case GMEM_ADDR_SYS:
         return addr + len >= addr ? GMEM_CMD_ST_OK : GMEM_CMD_ST_BAD_ADDRESS;
@@ -110,88 +93,79 @@ static uint32_t gmem_check_range(const GmemCmd *cmd, unsigned kind,
     }
 }
 
-/* Bytes from the first element's address to the end of the last one. */
-static uint64_t gmem_extent(uint64_t count, uint32_t stride, unsigned elem)
+/* The rules of GMEM_OP_USES that need no address space: OK or BAD_*. */
+static uint32_t gmem_cmd_check_fields(const GmemCmd *cmd, unsigned use)
 {
-    return count ? (count - 1) * stride + elem : 0;
+    unsigned elem = GMEM_CMD_F_ELEM_SIZE(cmd->flags);
+    bool src_used = use & GMEM_USE_SRC;
+
+    if (!(use & GMEM_USE_KNOWN)) {
+        return GMEM_CMD_ST_BAD_OPCODE;
+    }
+    if ((cmd->flags & ~GMEM_CMD_F_KNOWN) || cmd->reserved ||
+        (!(use & GMEM_USE_DST) &&
+         (cmd->dst || GMEM_CMD_F_DST_KIND(cmd->flags))) ||
+        (!src_used && (cmd->src || GMEM_CMD_F_SRC_KIND(cmd->flags))) ||
+        (!(use & GMEM_USE_SIZE) && cmd->size) ||
+        (!(use & GMEM_USE_VALUE) && cmd->value) ||
+        (!(use & GMEM_USE_VALUE2) && cmd->value2) ||
+        (!(use & GMEM_USE_STRIDES) && cmd->dst_stride) ||
+        (!(use & GMEM_USE_STRIDES && src_used) && cmd->src_stride) ||
+        (!(use & GMEM_USE_WIDE) && (cmd->flags & GMEM_CMD_F_WIDE)) ||
+        ((use & GMEM_USE_BYTES) && cmd->size > GMEM_CMD_MAX_BYTES) ||
+        ((use & GMEM_USE_DST_ALIGN8) && (cmd->dst & 7)) ||
+        GMEM_CMD_F_DST_KIND(cmd->flags) > GMEM_ADDR_SYS ||
+        GMEM_CMD_F_SRC_KIND(cmd->flags) > GMEM_ADDR_SYS) {
+        return GMEM_CMD_ST_BAD_FIELD;
+    }
+    if ((use & GMEM_USE_ELEMENTS) &&
+        (cmd->size > GMEM_CMD_MAX_ELEMENTS ||
+         cmd->dst_stride > GMEM_CMD_MAX_STRIDE ||
+         cmd->src_stride > GMEM_CMD_MAX_STRIDE ||
+         cmd->dst % elem || cmd->dst_stride % elem ||
+         cmd->src % elem || cmd->src_stride % elem)) {
+        return GMEM_CMD_ST_BAD_FIELD;
+    }
+    return GMEM_CMD_ST_OK;
+}
+
+/* Bytes an operand spans: the command's size, or its elements' extent. */
+static uint64_t gmem_operand_len(const GmemCmd *cmd, unsigned use,
+                                 uint32_t stride)
+{
+    if (use & GMEM_USE_ELEMENTS) {
+        return GMEM_EXTENT(cmd->size, (uint64_t)stride,
+                           GMEM_CMD_F_ELEM_SIZE(cmd->flags));
+    }
+    return use & GMEM_USE_SIZE ? cmd->size : 8;
 }
 
 uint32_t gmem_cmd_validate(const GmemCmd *cmd, uint64_t hbm_size)
 {
-    unsigned use, elem = gmem_elem_size(cmd);
+    unsigned use = GMEM_OP_USES(cmd->opcode);
     unsigned dkind = GMEM_CMD_F_DST_KIND(cmd->flags);
-    unsigned skind = GMEM_CMD_F_SRC_KIND(cmd->flags);
-    uint32_t st = GMEM_CMD_ST_OK;
+    uint32_t st = gmem_cmd_check_fields(cmd, use);
 
-    if (cmd->opcode >= G_N_ELEMENTS(gmem_ops) || !gmem_ops[cmd->opcode].name) {
-        return GMEM_CMD_ST_BAD_OPCODE;
+    if (st != GMEM_CMD_ST_OK) {
+        return st;
     }
-    use = gmem_ops[cmd->opcode].use;
-    if ((cmd->flags & ~GMEM_CMD_F_KNOWN) || cmd->reserved ||
-        (!(use & USE_DST) && (cmd->dst || dkind)) ||
-        (!(use & USE_SRC) && (cmd->src || skind)) ||
-        (!(use & USE_SIZE) && cmd->size) ||
-        (!(use & USE_VALUE) && cmd->value) ||
-        (!(use & USE_VALUE2) && cmd->value2) ||
-        (!(use & USE_DST_STRIDE) && cmd->dst_stride) ||
-        (!(use & USE_SRC_STRIDE) && cmd->src_stride) ||
-        (!(use & USE_WIDE) && (cmd->flags & GMEM_CMD_F_WIDE))) {
-        return GMEM_CMD_ST_BAD_FIELD;
+    if (cmd->opcode == GMEM_OP_TLB_INV) {
+        /* dst names a VA range of ctx, or of every context: nothing to map */
+        if (cmd->ctx >= GMEM_NUM_CONTEXTS &&
+            cmd->ctx != GMEM_INV_ALL_CONTEXTS) {
+            return GMEM_CMD_ST_BAD_CONTEXT;
+        }
+        return dkind == GMEM_ADDR_VA ? GMEM_CMD_ST_OK : GMEM_CMD_ST_BAD_FIELD;
     }
-
-    switch (cmd->opcode) {
-    case GMEM_OP_NOP:
-        break;
-    case GMEM_OP_COPY:
-        if (cmd->size > GMEM_CMD_MAX_BYTES) {
-            return GMEM_CMD_ST_BAD_FIELD;
-        }
-        st = gmem_check_range(cmd, skind, cmd->src, cmd->size, hbm_size);
-        if (st == GMEM_CMD_ST_OK) {
-            st = gmem_check_range(cmd, dkind, cmd->dst, cmd->size, hbm_size);
-        }
-        break;
-    case GMEM_OP_FILL:
-        if (cmd->size > GMEM_CMD_MAX_BYTES) {
-            return GMEM_CMD_ST_BAD_FIELD;
-        }
-        st = gmem_check_range(cmd, dkind, cmd->dst, cmd->size, hbm_size);
-        break;
-    case GMEM_OP_FENCE:
-        if (cmd->dst & 7) {
-            return GMEM_CMD_ST_BAD_FIELD;
-        }
-        st = gmem_check_range(cmd, dkind, cmd->dst, 8, hbm_size);
-        break;
-    case GMEM_OP_TLB_INV:
-        if (dkind != GMEM_ADDR_VA ||
-            (cmd->ctx >= GMEM_NUM_CONTEXTS &&
-             cmd->ctx != GMEM_INV_ALL_CONTEXTS)) {
-            return cmd->ctx >= GMEM_NUM_CONTEXTS ? GMEM_CMD_ST_BAD_CONTEXT
-                                                 : GMEM_CMD_ST_BAD_FIELD;
-        }
-        break;
-    case GMEM_OP_SCALE_ADD:
-        if (cmd->src % elem || cmd->src_stride % elem) {
-            return GMEM_CMD_ST_BAD_FIELD;
-        }
-        /* fall through */
-    case GMEM_OP_ATOMIC_ADD:
-        if (cmd->size > GMEM_CMD_MAX_ELEMENTS ||
-            cmd->dst_stride > GMEM_CMD_MAX_STRIDE ||
-            cmd->src_stride > GMEM_CMD_MAX_STRIDE ||
-            cmd->dst % elem || cmd->dst_stride % elem) {
-            return GMEM_CMD_ST_BAD_FIELD;
-        }
-        st = gmem_check_range(cmd, dkind, cmd->dst,
-                              gmem_extent(cmd->size, cmd->dst_stride, elem),
+    if (use & GMEM_USE_SRC) {
+        st = gmem_check_range(cmd, GMEM_CMD_F_SRC_KIND(cmd->flags), cmd->src,
+                              gmem_operand_len(cmd, use, cmd->src_stride),
                               hbm_size);
-        if (st == GMEM_CMD_ST_OK && (use & USE_SRC)) {
-            st = gmem_check_range(cmd, skind, cmd->src,
-                                  gmem_extent(cmd->size, cmd->src_stride,
-                                              elem), hbm_size);
-        }
-        break;
+    }
+    if (st == GMEM_CMD_ST_OK && (use & GMEM_USE_DST)) {
+        st = gmem_check_range(cmd, dkind, cmd->dst,
+                              gmem_operand_len(cmd, use, cmd->dst_stride),
+                              hbm_size);
     }
     return st;
 }
@@ -235,7 +209,7 @@ void gmem_cmd_step(const GmemCmd *cmd, uint64_t progress, GmemStep *step)
 {
     unsigned dkind = GMEM_CMD_F_DST_KIND(cmd->flags);
     unsigned skind = GMEM_CMD_F_SRC_KIND(cmd->flags);
-    unsigned elem = gmem_elem_size(cmd);
+    unsigned elem = GMEM_CMD_F_ELEM_SIZE(cmd->flags);
     uint64_t left = cmd->size - progress, len;
 
     memset(step, 0, sizeof(*step));

@@ -10,6 +10,13 @@
 
 #include "gmem_accel_hw.h"
 
+/* Is [addr, addr + len) inside HBM of @hbm_size bytes? (no overflow) */
+static inline bool gmem_hbm_contains(uint64_t hbm_size, uint64_t addr,
+                                     uint64_t len)
+{
+    return addr < hbm_size && len <= hbm_size - addr;
+}
+
 /* ---- page-table walker (gmem-accel-pt.c) ---- */
 
 typedef enum GmemWalkStatus {

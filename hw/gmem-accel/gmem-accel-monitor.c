@@ -19,7 +19,7 @@
 #include "monitor/monitor.h"
 #include "gmem-accel.h"
 
-/* A page-table dump reads at most this many tables and reports this many runs. */
+/* A page-table dump reads at most this many tables, reports this many runs */
 #define GMEM_DUMP_MAX_TABLES 4096
 #define GMEM_DUMP_MAX_RUNS   16384
 

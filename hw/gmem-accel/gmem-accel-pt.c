@@ -33,11 +33,6 @@ GmemWalkStatus gmem_pt_check(const GmemTranslation *t, unsigned access)
                                          : GMEM_WALK_PERMISSION;
 }
 
-static bool gmem_in_hbm(uint64_t addr, uint64_t len, uint64_t hbm_size)
-{
-    return addr < hbm_size && len <= hbm_size - addr;
-}
-
 /*
  * Judge entry @pte read from level @level for @va: a leaf (OK, @t filled
  * in), a pointer to the next table (OK, *is_table), or why it is neither.
@@ -64,7 +59,7 @@ static GmemWalkStatus gmem_pt_entry(uint64_t pte, int level, uint64_t va,
         t->target = pte & GMEM_PTE_ADDR_MASK;
         t->target_hbm = pte & GMEM_PTE_HBM;
         t->perms = gmem_pte_perms(pte);
-        if (t->target_hbm && !gmem_in_hbm(t->target, size, hbm_size)) {
+        if (t->target_hbm && !gmem_hbm_contains(hbm_size, t->target, size)) {
             return GMEM_WALK_BAD_ADDRESS;
         }
         return GMEM_WALK_OK;
@@ -80,7 +75,7 @@ static GmemWalkStatus gmem_pt_entry(uint64_t pte, int level, uint64_t va,
 /* Can the table at @table be read at all? (HBM tables: inside HBM) */
 static bool gmem_table_ok(uint64_t table, bool table_hbm, uint64_t hbm_size)
 {
-    return !table_hbm || gmem_in_hbm(table, GMEM_PAGE_SIZE, hbm_size);
+    return !table_hbm || gmem_hbm_contains(hbm_size, table, GMEM_PAGE_SIZE);
 }
 
 GmemWalkStatus gmem_pt_walk(GmemPteReader read_pte, void *opaque,

@@ -3,9 +3,10 @@
  *
  * PCIe endpoint: BAR0 = registers + MSI-X, BAR2 = HBM (RAM-backed, 64-bit
  * prefetchable), ATS, PASID and PRI extended capabilities. This file holds
- * the PCI side and the identity/error registers; gmem-accel-engine.c the
- * MMU, queues and faults. The register layout is the shared contract in
- * gmem_accel_hw.h; docs/hardware-spec.md describes it.
+ * the QOM device: properties, realize, reset and migration. The register
+ * layout is the shared contract in gmem_accel_hw.h; docs/hardware-spec.md
+ * describes it; gmem-accel.h lists the files, each calling only the ones
+ * below it.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -22,205 +23,6 @@
 #include "migration/vmstate.h"
 #include "gmem-accel.h"
 #include "trace.h"
-
-/* Record a guest error in ERROR_CODE/INFO/ADDR, log it, raise its vector. */
-void gmem_accel_set_error(GmemAccelState *s, uint32_t code, uint32_t info,
-                          uint64_t addr, const char *fmt, ...)
-{
-    g_autofree char *msg = NULL;
-    va_list ap;
-
-    va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    qemu_log_mask(LOG_GUEST_ERROR, "%s %s: %s\n", TYPE_GMEM_ACCEL,
-                  DEVICE(s)->id ?: "", msg);
-    trace_gmem_accel_error(code, info, addr);
-    s->status |= GMEM_STATUS_ERROR;
-    s->error_code = code;
-    s->error_info = info;
-    s->error_addr = addr;
-    if (msix_enabled(PCI_DEVICE(s))) {
-        msix_notify(PCI_DEVICE(s), GMEM_VEC_ERROR);
-    }
-}
-
-/* The registers of the identity/error block, 0x000-0x0ff. */
-static void gmem_accel_bad_reg(GmemAccelState *s, hwaddr addr, bool write)
-{
-    gmem_accel_set_error(s, GMEM_ERR_BAD_REG, addr, 0,
-                         "%s of unknown register 0x%" HWADDR_PRIx,
-                         write ? "write" : "read", addr);
-}
-
-static void gmem_accel_read_only(GmemAccelState *s, hwaddr addr)
-{
-    gmem_accel_set_error(s, GMEM_ERR_READ_ONLY, addr, 0,
-                         "write to read-only register 0x%" HWADDR_PRIx, addr);
-}
-
-static uint32_t gmem_accel_caps(GmemAccelState *s)
-{
-    return GMEM_CAP_HBM | GMEM_CAP_MMU | GMEM_CAP_DMA | GMEM_CAP_FAULTS |
-           (s->ats ? GMEM_CAP_ATS : 0) |
-           (s->pasid ? GMEM_CAP_PASID : 0) |
-           (s->pri ? GMEM_CAP_PRI : 0) |
-           (s->coherent ? GMEM_CAP_COHERENT : 0);
-}
-
-/* Device-level reset: the registers and engines, not PCI config space. */
-static void gmem_accel_reset_state(GmemAccelState *s, const char *why)
-{
-    trace_gmem_accel_reset(why);
-    s->status = GMEM_STATUS_READY;
-    s->error_code = GMEM_ERR_NONE;
-    s->error_info = 0;
-    s->error_addr = 0;
-    s->scratch = 0;
-    gmem_engine_reset(s);
-}
-
-static uint64_t gmem_accel_mmio_read(void *opaque, hwaddr addr, unsigned size)
-{
-    GmemAccelState *s = opaque;
-    uint64_t val = 0;
-
-    switch (addr) {
-    case GMEM_REG_ID:
-        val = GMEM_ID_MAGIC;
-        break;
-    case GMEM_REG_VERSION:
-        val = GMEM_VERSION;
-        break;
-    case GMEM_REG_CAP:
-        val = gmem_accel_caps(s);
-        break;
-    case GMEM_REG_NUM_VECTORS:
-        val = GMEM_MSIX_VECTORS;
-        break;
-    case GMEM_REG_HBM_SIZE_LO:
-        val = extract64(s->hbm_size, 0, 32);
-        break;
-    case GMEM_REG_HBM_SIZE_HI:
-        val = extract64(s->hbm_size, 32, 32);
-        break;
-    case GMEM_REG_STATUS:
-        val = s->status;
-        break;
-    case GMEM_REG_ERROR_CODE:
-        val = s->error_code;
-        break;
-    case GMEM_REG_ERROR_INFO:
-        val = s->error_info;
-        break;
-    case GMEM_REG_SCRATCH:
-        val = s->scratch;
-        break;
-    case GMEM_REG_ERROR_ADDR_LO:
-        val = extract64(s->error_addr, 0, 32);
-        break;
-    case GMEM_REG_ERROR_ADDR_HI:
-        val = extract64(s->error_addr, 32, 32);
-        break;
-    case GMEM_REG_NUM_CONTEXTS:
-        val = GMEM_NUM_CONTEXTS;
-        break;
-    case GMEM_REG_NUM_QUEUES:
-        val = GMEM_NUM_QUEUES;
-        break;
-    case GMEM_REG_TLB_ENTRIES:
-        val = s->tlb_entries;
-        break;
-    case GMEM_REG_RESET:
-        break; /* write-only, reads as zero */
-    default:
-        if (!gmem_engine_reg_read(s, addr, &val)) {
-            gmem_accel_bad_reg(s, addr, false);
-        }
-        break;
-    }
-    trace_gmem_accel_mmio_read(addr, val);
-    return val;
-}
-
-static void gmem_accel_mmio_write(void *opaque, hwaddr addr, uint64_t val,
-                                  unsigned size)
-{
-    GmemAccelState *s = opaque;
-
-    trace_gmem_accel_mmio_write(addr, val);
-    switch (addr) {
-    case GMEM_REG_SCRATCH:
-        s->scratch = val;
-        break;
-    case GMEM_REG_ERROR_CODE:
-        s->error_code = GMEM_ERR_NONE;
-        s->error_info = 0;
-        s->error_addr = 0;
-        s->status &= ~GMEM_STATUS_ERROR;
-        break;
-    case GMEM_REG_RESET:
-        if (val == GMEM_RESET_MAGIC) {
-            gmem_accel_reset_state(s, "register");
-        } else {
-            gmem_accel_set_error(s, GMEM_ERR_BAD_RESET, val, 0,
-                                 "RESET written with 0x%" PRIx64 ", not "
-                                 "GMEM_RESET_MAGIC", val);
-        }
-        break;
-    case GMEM_REG_ID:
-    case GMEM_REG_VERSION:
-    case GMEM_REG_CAP:
-    case GMEM_REG_NUM_VECTORS:
-    case GMEM_REG_HBM_SIZE_LO:
-    case GMEM_REG_HBM_SIZE_HI:
-    case GMEM_REG_STATUS:
-    case GMEM_REG_ERROR_INFO:
-    case GMEM_REG_ERROR_ADDR_LO:
-    case GMEM_REG_ERROR_ADDR_HI:
-    case GMEM_REG_NUM_CONTEXTS:
-    case GMEM_REG_NUM_QUEUES:
-    case GMEM_REG_TLB_ENTRIES:
-        gmem_accel_read_only(s, addr);
-        break;
-    default:
-        if (!gmem_engine_reg_write(s, addr, val)) {
-            gmem_accel_bad_reg(s, addr, true);
-        }
-        break;
-    }
-}
-
-static bool gmem_accel_mmio_accepts(void *opaque, hwaddr addr, unsigned size,
-                                    bool is_write, MemTxAttrs attrs)
-{
-    GmemAccelState *s = opaque;
-
-    /* .impl splits 8-byte accesses; anything narrower is a guest error */
-    if (size < 4 || (addr & 3)) {
-        gmem_accel_set_error(s, GMEM_ERR_BAD_ACCESS, addr, 0,
-                             "%u-byte %s at 0x%" HWADDR_PRIx ": registers "
-                             "take aligned 4- or 8-byte accesses", size,
-                             is_write ? "write" : "read", addr);
-        return false;
-    }
-    return true;
-}
-
-static const MemoryRegionOps gmem_accel_mmio_ops = {
-    .read = gmem_accel_mmio_read,
-    .write = gmem_accel_mmio_write,
-    .endianness = DEVICE_LITTLE_ENDIAN,
-    .valid = {
-        .min_access_size = 1,
-        .max_access_size = 8,
-        .accepts = gmem_accel_mmio_accepts,
-    },
-    .impl = {
-        .min_access_size = 4,
-        .max_access_size = 4,
-    },
-};
 
 static void gmem_accel_init_pasid(PCIDevice *pdev, uint16_t offset)
 {
@@ -284,7 +86,7 @@ static void gmem_accel_realize(PCIDevice *pdev, Error **errp)
     }
 
     memory_region_init(&s->bar0, OBJECT(s), "gmem-accel-bar0", GMEM_BAR0_SIZE);
-    memory_region_init_io(&s->regs, OBJECT(s), &gmem_accel_mmio_ops, s,
+    memory_region_init_io(&s->regs, OBJECT(s), &gmem_regs_ops, s,
                           "gmem-accel-regs", GMEM_REGS_SIZE);
     memory_region_add_subregion(&s->bar0, 0, &s->regs);
     pci_register_bar(pdev, GMEM_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY |
@@ -334,8 +136,9 @@ static void gmem_accel_exit(PCIDevice *pdev)
     gmem_engine_unrealize(s);
     msix_uninit(pdev, &s->bar0, &s->bar0);
     /*
-     * The HBM's RAMBlock name is its PCI path: a device plugged into the same slot before
-     * this one is finalized must be able to take it (as pci_del_option_rom() does).
+     * The HBM's RAMBlock name is its PCI path: a device plugged into the same
+     * slot before this one is finalized must be able to take it (as
+     * pci_del_option_rom() does).
      */
     vmstate_unregister_ram(&s->hbm, DEVICE(s));
 }
@@ -344,6 +147,68 @@ static void gmem_accel_reset_hold(Object *obj, ResetType type)
 {
     gmem_accel_reset_state(GMEM_ACCEL(obj), "bus");
 }
+
+static int gmem_queue_post_load(void *opaque, int version_id)
+{
+    GmemQueue *q = opaque;
+    uint32_t max = q->entries_log2 <= GMEM_RING_MAX_LOG2 ?
+                   gmem_ring_mask(q->entries_log2) : 0;
+
+    if (q->nfaults > GMEM_FAULT_GROUP_MAX || q->head > max || q->tail > max ||
+        q->state > GMEM_CQ_STATE_BROKEN) {
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static const VMStateDescription gmem_vmstate_fault = {
+    .name = "gmem-accel/fault",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(va, GmemFault),
+        VMSTATE_UINT64(pte, GmemFault),
+        VMSTATE_UINT8(access, GmemFault),
+        VMSTATE_UINT8(reason, GmemFault),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+const VMStateDescription gmem_vmstate_context = {
+    .name = "gmem-accel/context",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(root, GmemContext),
+        VMSTATE_UINT32(ctrl, GmemContext),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+const VMStateDescription gmem_vmstate_queue = {
+    .name = "gmem-accel/queue",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .post_load = gmem_queue_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(base, GmemQueue),
+        VMSTATE_UINT32(entries_log2, GmemQueue),
+        VMSTATE_UINT32(ctrl, GmemQueue),
+        VMSTATE_UINT32(head, GmemQueue),
+        VMSTATE_UINT32(tail, GmemQueue),
+        VMSTATE_UINT32(state, GmemQueue),
+        VMSTATE_UINT32(completed, GmemQueue),
+        VMSTATE_BOOL(busy, GmemQueue),
+        VMSTATE_UINT8_ARRAY(raw, GmemQueue, GMEM_CMD_SIZE),
+        VMSTATE_UINT64(progress, GmemQueue),
+        VMSTATE_UINT16(group, GmemQueue),
+        VMSTATE_BOOL(group_posted, GmemQueue),
+        VMSTATE_UINT32(nfaults, GmemQueue),
+        VMSTATE_STRUCT_ARRAY(faults, GmemQueue, GMEM_FAULT_GROUP_MAX, 1,
+                             gmem_vmstate_fault, GmemFault),
+        VMSTATE_END_OF_LIST()
+    },
+};
 
 static int gmem_accel_post_load(void *opaque, int version_id)
 {

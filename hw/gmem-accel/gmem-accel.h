@@ -7,6 +7,7 @@
 #define HW_GMEM_ACCEL_H
 
 #include "hw/pci/pci_device.h"
+#include "qemu/bitops.h"
 #include "qom/object.h"
 #include "system/runstate.h"
 #include "gmem-accel-core.h"
@@ -100,29 +101,100 @@ struct GmemAccelState {
     bool coherent;      /* CAP_COHERENT: the guest may use BAR2 as CPU memory */
 };
 
-/* gmem-accel.c */
-void gmem_accel_set_error(GmemAccelState *s, uint32_t code, uint32_t info,
-                          uint64_t addr, const char *fmt, ...)
-    G_GNUC_PRINTF(5, 6);
-
-/* gmem-accel-engine.c: queues, contexts, faults */
-void gmem_engine_reset(GmemAccelState *s);
-void gmem_engine_realize(GmemAccelState *s);
-void gmem_engine_unrealize(GmemAccelState *s);
-bool gmem_engine_reg_read(GmemAccelState *s, hwaddr addr, uint64_t *val);
-bool gmem_engine_reg_write(GmemAccelState *s, hwaddr addr, uint64_t val);
-void gmem_engine_post_load(GmemAccelState *s);
-/* Translate @va in @ctx for @access, through the TLB. */
-GmemWalkStatus gmem_translate(GmemAccelState *s, uint16_t ctx, uint64_t va,
-                              unsigned access, GmemTranslation *t);
-bool gmem_read_pte(void *opaque, bool hbm, uint64_t addr, uint64_t *pte);
+/*
+ * The device's files, each calling only those listed after it:
+ *   gmem-accel.c          QOM device: properties, realize, reset, migration
+ *   gmem-accel-monitor.c  QOM 'state'/'page-table[N]', HMP 'info gmem-accel'
+ *   gmem-accel-regs.c     the register file: access table and decoder
+ *   gmem-accel-exec.c     the DMA engines: running commands, budgets
+ *   gmem-accel-fault.c    replayable faults and the fault queue
+ *   gmem-accel-queue.c    command queue state: fetch, check, complete
+ *   gmem-accel-mmu.c      translation, contexts, TLB invalidation
+ *   gmem-accel-mem.c      HBM and system memory access
+ *   gmem-accel-error.c    guest errors and MSI-X notification
+ * and the QEMU-free core (gmem-accel-core.h: walker, TLB, descriptors).
+ */
 
 /* gmem-accel-monitor.c */
-/* QOM properties 'state' and 'page-table[N]'; HMP 'info gmem-accel' */
 void gmem_monitor_class_init(ObjectClass *klass);
 void gmem_monitor_register(void);
 
-extern const VMStateDescription gmem_vmstate_context;
-extern const VMStateDescription gmem_vmstate_queue;
+/* gmem-accel-regs.c */
+extern const MemoryRegionOps gmem_regs_ops;
+/* Device-level reset: registers and engines, not PCI config space. */
+void gmem_accel_reset_state(GmemAccelState *s, const char *why);
+
+/* gmem-accel-exec.c */
+void gmem_engine_reset(GmemAccelState *s);
+void gmem_engine_realize(GmemAccelState *s);
+void gmem_engine_unrealize(GmemAccelState *s);
+void gmem_engine_post_load(GmemAccelState *s);
+/* Run queue @qid now, on the writing thread, within a budget. */
+void gmem_engine_kick(GmemAccelState *s, unsigned qid);
+
+/* gmem-accel-fault.c */
+void gmem_fault_add(GmemQueue *q, unsigned cap, uint64_t va,
+                    unsigned access, GmemWalkStatus st, uint64_t pte);
+unsigned gmem_group_cap(GmemAccelState *s);
+void gmem_queue_stall(GmemAccelState *s, unsigned qid);
+void gmem_fault_retry(GmemAccelState *s);
+int gmem_fault_respond(GmemAccelState *s, uint32_t val);
+void gmem_fq_enable(GmemAccelState *s, hwaddr addr, uint64_t val);
+
+/* gmem-accel-queue.c */
+void gmem_queue_break(GmemAccelState *s, unsigned qid);
+void gmem_queue_complete(GmemAccelState *s, unsigned qid, uint32_t status);
+bool gmem_queue_fetch(GmemAccelState *s, unsigned qid);
+void gmem_queue_enable(GmemAccelState *s, unsigned qid, hwaddr addr,
+                       uint64_t val);
+
+/* gmem-accel-mmu.c */
+/* Translate @va in @ctx for @access, through the TLB. */
+GmemWalkStatus gmem_translate(GmemAccelState *s, uint16_t ctx, uint64_t va,
+                              unsigned access, GmemTranslation *t);
+void gmem_invalidate(GmemAccelState *s, uint16_t ctx, uint64_t va,
+                     uint64_t size);
+uint32_t gmem_pt_error(GmemAccelState *s, uint16_t ctx, uint64_t va,
+                       GmemWalkStatus st, const GmemTranslation *t);
+void gmem_ctx_write(GmemAccelState *s, unsigned c, unsigned r,
+                    hwaddr addr, uint64_t val);
+void gmem_inv_trigger(GmemAccelState *s, uint32_t seq);
+
+/* gmem-accel-mem.c */
+bool gmem_read_pte(void *opaque, bool hbm, uint64_t addr, uint64_t *pte);
+bool gmem_mem_rw(GmemAccelState *s, bool hbm, uint64_t addr,
+                 void *buf, uint64_t len, bool write);
+void *gmem_mem_map(GmemAccelState *s, bool hbm, uint64_t addr,
+                   uint64_t len, bool write);
+void gmem_mem_unmap(GmemAccelState *s, bool hbm, uint64_t addr,
+                    void *p, uint64_t len, bool write, bool written);
+uint64_t gmem_load_elem(const void *p, unsigned width);
+void gmem_store_elem(void *p, unsigned width, uint64_t v);
+bool gmem_mem_atomic_add(GmemAccelState *s, bool hbm, uint64_t addr,
+                         unsigned width, uint64_t add);
+
+/* gmem-accel-error.c */
+void gmem_notify(GmemAccelState *s, unsigned vector);
+void gmem_accel_set_error(GmemAccelState *s, uint32_t code, uint32_t info,
+                          uint64_t addr, const char *fmt, ...)
+    G_GNUC_PRINTF(5, 6);
+void gmem_bad_value(GmemAccelState *s, hwaddr addr, uint64_t val,
+                    const char *why);
+
+static inline uint32_t gmem_ring_mask(uint32_t log2)
+{
+    return (1u << log2) - 1;
+}
+
+/* A write to the LO or HI register of a 64-bit pair */
+static inline void gmem_set_lo(uint64_t *r, uint64_t val)
+{
+    *r = deposit64(*r, 0, 32, val);
+}
+
+static inline void gmem_set_hi(uint64_t *r, uint64_t val)
+{
+    *r = deposit64(*r, 32, 32, val);
+}
 
 #endif

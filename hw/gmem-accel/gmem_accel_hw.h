@@ -5,10 +5,29 @@
  * (hw/gmem-accel/) and the Linux driver (guest-driver/).
  * docs/hardware-spec.md describes the same layout in prose: change both.
  *
- * Plain integer macros only, so it builds unchanged in QEMU and the kernel.
+ * Macros and two structs (the fault record and the command descriptor),
+ * so it builds unchanged in QEMU and the kernel and passes both checkpatches:
+ * hence no indentation (QEMU forbids tabs, the kernel leading spaces).
  */
 #ifndef GMEM_ACCEL_HW_H
 #define GMEM_ACCEL_HW_H
+
+/*
+ * Field types of structures in memory, little-endian: QEMU (whose every
+ * file includes qemu/osdep.h first) has plain integers, the kernel __le*.
+ */
+#ifdef QEMU_OSDEP_H
+#define GMEM_U8                     uint8_t
+#define GMEM_LE16                   uint16_t
+#define GMEM_LE32                   uint32_t
+#define GMEM_LE64                   uint64_t
+#else
+#include <linux/types.h>
+#define GMEM_U8                     __u8
+#define GMEM_LE16                   __le16
+#define GMEM_LE32                   __le32
+#define GMEM_LE64                   __le64
+#endif
 
 /* PCI identity: QEMU's experimental vendor ID (as edu), an accelerator */
 #define GMEM_PCI_VENDOR_ID          0x1234
@@ -66,8 +85,7 @@
 #define GMEM_ID_MAGIC               0x4d454d47  /* "GMEM" little-endian */
 #define GMEM_VERSION_MAJOR          0
 #define GMEM_VERSION_MINOR          3
-#define GMEM_VERSION \
-	((GMEM_VERSION_MAJOR << 16) | GMEM_VERSION_MINOR)
+#define GMEM_VERSION ((GMEM_VERSION_MAJOR << 16) | GMEM_VERSION_MINOR)
 #define GMEM_VERSION_MAJOR_OF(v)    (((v) >> 16) & 0xffff)
 #define GMEM_VERSION_MINOR_OF(v)    ((v) & 0xffff)
 
@@ -79,7 +97,7 @@
 #define GMEM_CAP_MMU                (1u << 4)   /* contexts, walker, TLB */
 #define GMEM_CAP_DMA                (1u << 5)   /* command queues */
 #define GMEM_CAP_FAULTS             (1u << 6)   /* replayable faults */
-#define GMEM_CAP_COHERENT           (1u << 7)   /* BAR2 is CPU-coherent memory */
+#define GMEM_CAP_COHERENT           (1u << 7)   /* BAR2 is CPU-coherent RAM */
 #define GMEM_CAP_KNOWN_MASK         0x000000ffu
 
 /* GMEM_REG_STATUS */
@@ -97,10 +115,10 @@
 #define GMEM_ERR_BAD_ACCESS         2   /* bad width/alignment: offset */
 #define GMEM_ERR_READ_ONLY          3   /* write to RO register: offset */
 #define GMEM_ERR_BAD_RESET          4   /* RESET without magic: value */
-#define GMEM_ERR_BAD_VALUE          5   /* bad register value: offset; addr value */
-#define GMEM_ERR_BAD_TAIL           6   /* doorbell past ring: queue; addr tail */
-#define GMEM_ERR_BAD_COMMAND        7   /* queue << 16 | GMEM_CMD_ST_*; addr desc */
-#define GMEM_ERR_PT_RESERVED        8   /* ctx << 16 | level; addr PTE address */
+#define GMEM_ERR_BAD_VALUE          5   /* bad value: offset; addr value */
+#define GMEM_ERR_BAD_TAIL           6   /* past the ring: queue; addr TAIL */
+#define GMEM_ERR_BAD_COMMAND        7   /* queue << 16 | CMD_ST_*; addr desc */
+#define GMEM_ERR_PT_RESERVED        8   /* ctx << 16 | level; addr PTE */
 #define GMEM_ERR_PT_ADDRESS         9   /* ctx << 16 | level; addr table/page */
 #define GMEM_ERR_PT_LOOP            10  /* ctx << 16 | level; addr table */
 #define GMEM_ERR_BAD_CONTEXT        11  /* ctx; addr VA */
@@ -165,8 +183,8 @@
 #define GMEM_NUM_QUEUES             4
 #define GMEM_REG_QUEUE_BASE         0x200
 #define GMEM_REG_QUEUE_STRIDE       0x40
-#define GMEM_REG_QUEUE(q, r)        (GMEM_REG_QUEUE_BASE + \
-				     (q) * GMEM_REG_QUEUE_STRIDE + (r))
+#define GMEM_REG_QUEUE(q, r) \
+(GMEM_REG_QUEUE_BASE + (q) * GMEM_REG_QUEUE_STRIDE + (r))
 #define GMEM_CQ_BASE_LO             0x00    /* RW: ring base, 64-byte aligned */
 #define GMEM_CQ_BASE_HI             0x04
 #define GMEM_CQ_ENTRIES_LOG2        0x08    /* RW: 1..GMEM_RING_MAX_LOG2 */
@@ -189,8 +207,8 @@
 #define GMEM_NUM_CONTEXTS           64
 #define GMEM_REG_CTX_BASE           0x800
 #define GMEM_REG_CTX_STRIDE         0x10
-#define GMEM_REG_CTX(c, r)          (GMEM_REG_CTX_BASE + \
-				     (c) * GMEM_REG_CTX_STRIDE + (r))
+#define GMEM_REG_CTX(c, r) \
+(GMEM_REG_CTX_BASE + (c) * GMEM_REG_CTX_STRIDE + (r))
 #define GMEM_CTX_ROOT_LO            0x00    /* RW: level-4 table, 4K aligned */
 #define GMEM_CTX_ROOT_HI            0x04
 #define GMEM_CTX_CTRL               0x08    /* RW: GMEM_CTX_CTRL_* */
@@ -238,14 +256,13 @@
 #define GMEM_PTE_SW_MASK            (0xfull << 8)   /* ignored: software's */
 #define GMEM_PTE_ADDR_MASK          0x000ffffffffff000ull  /* bits 51:12 */
 #define GMEM_PTE_PERM_MASK \
-	(GMEM_PTE_READ | GMEM_PTE_WRITE | GMEM_PTE_ATOMIC)
+(GMEM_PTE_READ | GMEM_PTE_WRITE | GMEM_PTE_ATOMIC)
 /* Bits that must be zero: in a leaf, and in a table pointer */
 #define GMEM_PTE_LEAF_RSVD \
-	(~(GMEM_PTE_VALID | GMEM_PTE_PERM_MASK | GMEM_PTE_HUGE | \
-	   GMEM_PTE_HBM | GMEM_PTE_SW_MASK | GMEM_PTE_ADDR_MASK))
+(~(GMEM_PTE_VALID | GMEM_PTE_PERM_MASK | GMEM_PTE_HUGE | \
+GMEM_PTE_HBM | GMEM_PTE_SW_MASK | GMEM_PTE_ADDR_MASK))
 #define GMEM_PTE_TABLE_RSVD \
-	(~(GMEM_PTE_VALID | GMEM_PTE_HBM | GMEM_PTE_SW_MASK | \
-	   GMEM_PTE_ADDR_MASK))
+(~(GMEM_PTE_VALID | GMEM_PTE_HBM | GMEM_PTE_SW_MASK | GMEM_PTE_ADDR_MASK))
 
 /* Access types (fault records, permission checks) */
 #define GMEM_ACCESS_READ            (1u << 0)
@@ -253,64 +270,49 @@
 #define GMEM_ACCESS_ATOMIC          (1u << 2)   /* needs R, W and A */
 
 /*
- * Fault record, GMEM_FAULT_RECORD_SIZE bytes, little-endian:
- *   0  u64 va          page-aligned VA that missed
- *   8  u16 ctx         context
- *  10  u16 group       answer with FAULT_RESPONSE
- *  12  u8  access      GMEM_ACCESS_*
- *  13  u8  reason      GMEM_FAULT_*
- *  14  u8  engine      queue that faulted
- *  15  u8  flags       GMEM_FAULT_F_*
- *  16  u64 pte         the entry that stopped the walk (0 if none)
- *  24  u32 seq         device-wide record number
- *  28  u16 slot        ring slot of the faulting command (its queue's HEAD):
- *                      a CANCEL fails that command, so its error belongs there
- *  30  u16 reserved    0
+ * Fault record: the device writes one per page that missed, at the fault
+ * queue's TAIL. Little-endian; the fields sit at their natural alignment,
+ * so the struct has no padding (both sides check its size).
  */
+struct gmem_fault_record {
+GMEM_LE64 va;           /* page-aligned VA that missed */
+GMEM_LE16 ctx;          /* context */
+GMEM_LE16 group;        /* answer with FAULT_RESPONSE */
+GMEM_U8 access;         /* GMEM_ACCESS_* */
+GMEM_U8 reason;         /* GMEM_FAULT_* */
+GMEM_U8 engine;         /* queue that faulted */
+GMEM_U8 flags;          /* GMEM_FAULT_F_* */
+GMEM_LE64 pte;          /* the entry that stopped the walk (0 if none) */
+GMEM_LE32 seq;          /* device-wide record number */
+/* its queue's HEAD: a CANCEL fails that command, its error belongs there */
+GMEM_LE16 slot;
+GMEM_LE16 reserved;     /* 0 */
+};
 #define GMEM_FAULT_RECORD_SIZE      32
-#define GMEM_FAULT_OFF_VA           0
-#define GMEM_FAULT_OFF_CTX          8
-#define GMEM_FAULT_OFF_GROUP        10
-#define GMEM_FAULT_OFF_ACCESS       12
-#define GMEM_FAULT_OFF_REASON       13
-#define GMEM_FAULT_OFF_ENGINE       14
-#define GMEM_FAULT_OFF_FLAGS        15
-#define GMEM_FAULT_OFF_PTE          16
-#define GMEM_FAULT_OFF_SEQ          24
-#define GMEM_FAULT_OFF_SLOT         28
 #define GMEM_FAULT_NOT_PRESENT      1   /* an entry on the walk is invalid */
 #define GMEM_FAULT_PERMISSION       2   /* leaf lacks the access's bits */
 #define GMEM_FAULT_F_LAST           (1u << 0)   /* last record of its group */
 #define GMEM_FAULT_GROUP_MAX        16  /* pages coalesced into one group */
 
 /*
- * Command descriptor, GMEM_CMD_SIZE bytes, little-endian:
- *   0  u8  opcode      GMEM_OP_*
- *   1  u8  flags       GMEM_CMD_F_*
- *   2  u16 ctx         context for GMEM_ADDR_VA operands
- *   4  u32 status      driver writes 0; device writes GMEM_CMD_ST_*
- *   8  u64 dst
- *  16  u64 src
- *  24  u64 size        bytes (COPY, FILL, TLB_INV) or elements (compute)
- *  32  u64 value       FILL pattern, FENCE value, ATOMIC_ADD/SCALE_ADD a
- *  40  u64 value2      SCALE_ADD b
- *  48  u32 dst_stride  compute: bytes between elements
- *  52  u32 src_stride
- *  56  u64 reserved    0
+ * Command descriptor, in a command ring. Little-endian, no padding (as the
+ * fault record).
  */
+struct gmem_cmd_desc {
+GMEM_U8 opcode;         /* GMEM_OP_* */
+GMEM_U8 flags;          /* GMEM_CMD_F_* */
+GMEM_LE16 ctx;          /* context for GMEM_ADDR_VA operands */
+GMEM_LE32 status;       /* driver writes 0; device writes GMEM_CMD_ST_* */
+GMEM_LE64 dst;
+GMEM_LE64 src;
+GMEM_LE64 size;         /* bytes (COPY, FILL, TLB_INV) or elements */
+GMEM_LE64 value;        /* FILL pattern, FENCE value, compute's a */
+GMEM_LE64 value2;       /* SCALE_ADD b */
+GMEM_LE32 dst_stride;   /* compute: bytes between elements */
+GMEM_LE32 src_stride;
+GMEM_LE64 reserved;     /* 0 */
+};
 #define GMEM_CMD_SIZE               64
-#define GMEM_CMD_OFF_OPCODE         0
-#define GMEM_CMD_OFF_FLAGS          1
-#define GMEM_CMD_OFF_CTX            2
-#define GMEM_CMD_OFF_STATUS         4
-#define GMEM_CMD_OFF_DST            8
-#define GMEM_CMD_OFF_SRC            16
-#define GMEM_CMD_OFF_SIZE           24
-#define GMEM_CMD_OFF_VALUE          32
-#define GMEM_CMD_OFF_VALUE2         40
-#define GMEM_CMD_OFF_DST_STRIDE     48
-#define GMEM_CMD_OFF_SRC_STRIDE     52
-#define GMEM_CMD_OFF_RESERVED       56
 
 #define GMEM_OP_NOP                 1
 #define GMEM_OP_COPY                2   /* dst[0..size) = src[0..size) */
@@ -335,6 +337,58 @@
 #define GMEM_CMD_MAX_BYTES          (1ull << 32)    /* COPY/FILL size */
 #define GMEM_CMD_MAX_ELEMENTS       (1ull << 24)    /* compute size */
 #define GMEM_CMD_MAX_STRIDE         (1u << 24)
+#define GMEM_CMD_F_ELEM_SIZE(f)     ((f) & GMEM_CMD_F_WIDE ? 8 : 4)
+/* Bytes from a compute operand's first element to the end of its last */
+#define GMEM_EXTENT(n, stride, elem) ((n) ? ((n) - 1) * (stride) + (elem) : 0)
+
+/*
+ * What each opcode uses (GMEM_OP_USES): a field or operand it does not use
+ * must be zero. The device completes a descriptor that breaks these rules
+ * with GMEM_CMD_ST_BAD_OPCODE/BAD_FIELD; the driver checks them first.
+ */
+#define GMEM_USE_KNOWN              (1u << 0)   /* a defined opcode */
+#define GMEM_USE_DST                (1u << 1)   /* dst and its kind */
+#define GMEM_USE_SRC                (1u << 2)   /* src and its kind */
+#define GMEM_USE_SIZE               (1u << 3)
+#define GMEM_USE_VALUE              (1u << 4)
+#define GMEM_USE_VALUE2             (1u << 5)
+#define GMEM_USE_STRIDES            (1u << 6)   /* of the operands it uses */
+#define GMEM_USE_WIDE               (1u << 7)   /* GMEM_CMD_F_WIDE allowed */
+/* size is bytes, at most GMEM_CMD_MAX_BYTES */
+#define GMEM_USE_BYTES              (1u << 8)
+/*
+ * size is elements, at most GMEM_CMD_MAX_ELEMENTS; operands and strides
+ * are multiples of the element size, strides at most GMEM_CMD_MAX_STRIDE
+ */
+#define GMEM_USE_ELEMENTS           (1u << 9)
+#define GMEM_USE_DST_ALIGN8         (1u << 10)  /* dst is 8-byte aligned */
+
+#define GMEM_USES_NOP               GMEM_USE_KNOWN
+#define GMEM_USES_COPY \
+(GMEM_USE_KNOWN | GMEM_USE_DST | GMEM_USE_SRC | GMEM_USE_SIZE | GMEM_USE_BYTES)
+#define GMEM_USES_FILL \
+(GMEM_USE_KNOWN | GMEM_USE_DST | GMEM_USE_SIZE | GMEM_USE_VALUE | \
+GMEM_USE_BYTES)
+#define GMEM_USES_FENCE \
+(GMEM_USE_KNOWN | GMEM_USE_DST | GMEM_USE_VALUE | GMEM_USE_DST_ALIGN8)
+/* TLB_INV: dst is a VA of ctx (GMEM_INV_ALL_CONTEXTS: every context) */
+#define GMEM_USES_TLB_INV \
+(GMEM_USE_KNOWN | GMEM_USE_DST | GMEM_USE_SIZE)
+#define GMEM_USES_ATOMIC_ADD \
+(GMEM_USE_KNOWN | GMEM_USE_DST | GMEM_USE_SIZE | GMEM_USE_VALUE | \
+GMEM_USE_STRIDES | GMEM_USE_WIDE | GMEM_USE_ELEMENTS)
+#define GMEM_USES_SCALE_ADD \
+(GMEM_USES_ATOMIC_ADD | GMEM_USE_SRC | GMEM_USE_VALUE2)
+/* The table: GMEM_USE_* of opcode @op, 0 for an undefined one */
+#define GMEM_OP_USES(op) \
+((op) == GMEM_OP_NOP ? GMEM_USES_NOP : \
+(op) == GMEM_OP_COPY ? GMEM_USES_COPY : \
+(op) == GMEM_OP_FILL ? GMEM_USES_FILL : \
+(op) == GMEM_OP_FENCE ? GMEM_USES_FENCE : \
+(op) == GMEM_OP_TLB_INV ? GMEM_USES_TLB_INV : \
+(op) == GMEM_OP_ATOMIC_ADD ? GMEM_USES_ATOMIC_ADD : \
+(op) == GMEM_OP_SCALE_ADD ? GMEM_USES_SCALE_ADD : 0)
+
 
 /* Status words */
 #define GMEM_CMD_ST_PENDING         0

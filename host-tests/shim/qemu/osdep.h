@@ -4,13 +4,16 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef GMEM_TEST_SHIM_OSDEP_H
-#define GMEM_TEST_SHIM_OSDEP_H
+#ifndef QEMU_OSDEP_H
+#define QEMU_OSDEP_H
 
 #include <glib.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <string.h>
+
+#define QEMU_BUILD_BUG_ON(x) G_STATIC_ASSERT(!(x))
 
 #endif

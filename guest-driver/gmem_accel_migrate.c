@@ -1,0 +1,577 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: migration between system memory and HBM with migrate_vma_* and
+ * migrate_device_range(): on request (MIGRATE, PREFER_DEVICE faults), back on a CPU fault
+ * (migrate_to_ram), when a context closes, when HBM is full (the least recently used 2 MiB
+ * chunk is evicted) and at unbind. The device's DMA engine moves the data, on the driver's
+ * own queue 0, which never waits on a page fault.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/highmem.h>
+#include <linux/migrate.h>
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+
+#include "gmem_accel.h"
+
+static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
+			     struct gmem_owner *only, struct mm_struct *held);
+
+/*
+ * An HBM page for context @ctx, locked and referenced as migrate_vma wants it. When HBM is
+ * full the least recently used chunk is evicted to system memory; NULL if nothing could
+ * be freed (every page in use is pinned or mid-migration).
+ */
+static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx)
+{
+	struct gmem_accel *g = ctx->g;
+	struct gmem_hbm *hbm = &g->hbm;
+	struct page *page;
+
+	for (unsigned int tries = 0; !(page = gmem_hbm_take(g)); tries++) {
+		struct gmem_chunk *victim;
+
+		if (tries == hbm->nchunks)
+			return NULL;
+		spin_lock(&hbm->lock);
+		victim = list_first_entry_or_null(&hbm->lru, struct gmem_chunk, link);
+		if (victim)	/* next time, the next one, should this one not empty */
+			list_move_tail(&victim->link, &hbm->lru);
+		spin_unlock(&hbm->lock);
+		if (!victim)
+			return NULL;
+		gmem_dev_count(g, GMEM_DEV_EVICTIONS, 1);
+		gmem_evict_range(g, gmem_chunk_pfn(hbm, victim), GMEM_WINDOW_PAGES, NULL, ctx->mm);
+	}
+	zone_device_page_init(page);
+	kref_get(&ctx->owner->ref);
+	page->zone_device_data = ctx->owner;
+	return page;
+}
+
+/*
+ * Grow the last descriptor by a page if it is an @op with @flags that ends just before @dst
+ * (and @src): pages that sit in a row on both sides (an HBM chunk, a split THP) move with
+ * one command instead of one each.
+ */
+static bool gmem_extend_last(struct gmem_migration *m, u8 op, u8 flags, u64 dst, u64 src)
+{
+	struct gmem_cmd_desc *d;
+	u64 size;
+
+	if (!m->ndesc)
+		return false;
+	d = &m->desc[m->ndesc - 1];
+	if (d->opcode != op || d->flags != flags)
+		return false;
+	size = le64_to_cpu(d->size);
+	if (le64_to_cpu(d->dst) + size != dst ||
+	    (op == GMEM_OP_COPY && le64_to_cpu(d->src) + size != src))
+		return false;
+	d->size = cpu_to_le64(size + PAGE_SIZE);
+	return true;
+}
+
+/* Append a one-page @op (COPY or FILL with zeroes) to the window's batch. */
+static void gmem_add_desc(struct gmem_migration *m, u8 op, u8 flags, u64 dst, u64 src)
+{
+	if (gmem_extend_last(m, op, flags, dst, src))
+		return;
+	m->desc[m->ndesc++] = (struct gmem_cmd_desc) {
+		.opcode = op,
+		.flags = flags,
+		.dst = cpu_to_le64(dst),
+		.src = cpu_to_le64(src),
+		.size = cpu_to_le64(PAGE_SIZE),
+	};
+}
+
+static void gmem_add_copy(struct gmem_migration *m, u8 dst_kind, u64 dst, u8 src_kind,
+			  u64 src)
+{
+	gmem_add_desc(m, GMEM_OP_COPY, GMEM_CMD_F_DST(dst_kind) | GMEM_CMD_F_SRC(src_kind), dst,
+		      src);
+}
+
+static void gmem_add_zero(struct gmem_migration *m, u64 hbm_offset)
+{
+	gmem_add_desc(m, GMEM_OP_FILL, GMEM_CMD_F_DST(GMEM_ADDR_HBM), hbm_offset, 0);
+}
+
+/* DMA-map system page @page as entry @i's; false if it cannot be. */
+static bool gmem_map_sys(struct gmem_migration *m, unsigned long i, struct page *page)
+{
+	struct device *dev = &m->g->pdev->dev;
+
+	m->dma[i] = dma_map_page(dev, page, 0, PAGE_SIZE, DMA_BIDIRECTIONAL);
+	if (dma_mapping_error(dev, m->dma[i])) {
+		m->dma[i] = 0;
+		return false;
+	}
+	return true;
+}
+
+/* Run the copies; on failure give the new pages back so nothing migrates. */
+static int gmem_migration_copy(struct gmem_migration *m, unsigned long npages)
+{
+	struct device *dev = &m->g->pdev->dev;
+	int ret = m->ndesc ? gmem_kernel_run(m->g, m->desc, m->ndesc) : 0;
+
+	for (unsigned long i = 0; i < npages; i++) {
+		struct page *dpage = migrate_pfn_to_page(m->dst[i]);
+
+		if (m->dma[i])
+			dma_unmap_page(dev, m->dma[i], PAGE_SIZE, DMA_BIDIRECTIONAL);
+		m->dma[i] = 0;
+		if (ret && dpage) {
+			unlock_page(dpage);
+			put_page(dpage);
+			m->dst[i] = 0;
+		}
+	}
+	if (ret)
+		dev_err_ratelimited(&m->g->pdev->dev, "HBM migration copy failed: %d\n", ret);
+	return ret;
+}
+
+/*
+ * The copy half of moving HBM pages (m->src, from migrate_vma_setup or migrate_device_range)
+ * to system memory: new pages, filled by the device. Pages not owned by @owner (when set)
+ * stay. @vma and @start place new pages near the process (NULL: any node).
+ */
+static int gmem_copy_to_ram(struct gmem_migration *m, unsigned long npages,
+			    struct vm_area_struct *vma, unsigned long start, void *owner)
+{
+	m->ndesc = 0;
+	for (unsigned long i = 0; i < npages; i++) {
+		struct page *spage = migrate_pfn_to_page(m->src[i]);
+		struct page *dpage;
+		u64 off;
+
+		m->dst[i] = 0;
+		m->dma[i] = 0;
+		if (!spage || !(m->src[i] & MIGRATE_PFN_MIGRATE) ||
+		    !gmem_hbm_page(m->g, spage, &off) ||
+		    (owner && spage->zone_device_data != owner))
+			continue;
+		dpage = vma ? alloc_page_vma(GFP_HIGHUSER_MOVABLE, vma, start + i * PAGE_SIZE)
+			    : alloc_page(GFP_HIGHUSER_MOVABLE);
+		if (!dpage)
+			continue;
+		lock_page(dpage);
+		m->dst[i] = migrate_pfn(page_to_pfn(dpage)) |
+			    (m->src[i] & MIGRATE_PFN_WRITE);
+		if (!gmem_map_sys(m, i, dpage)) {
+			unlock_page(dpage);
+			put_page(dpage);
+			m->dst[i] = 0;
+			continue;
+		}
+		gmem_add_copy(m, GMEM_ADDR_SYS, m->dma[i], GMEM_ADDR_HBM, off);
+	}
+	return gmem_migration_copy(m, npages);
+}
+
+static unsigned long gmem_count_migrated(struct gmem_migration *m, unsigned long npages)
+{
+	unsigned long n = 0;
+
+	for (unsigned long i = 0; i < npages; i++)
+		n += m->dst[i] && (m->src[i] & MIGRATE_PFN_MIGRATE);
+	return n;
+}
+
+/*
+ * Move HBM pages in [pfn, pfn + npages) to system memory, whichever processes map them
+ * (only @owner's, when set). Their mappings, CPU and device, are updated by the kernel's
+ * rmap walk and the notifiers it calls.
+ */
+/*
+ * migrate_device_range() takes HBM pages whatever maps them, and 6.12's check lets through a
+ * page that only a device-exclusive entry holds (make_device_exclusive_range() on coherent HBM:
+ * no mapcount, one reference). migrate_device_finalize() would then turn that entry into a
+ * present PTE with a new reference, the entry's never dropped: the page would outlive its
+ * process (found by the ioctl fuzzer: EXCLUSIVE, then RELEASE). Give back, as the kernel's
+ * own restore path does, every page unmapped for the move that someone else still holds.
+ */
+static void gmem_evict_skip_held(unsigned long *src, unsigned long npages)
+{
+	for (unsigned long i = 0; i < npages; i++) {
+		struct page *page = migrate_pfn_to_page(src[i]);
+		struct folio *folio;
+
+		if (!page || !(src[i] & MIGRATE_PFN_MIGRATE))
+			continue;
+		folio = page_folio(page);
+		if (folio_mapped(folio) || folio_ref_count(folio) <= 1)
+			continue;	/* only our reference: free to move */
+		src[i] = 0;
+		folio_unlock(folio);
+		folio_put(folio);
+	}
+}
+
+/*
+ * The mmap lock for reading, with no munmap() in flight: munmap() detaches the VMAs under the
+ * write lock but zaps them and frees their anon_vmas after downgrading it to a read lock, so
+ * a plain read lock may share the mm with a teardown. Taking it for writing waits for that
+ * to end; downgrading keeps out the next one and lets page faults in.
+ */
+static void gmem_mmap_lock_settled(struct mm_struct *mm)
+{
+	mmap_write_lock(mm);
+	mmap_write_downgrade(mm);
+}
+
+static bool gmem_mmap_trylock_settled(struct mm_struct *mm)
+{
+	/* 6.12 has no mmap_write_trylock(); this is what it would be, less the tracepoint. */
+	if (!down_write_trylock(&mm->mmap_lock))
+		return false;
+	mmap_write_downgrade(mm);
+	return true;
+}
+
+/*
+ * Move @owner's HBM pages in [pfn, pfn + npages) home. migrate_device_range() unmaps them
+ * wherever they are mapped and migrate_device_finalize() walks their anon_vma to map them
+ * again, with no reference on it: a thread of the process that munmaps the range in between
+ * frees it (KASAN: use-after-free in rmap_walk_anon). So the owner's mmap lock is held
+ * throughout with no munmap() in flight (gmem_mmap_lock_settled()): its VMAs, and the
+ * anon_vmas they keep, stay. @held: an mm the caller holds so already; any other is only
+ * tried then (two processes evicting each other's pages must not wait for each other), and
+ * skipped if busy. Not covered: a page the owner no longer maps but a forked child still
+ * does (the child's munmap can free the anon_vma); the kernel's migrate_device_range() would
+ * have to hold a reference on it, as migrate_pages() does.
+ */
+static void gmem_evict_owned(struct gmem_migration *m, unsigned long pfn, unsigned long npages,
+			     struct gmem_owner *owner, struct mm_struct *held)
+{
+	struct mm_struct *mm = owner->mm;	/* mmgrab'd: even exited, its lock is there */
+	unsigned long moved;
+
+	if (mm != held) {
+		if (!held)
+			gmem_mmap_lock_settled(mm);
+		else if (!gmem_mmap_trylock_settled(mm))
+			return;
+	}
+	if (migrate_device_range(m->src, pfn, npages))
+		goto out;
+	gmem_evict_skip_held(m->src, npages);
+	gmem_copy_to_ram(m, npages, NULL, 0, owner);
+	migrate_device_pages(m->src, m->dst, npages);
+	moved = gmem_count_migrated(m, npages);
+	migrate_device_finalize(m->src, m->dst, npages);
+	gmem_dev_count(m->g, GMEM_DEV_MIGRATED_TO_SYSTEM, moved);
+out:
+	if (mm != held)
+		mmap_read_unlock(mm);
+}
+
+/*
+ * Move the HBM pages in [pfn, pfn + npages) home (only @only's, when set), a run of one
+ * owner's pages at a time, under that owner's mmap lock (gmem_evict_owned()).
+ */
+static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
+			     struct gmem_owner *only, struct mm_struct *held)
+{
+	struct gmem_migration *m = kvzalloc(sizeof(*m), GFP_KERNEL);
+	struct gmem_hbm *hbm = &g->hbm;
+
+	if (!m)
+		return;
+	m->g = g;
+	for (unsigned long i = 0, run; i < npages; i += run) {
+		struct gmem_owner *owner = gmem_page_owner_get(hbm, pfn_to_page(pfn + i));
+
+		for (run = 1; i + run < npages; run++)
+			if (READ_ONCE(pfn_to_page(pfn + i + run)->zone_device_data) != owner)
+				break;
+		if (owner && (!only || owner == only))
+			gmem_evict_owned(m, pfn + i, run, owner, held);
+		gmem_owner_put(owner);
+		cond_resched();
+	}
+	kvfree(m);
+}
+
+/* Move [start, end) of @vma (one window) back to system memory. */
+static int gmem_window_to_ram(struct gmem_accel *g, struct gmem_migration *m,
+			      struct vm_area_struct *vma, unsigned long start, unsigned long end,
+			      struct page *fault_page, unsigned long *moved)
+{
+	struct migrate_vma args = {
+		.vma = vma,
+		.start = start,
+		.end = end,
+		.src = m->src,
+		.dst = m->dst,
+		.pgmap_owner = g,
+		.flags = g->hbm.pgmap.type == MEMORY_DEVICE_COHERENT ?
+			 MIGRATE_VMA_SELECT_DEVICE_COHERENT : MIGRATE_VMA_SELECT_DEVICE_PRIVATE,
+		.fault_page = fault_page,
+	};
+	unsigned long npages = (end - start) >> PAGE_SHIFT;
+	int ret;
+
+	ret = migrate_vma_setup(&args);
+	if (ret)
+		return ret;
+	if (args.cpages)
+		ret = gmem_copy_to_ram(m, npages, vma, start, NULL);
+	migrate_vma_pages(&args);
+	*moved = gmem_count_migrated(m, npages);
+	migrate_vma_finalize(&args);
+	gmem_dev_count(g, GMEM_DEV_MIGRATED_TO_SYSTEM, *moved);
+	return ret;
+}
+
+/*
+ * CPU access to a page in HBM: bring back the window around it — its 2 MiB block inside
+ * the VMA — so that neighbours the CPU is about to touch come along.
+ */
+static vm_fault_t gmem_hbm_migrate_to_ram(struct vm_fault *vmf)
+{
+	struct gmem_accel *g = gmem_hbm_owner(vmf->page);
+	struct gmem_migration *m = kvzalloc(sizeof(*m), GFP_KERNEL);
+	unsigned long moved = 0;
+	u64 start, end;
+	int ret;
+
+	if (!m)
+		return VM_FAULT_OOM;
+	gmem_window(vmf->vma, vmf->address, &start, &end);
+	m->g = g;
+	gmem_dev_count(g, GMEM_DEV_CPU_FAULTS, 1);
+	ret = gmem_window_to_ram(g, m, vmf->vma, start, end, vmf->page, &moved);
+	kvfree(m);
+	if (ret == -ENOMEM)
+		return VM_FAULT_OOM;
+	return ret ? VM_FAULT_SIGBUS : 0;
+}
+
+/*
+ * Move [start, end) of @vma (one window) into HBM. The context's own mapping of the range
+ * is removed here (its notifier skips migrations this context starts) and set up again,
+ * pointing at HBM, once the pages have moved.
+ */
+static int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
+				 struct vm_area_struct *vma, unsigned long start,
+				 unsigned long end, unsigned long *moved)
+{
+	struct migrate_vma args = {
+		.vma = vma,
+		.start = start,
+		.end = end,
+		.src = m->src,
+		.dst = m->dst,
+		.pgmap_owner = ctx,
+		.flags = MIGRATE_VMA_SELECT_SYSTEM,
+	};
+	unsigned long npages = (end - start) >> PAGE_SHIFT;
+	unsigned long seq;
+	int ret;
+
+	memset(m->dst, 0, sizeof(m->dst));
+	memset(m->dma, 0, sizeof(m->dma));
+	m->ndesc = 0;
+	/* The device page-table pages for the result; without them the device faults later. */
+	gmem_pt_reserve(ctx, start, end);
+	seq = mmu_interval_read_begin(&ctx->notifier);
+	ret = migrate_vma_setup(&args);
+	if (ret)
+		return ret;
+	if (!args.cpages) {
+		migrate_vma_finalize(&args);
+		return 0;
+	}
+	gmem_pt_unmap(ctx, start, end);
+
+	for (unsigned long i = 0; i < npages; i++) {
+		struct page *spage = migrate_pfn_to_page(m->src[i]);
+		struct page *dpage;
+		u64 off;
+
+		if (!(m->src[i] & MIGRATE_PFN_MIGRATE))
+			continue;
+		dpage = gmem_hbm_alloc(ctx);
+		if (!dpage)
+			break;		/* HBM is full of pages that cannot move */
+		gmem_hbm_page(ctx->g, dpage, &off);
+		m->dst[i] = migrate_pfn(page_to_pfn(dpage));
+		if ((m->src[i] & MIGRATE_PFN_WRITE) || (!spage && (vma->vm_flags & VM_WRITE)))
+			m->dst[i] |= MIGRATE_PFN_WRITE;
+		if (!spage) {		/* never touched, or the zero page */
+			gmem_add_zero(m, off);
+		} else if (gmem_map_sys(m, i, spage)) {
+			gmem_add_copy(m, GMEM_ADDR_HBM, off, GMEM_ADDR_SYS, m->dma[i]);
+		} else {
+			unlock_page(dpage);
+			put_page(dpage);
+			m->dst[i] = 0;
+		}
+	}
+	ret = gmem_migration_copy(m, npages);
+	migrate_vma_pages(&args);
+	*moved = gmem_count_migrated(m, npages);
+	gmem_pt_map_migrated(ctx, start, m->src, m->dst, npages, seq);
+	migrate_vma_finalize(&args);
+	gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_DEVICE, *moved);
+	gmem_dev_count(ctx->g, GMEM_DEV_MIGRATED_TO_DEVICE, *moved);
+	return ret;
+}
+
+/*
+ * Migrate [start, end) of the context's process to HBM (@to_device) or back to system
+ * memory, a window (2 MiB block inside a VMA) at a time. -EFAULT if part of the range is
+ * not mapped, or (to HBM) not readable (unless @skip_holes); pages that cannot move
+ * (pinned, shared, HBM full of such) stay where they are.
+ */
+int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool skip_holes,
+		 u64 *moved)
+{
+	struct gmem_accel *g = ctx->g;
+	struct gmem_migration *m;
+	int ret = 0;
+
+	*moved = 0;
+	if (!g->hbm.mapped)
+		return -ENODEV;
+	if (!mmget_not_zero(ctx->mm))
+		return -ESRCH;
+	m = kvzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m) {
+		mmput(ctx->mm);
+		return -ENOMEM;
+	}
+	m->g = g;
+	/* Moving in may evict this process's own pages (gmem_evict_owned()). */
+	if (to_device)
+		gmem_mmap_lock_settled(ctx->mm);
+	else
+		mmap_read_lock(ctx->mm);
+	for (u64 addr = start; addr < end && !ret;) {
+		struct vm_area_struct *vma = find_vma(ctx->mm, addr);
+		unsigned long n = 0;
+		u64 first, next;
+
+		if (!vma || vma->vm_start >= end || (vma->vm_start > addr && !skip_holes)) {
+			ret = skip_holes ? 0 : -EFAULT;
+			break;
+		}
+		addr = max_t(u64, addr, vma->vm_start);
+		gmem_window(vma, addr, &first, &next);
+		next = min(next, end);
+		if (to_device && !(vma->vm_flags & VM_READ)) {
+			/* The process cannot read it: the device may not either, HBM or not. */
+			ret = skip_holes ? 0 : -EFAULT;
+			addr = vma->vm_end;
+			continue;
+		}
+		if (to_device)
+			ret = gmem_window_to_device(ctx, m, vma, addr, next, &n);
+		else
+			ret = gmem_window_to_ram(g, m, vma, addr, next, NULL, &n);
+		if (!to_device)
+			gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_SYSTEM, n);
+		*moved += n;
+		addr = next;
+		if (fatal_signal_pending(current))
+			ret = -EINTR;
+		else if (READ_ONCE(g->unbinding))
+			ret = -ENODEV;
+	}
+	mmap_read_unlock(ctx->mm);
+	mmput(ctx->mm);
+	kvfree(m);
+	return ret;
+}
+
+/*
+ * A device fault in a PREFER_DEVICE range: move its window [start, end) to HBM first, so
+ * that the fault maps HBM. Failures leave the pages in system memory, mapped from there.
+ * Called by the fault server (g->fault_lock; it owns hbm.fault_migration).
+ */
+void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	struct gmem_migration *m = ctx->g->hbm.fault_migration;
+	struct vm_area_struct *vma;
+	unsigned long n = 0;
+
+	if (!m)
+		return;
+	gmem_mmap_lock_settled(ctx->mm);	/* it may evict (gmem_evict_owned()) */
+	vma = vma_lookup(ctx->mm, start);
+	/* Only memory the process may read: the fault's own check comes after this. */
+	if (vma && end <= vma->vm_end && (vma->vm_flags & VM_READ))
+		gmem_window_to_device(ctx, m, vma, start, end, &n);
+	mmap_read_unlock(ctx->mm);
+}
+
+/*
+ * A device write to pages of [start, end) (one window) that sit in HBM while the CPU maps them
+ * read-only (COW after fork, swapped in without write access, mprotect): bring the window home,
+ * as a CPU write would (migrate_to_ram), so that the fault's next hmm_range_fault breaks COW
+ * or fails the write (-EPERM). hmm_range_fault reports the driver's own device-private pages
+ * as they are and faults nothing for them, so without this the device's write faults forever.
+ * Called by the fault server (g->fault_lock; it owns hbm.fault_migration).
+ */
+void gmem_fault_unshare(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	struct gmem_migration *m = ctx->g->hbm.fault_migration;
+	struct vm_area_struct *vma;
+	unsigned long n = 0;
+
+	lockdep_assert_held(&ctx->g->fault_lock);
+	if (!m)
+		return;
+	mmap_read_lock(ctx->mm);
+	vma = vma_lookup(ctx->mm, start);
+	if (vma && end <= vma->vm_end)
+		gmem_window_to_ram(ctx->g, m, vma, start, end, NULL, &n);
+	mmap_read_unlock(ctx->mm);
+	gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_SYSTEM, n);
+}
+
+const struct dev_pagemap_ops gmem_hbm_private_ops = {
+	.page_free = gmem_hbm_page_free,
+	.migrate_to_ram = gmem_hbm_migrate_to_ram,
+};
+
+/* The CPU reaches coherent HBM itself: no migration on CPU access. */
+const struct dev_pagemap_ops gmem_hbm_coherent_ops = {
+	.page_free = gmem_hbm_page_free,
+};
+
+/* Move every page in use out of HBM (unbind; HMM_DMIRROR_RELEASE). */
+void gmem_hbm_evict_all(struct gmem_accel *g)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+
+	for (unsigned int c = 0; c < hbm->nchunks; c++) {
+		if (READ_ONCE(hbm->chunks[c].used))
+			gmem_evict_range(g, gmem_chunk_pfn(hbm, &hbm->chunks[c]),
+					 GMEM_WINDOW_PAGES, NULL, NULL);
+	}
+}
+
+/*
+ * A context closes: its pages in HBM go back to its process, if that still runs (an exiting
+ * process has freed them already). Only runs of its own pages are touched, so other
+ * contexts' pages stay mapped; only chunks in use are looked at.
+ */
+void gmem_hbm_release_ctx(struct gmem_ctx *ctx)
+{
+	struct gmem_hbm *hbm = &ctx->g->hbm;
+
+	if (!hbm->mapped)
+		return;
+	for (unsigned int c = 0; c < hbm->nchunks; c++) {
+		if (READ_ONCE(hbm->chunks[c].used))
+			gmem_evict_range(ctx->g, gmem_chunk_pfn(hbm, &hbm->chunks[c]),
+					 GMEM_WINDOW_PAGES, ctx->owner, NULL);
+	}
+}
+

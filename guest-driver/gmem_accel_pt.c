@@ -1,0 +1,575 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: device page tables, the twin of the device's walker (gmem-accel-pt.c).
+ * A context's table mirrors what hmm_range_fault() gave it; pages move in under ctx->lock
+ * after mmu_interval_read_retry(), and the notifier zaps them (gmem_pt_zap) under the same
+ * lock. Tables are allocated before the lock is taken (gmem_pt_reserve), never under it.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/hmm.h>
+#include <linux/migrate.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+
+#include "gmem_accel.h"
+#include "gmem_accel_trace.h"
+
+/*
+ * A software bit of the PTE format: the entry was cleared (VALID dropped) but its page is still
+ * DMA-mapped until the device TLB has forgotten it.
+ */
+#define GMEM_PTE_SW_STALE	(1ull << 8)
+static_assert(GMEM_PTE_SW_STALE & GMEM_PTE_SW_MASK);
+/* Another: the page is the device's exclusively (make_device_exclusive_range). */
+#define GMEM_PTE_SW_EXCLUSIVE	(1ull << 9)
+static_assert(GMEM_PTE_SW_EXCLUSIVE & GMEM_PTE_SW_MASK);
+
+static struct device *gmem_dma_dev(struct gmem_ctx *ctx)
+{
+	return &ctx->g->pdev->dev;
+}
+
+static int gmem_pt_alloc(struct gmem_ctx *ctx, struct gmem_pt *pt, int level)
+{
+	pt->pte = dma_alloc_coherent(gmem_dma_dev(ctx), PAGE_SIZE, &pt->dma, GFP_KERNEL);
+	if (!pt->pte)
+		return -ENOMEM;
+	pt->child = NULL;
+	if (level > 1) {
+		pt->child = kcalloc(GMEM_PT_ENTRIES, sizeof(*pt->child), GFP_KERNEL);
+		if (!pt->child) {
+			dma_free_coherent(gmem_dma_dev(ctx), PAGE_SIZE, pt->pte, pt->dma);
+			return -ENOMEM;
+		}
+	}
+	gmem_dev_count(ctx->g, GMEM_DEV_PT_PAGES_NOW, 1);
+	return 0;
+}
+
+static u64 gmem_leaf_size(int level)
+{
+	return level == 1 ? GMEM_PAGE_SIZE : GMEM_HUGE_SIZE;
+}
+
+/* Unmap a leaf's system page for DMA and clear the entry (which is no longer valid). */
+static void gmem_leaf_release(struct gmem_ctx *ctx, u64 *pte, int level)
+{
+	u64 e = READ_ONCE(*pte);
+
+	if ((e & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) && !(e & GMEM_PTE_HBM)) {
+		dma_unmap_page(gmem_dma_dev(ctx), e & GMEM_PTE_ADDR_MASK, gmem_leaf_size(level),
+			       DMA_BIDIRECTIONAL);
+		gmem_dev_count(ctx->g, GMEM_DEV_DMA_MAPPED_NOW,
+			       -(s64)(gmem_leaf_size(level) >> PAGE_SHIFT));
+	}
+	WRITE_ONCE(*pte, 0);
+}
+
+static void gmem_pt_free(struct gmem_ctx *ctx, struct gmem_pt *pt, int level)
+{
+	if (!pt->pte)
+		return;
+	for (int i = 0; i < GMEM_PT_ENTRIES; i++) {
+		if (pt->child && pt->child[i]) {
+			gmem_pt_free(ctx, pt->child[i], level - 1);
+			kfree(pt->child[i]);
+		} else if (pt->pte[i] & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) {
+			gmem_leaf_release(ctx, &pt->pte[i], level);
+		}
+	}
+	kfree(pt->child);
+	dma_free_coherent(gmem_dma_dev(ctx), PAGE_SIZE, pt->pte, pt->dma);
+	pt->pte = NULL;
+	gmem_dev_count(ctx->g, GMEM_DEV_PT_PAGES_NOW, -1);
+}
+
+/*
+ * Page-table pages come from the context's spares, allocated before ctx->lock was taken: the
+ * MMU notifier takes ctx->lock, and an allocation that enters reclaim can call the notifier,
+ * which would then wait for the lock its own caller holds (Documentation/mm/hmm.rst).
+ * gmem_pt_reserve() tops the spares up for a range, then the caller locks and maps; a caller
+ * that finds them gone (another thread of the process used them) unlocks, reserves and retries.
+ */
+static int gmem_spare_kind(int level)
+{
+	return level > 1;	/* tables above level 1 have a child array */
+}
+
+/* How many 2^@shift-byte blocks [start, end) touches. */
+static unsigned int gmem_blocks(u64 start, u64 end, unsigned int shift)
+{
+	return ((end - 1) >> shift) - (start >> shift) + 1;
+}
+
+int gmem_pt_reserve(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	struct gmem_pt_spares *sp = &ctx->spares;
+	unsigned int need[2];
+
+	might_sleep();
+	lockdep_assert_not_held(&ctx->lock);
+	if (start >= end)
+		return 0;
+	/* At most one new table per block each level's tables cover. */
+	need[0] = gmem_blocks(start, end, GMEM_PT_SHIFT(2));
+	need[1] = gmem_blocks(start, end, GMEM_PT_SHIFT(3)) +
+		  gmem_blocks(start, end, GMEM_PT_SHIFT(4));
+	if (WARN_ON_ONCE(need[0] > GMEM_PT_SPARE_MAX || need[1] > GMEM_PT_SPARE_MAX))
+		return -EINVAL;		/* callers map a 2 MiB window at a time */
+	for (int k = 0; k < 2; k++) {
+		while (READ_ONCE(sp->n[k]) < need[k]) {
+			struct gmem_pt *pt = kzalloc(sizeof(*pt), GFP_KERNEL);
+
+			if (!pt || gmem_pt_alloc(ctx, pt, k ? 2 : 1)) {
+				kfree(pt);
+				return -ENOMEM;
+			}
+			spin_lock(&sp->lock);
+			if (sp->n[k] < GMEM_PT_SPARE_MAX) {
+				sp->pt[k][sp->n[k]++] = pt;
+				pt = NULL;
+			}
+			spin_unlock(&sp->lock);
+			if (pt) {	/* another thread filled them meanwhile */
+				gmem_pt_free(ctx, pt, k ? 2 : 1);
+				kfree(pt);
+			}
+		}
+	}
+	return 0;
+}
+
+/* A spare table for @level, or NULL if there is none left. */
+static struct gmem_pt *gmem_spare_take(struct gmem_ctx *ctx, int level)
+{
+	struct gmem_pt_spares *sp = &ctx->spares;
+	int k = gmem_spare_kind(level);
+	struct gmem_pt *pt = NULL;
+
+	spin_lock(&sp->lock);
+	if (sp->n[k])
+		pt = sp->pt[k][--sp->n[k]];
+	spin_unlock(&sp->lock);
+	return pt;
+}
+
+static void gmem_spares_free(struct gmem_ctx *ctx)
+{
+	struct gmem_pt_spares *sp = &ctx->spares;
+
+	for (int k = 0; k < 2; k++) {
+		while (sp->n[k]) {
+			struct gmem_pt *pt = sp->pt[k][--sp->n[k]];
+
+			gmem_pt_free(ctx, pt, k ? 2 : 1);
+			kfree(pt);
+		}
+	}
+}
+
+
+/*
+ * The table at @level (1 or 2) holding @va's entry, created on the way from the spares if
+ * @create. NULL if it does not exist, or (@create) the spares ran out: -EAGAIN to callers.
+ */
+static struct gmem_pt *gmem_pt_table(struct gmem_ctx *ctx, u64 va, int level, bool create)
+{
+	struct gmem_pt *pt = &ctx->root;
+
+	lockdep_assert_held(&ctx->lock);
+	for (int l = GMEM_PT_LEVELS; l > level; l--) {
+		unsigned int i = GMEM_PT_INDEX(va, l);
+		struct gmem_pt *next = pt->child[i];
+
+		if (!next) {
+			if (!create)
+				return NULL;
+			next = gmem_spare_take(ctx, l - 1);
+			if (!next)
+				return NULL;
+			/*
+			 * A 2 MiB leaf where a table must go: the device TLB may hold it, so
+			 * it must forget it before the page is unmapped for DMA.
+			 */
+			if (pt->pte[i] & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) {
+				u64 base = ALIGN_DOWN(va, 1ull << GMEM_PT_SHIFT(l));
+
+				gmem_pt_zap(ctx, base, base + (1ull << GMEM_PT_SHIFT(l)));
+			}
+			pt->child[i] = next;
+			WRITE_ONCE(pt->pte[i], next->dma | GMEM_PTE_VALID);
+		}
+		pt = next;
+	}
+	return pt;
+}
+
+/* Called on a leaf entry by gmem_pt_walk(); returning true stops the walk. */
+typedef bool (*gmem_leaf_fn)(struct gmem_ctx *ctx, u64 *pte, int level, void *data);
+
+/*
+ * Call @fn on every leaf entry overlapping [start, end) in the tables that exist below @pt (at
+ * @level, covering from @base): the work follows what is mapped, not the size of the range.
+ * Returns true if @fn stopped it.
+ */
+static bool gmem_pt_walk(struct gmem_ctx *ctx, struct gmem_pt *pt, int level, u64 base,
+			 u64 start, u64 end, gmem_leaf_fn fn, void *data)
+{
+	u64 span = 1ull << GMEM_PT_SHIFT(level);
+
+	for (int i = 0; i < GMEM_PT_ENTRIES; i++) {
+		u64 va = base + i * span;
+
+		if (va + span <= start || va >= end)
+			continue;
+		if (pt->child && pt->child[i]) {
+			if (gmem_pt_walk(ctx, pt->child[i], level - 1, va, start, end, fn, data))
+				return true;
+		} else if (fn(ctx, &pt->pte[i], level, data)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Pass 1 of a zap: drop VALID, keep the address (STALE) for pass 2; count in *@data. */
+static bool gmem_leaf_clear(struct gmem_ctx *ctx, u64 *pte, int level, void *data)
+{
+	u64 e = READ_ONCE(*pte);
+
+	if (e & GMEM_PTE_VALID) {
+		WRITE_ONCE(*pte, (e & ~GMEM_PTE_VALID) | GMEM_PTE_SW_STALE);
+		++*(unsigned long *)data;
+	}
+	return false;
+}
+
+/* Pass 2: the device has forgotten them; unmap the pages. */
+static bool gmem_leaf_release_stale(struct gmem_ctx *ctx, u64 *pte, int level, void *data)
+{
+	if (READ_ONCE(*pte) & GMEM_PTE_SW_STALE)
+		gmem_leaf_release(ctx, pte, level);
+	return false;
+}
+
+/*
+ * Remove the device's mappings of [start, end): clear the PTEs, wait for the device TLB to
+ * drop them, then unmap the pages. Called with ctx->lock held.
+ */
+unsigned long gmem_pt_zap(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	unsigned long n;
+
+	lockdep_assert_held(&ctx->lock);
+	end = min_t(u64, end, 1ull << GMEM_VA_BITS);
+	if (start >= end)
+		return 0;
+	n = 0;
+	gmem_pt_walk(ctx, &ctx->root, GMEM_PT_LEVELS, 0, start, end, gmem_leaf_clear, &n);
+	if (!n)
+		return 0;
+	/* A 2 MiB leaf may reach past the range: invalidate whole huge pages. */
+	start = ALIGN_DOWN(start, GMEM_HUGE_SIZE);
+	end = ALIGN(end, GMEM_HUGE_SIZE);
+	if (ctx->g->regs)
+		gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
+	gmem_pt_walk(ctx, &ctx->root, GMEM_PT_LEVELS, 0, start, end, gmem_leaf_release_stale, NULL);
+	gmem_ctx_count(ctx, GMEM_CTX_PAGES_ZAPPED, n);
+	return n;
+}
+
+/* A leaf for bus address (or, @hbm, HBM offset) @addr. */
+static u64 gmem_leaf_pte(u64 addr, bool write, bool hbm)
+{
+	u64 pte = (addr & GMEM_PTE_ADDR_MASK) | GMEM_PTE_VALID | GMEM_PTE_READ;
+
+	if (write)
+		pte |= GMEM_PTE_WRITE | GMEM_PTE_ATOMIC;
+	if (hbm)
+		pte |= GMEM_PTE_HBM;
+	return pte;
+}
+
+/*
+ * Point @va's 4 KiB entry at HBM offset @off. Returns 1 if it replaced a valid entry (which
+ * the device TLB may hold), 0, or -EAGAIN (no spare table: reserve and retry).
+ */
+static int gmem_pt_set_hbm(struct gmem_ctx *ctx, u64 va, u64 off, bool write)
+{
+	struct gmem_pt *pt = gmem_pt_table(ctx, va, 1, true);
+	int replaced;
+	u64 *pte;
+
+	if (!pt)
+		return -EAGAIN;
+	pte = &pt->pte[GMEM_PT_INDEX(va, 1)];
+	if (READ_ONCE(*pte) == gmem_leaf_pte(off, write, true))
+		return 0;	/* already so: nothing for the device TLB to forget */
+	replaced = !!(READ_ONCE(*pte) & GMEM_PTE_VALID);
+	if (READ_ONCE(*pte) & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE))
+		gmem_leaf_release(ctx, pte, 1);
+	WRITE_ONCE(*pte, gmem_leaf_pte(off, write, true));
+	gmem_ctx_count(ctx, GMEM_CTX_PAGES_MAPPED, 1);
+	return replaced;
+}
+
+/* Remove the context's device mappings of [start, end) (a migration of its own starts). */
+void gmem_pt_unmap(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	mutex_lock(&ctx->lock);
+	gmem_pt_zap(ctx, start, end);
+	mutex_unlock(&ctx->lock);
+}
+
+/*
+ * After this context migrated [va, va + npages pages) to HBM: map the pages that moved
+ * (migrate_vma's @src still says MIGRATE, @dst the HBM page), unless the CPU's page table
+ * changed since @seq or the tables the caller reserved are gone — the device then faults
+ * them in.
+ */
+void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src,
+			  const unsigned long *dst, unsigned long npages, unsigned long seq)
+{
+	mutex_lock(&ctx->lock);
+	if (!mmu_interval_read_retry(&ctx->notifier, seq)) {
+		for (unsigned long i = 0; i < npages; i++) {
+			struct page *page = migrate_pfn_to_page(dst[i]);
+			u64 off;
+
+			if (!page || !(src[i] & MIGRATE_PFN_MIGRATE) ||
+			    !gmem_hbm_page(ctx->g, page, &off))
+				continue;
+			/* The range was zapped: nothing valid is replaced. */
+			if (gmem_pt_set_hbm(ctx, va + i * PAGE_SIZE, off,
+					    dst[i] & MIGRATE_PFN_WRITE) < 0)
+				break;
+		}
+	}
+	mutex_unlock(&ctx->lock);
+}
+
+/*
+ * Map the valid pages of @hmm_pfns (a result of hmm_range_fault from @va) into the device
+ * page table, as 2 MiB leaves where the CPU maps a whole aligned THP. Called with ctx->lock
+ * held after mmu_interval_read_retry() said the result is current, and after
+ * gmem_pt_reserve() for the range. Returns the number of entries that replaced a valid one
+ * (their old translation may be in the device TLB), or -errno: -EAGAIN if the spare tables
+ * ran out (the caller unlocks, reserves and retries).
+ */
+int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned long npages)
+{
+	struct device *dev = gmem_dma_dev(ctx);
+	int replaced = 0;
+
+	lockdep_assert_held(&ctx->lock);
+
+	for (unsigned long i = 0; i < npages; i++) {
+		unsigned long pfn = hmm_pfns[i];
+		u64 addr = va + i * PAGE_SIZE;
+		bool write = pfn & HMM_PFN_WRITE;
+		struct gmem_pt *pt;
+		dma_addr_t dma;
+		u64 entry, *pte;
+		bool huge;
+		int level;
+
+		if (!(pfn & HMM_PFN_VALID) || (pfn & HMM_PFN_ERROR))
+			continue;
+		if (is_zone_device_page(hmm_pfn_to_page(pfn))) {
+			u64 off;
+			int ret;
+
+			/*
+			 * Our HBM, private or coherent. hmm_range_fault leaves no other
+			 * device's private pages in place; another device's coherent
+			 * memory is mapped over the bus like system memory.
+			 */
+			if (gmem_hbm_page(ctx->g, hmm_pfn_to_page(pfn), &off)) {
+				gmem_hbm_touch(ctx->g, hmm_pfn_to_page(pfn));
+				ret = gmem_pt_set_hbm(ctx, addr, off, write);
+				if (ret < 0)
+					return ret;
+				replaced += ret;
+				continue;
+			}
+			if (is_device_private_page(hmm_pfn_to_page(pfn)))
+				continue;
+		}
+		huge = hmm_pfn_to_map_order(pfn) >= GMEM_HUGE_SHIFT - PAGE_SHIFT &&
+		       IS_ALIGNED(addr, GMEM_HUGE_SIZE) && npages - i >= 512 &&
+		       IS_ALIGNED(page_to_pfn(hmm_pfn_to_page(pfn)), 512);
+		level = huge ? 2 : 1;
+		pt = gmem_pt_table(ctx, addr, level, true);
+		if (!pt)
+			return -EAGAIN;
+		pte = &pt->pte[GMEM_PT_INDEX(addr, level)];
+		if (huge && pt->child[GMEM_PT_INDEX(addr, 2)]) {
+			/* 4 KiB entries there before: zap them and drop their table. */
+			struct gmem_pt *old = pt->child[GMEM_PT_INDEX(addr, 2)];
+
+			gmem_pt_zap(ctx, addr, addr + GMEM_HUGE_SIZE);
+			WRITE_ONCE(*pte, 0);
+			pt->child[GMEM_PT_INDEX(addr, 2)] = NULL;
+			gmem_pt_free(ctx, old, 1);
+			kfree(old);
+			replaced++;
+		}
+		dma = dma_map_page(dev, hmm_pfn_to_page(pfn), 0, gmem_leaf_size(level),
+				   DMA_BIDIRECTIONAL);
+		if (dma_mapping_error(dev, dma))
+			return -ENOMEM;
+		if (huge)
+			i += 511;
+		entry = gmem_leaf_pte(dma, write, false) | (huge ? GMEM_PTE_HUGE : 0);
+		if (READ_ONCE(*pte) == entry) {
+			/*
+			 * Mapped so already (a direct DMA mapping gives the same address each
+			 * time): keep it, and the device TLB need not forget it.
+			 */
+			dma_unmap_page(dev, dma, gmem_leaf_size(level), DMA_BIDIRECTIONAL);
+			continue;
+		}
+		gmem_dev_count(ctx->g, GMEM_DEV_DMA_MAPPED_NOW, huge ? 512 : 1);
+		if (READ_ONCE(*pte) & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) {
+			replaced++;
+			gmem_leaf_release(ctx, pte, level);
+		}
+		WRITE_ONCE(*pte, entry);
+		/*
+		 * The device writes without setting the CPU PTE's dirty bit: a writable mapping
+		 * dirties the folio now, or reclaim could drop a clean one (e.g. after
+		 * MADV_FREE) with the device's data. Safe without the folio lock: truncation
+		 * and reclaim unmap through the notifier, which waits for ctx->lock.
+		 */
+		if (write)
+			folio_mark_dirty(page_folio(hmm_pfn_to_page(pfn)));
+		gmem_ctx_count(ctx, GMEM_CTX_PAGES_MAPPED, huge ? 512 : 1);
+	}
+	return replaced;
+}
+
+/*
+ * Map @npages pages from @va that make_device_exclusive_range() gave the device (locked,
+ * CPU mappings replaced by device-exclusive entries): readable, writable, atomic, and marked
+ * so that gmem_pt_any_exclusive() sees them until a CPU access revokes them (the notifier
+ * then zaps the entries). Called with ctx->lock held; returns as gmem_pt_map() does.
+ */
+int gmem_pt_map_exclusive(struct gmem_ctx *ctx, u64 va, struct page **pages,
+			  unsigned long npages)
+{
+	int replaced = 0;
+
+	lockdep_assert_held(&ctx->lock);
+
+	for (unsigned long i = 0; i < npages; i++) {
+		unsigned long pfn = page_to_pfn(pages[i]) | HMM_PFN_VALID | HMM_PFN_WRITE;
+		struct gmem_pt *pt;
+		int ret;
+
+		ret = gmem_pt_map(ctx, va + i * PAGE_SIZE, &pfn, 1);
+		if (ret < 0)
+			return ret;
+		replaced += ret;
+		pt = gmem_pt_table(ctx, va + i * PAGE_SIZE, 1, false);
+		if (pt) {
+			u64 *pte = &pt->pte[GMEM_PT_INDEX(va + i * PAGE_SIZE, 1)];
+
+			WRITE_ONCE(*pte, *pte | GMEM_PTE_SW_EXCLUSIVE);
+		}
+	}
+	return replaced;
+}
+
+/* The leaf entry translating @va (0 if none); @huge: a 2 MiB leaf. ctx->lock held. */
+u64 gmem_pt_leaf(struct gmem_ctx *ctx, u64 va, bool *huge)
+{
+	struct gmem_pt *pt = gmem_pt_table(ctx, va, 2, false);
+	u64 e;
+
+	*huge = false;
+	if (!pt)
+		return 0;
+	e = READ_ONCE(pt->pte[GMEM_PT_INDEX(va, 2)]);
+	if (e & GMEM_PTE_HUGE) {
+		*huge = true;
+		return e;
+	}
+	pt = pt->child[GMEM_PT_INDEX(va, 2)];
+	return pt ? READ_ONCE(pt->pte[GMEM_PT_INDEX(va, 1)]) : 0;
+}
+
+/* Does the device map every page of [start, end), writable too if @write? */
+bool gmem_pt_maps_all(struct gmem_ctx *ctx, u64 start, u64 end, bool write)
+{
+	u64 need = GMEM_PTE_VALID | (write ? GMEM_PTE_WRITE : 0);
+	bool all = true, huge;
+
+	mutex_lock(&ctx->lock);
+	for (u64 va = start; va < end && all; va += huge ? GMEM_HUGE_SIZE - (va & (GMEM_HUGE_SIZE - 1))
+							: PAGE_SIZE)
+		all = (gmem_pt_leaf(ctx, va, &huge) & need) == need;
+	mutex_unlock(&ctx->lock);
+	return all;
+}
+
+static bool gmem_leaf_exclusive(struct gmem_ctx *ctx, u64 *pte, int level, void *data)
+{
+	u64 e = READ_ONCE(*pte);
+
+	return (e & GMEM_PTE_VALID) && (e & GMEM_PTE_SW_EXCLUSIVE);
+}
+
+/*
+ * Does the device still hold a page of [start, end) exclusively? Any range a process names:
+ * only the tables that exist are looked at.
+ */
+bool gmem_pt_any_exclusive(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	bool found;
+
+	end = min_t(u64, end, 1ull << GMEM_VA_BITS);
+	if (start >= end)
+		return false;
+	mutex_lock(&ctx->lock);
+	found = gmem_pt_walk(ctx, &ctx->root, GMEM_PT_LEVELS, 0, start, end, gmem_leaf_exclusive,
+			     NULL);
+	mutex_unlock(&ctx->lock);
+	return found;
+}
+
+/* The device's view of [va, va + npages pages): GMEM_ACCEL_PAGE_* per page. */
+void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npages)
+{
+	mutex_lock(&ctx->lock);
+	for (unsigned long i = 0; i < npages; i++) {
+		bool huge;
+		u64 e = gmem_pt_leaf(ctx, va + i * PAGE_SIZE, &huge);
+		u8 flags = 0;
+
+		if (e & GMEM_PTE_VALID) {
+			flags |= GMEM_ACCEL_PAGE_READ;
+			if (e & GMEM_PTE_WRITE)
+				flags |= GMEM_ACCEL_PAGE_WRITE;
+			if (e & GMEM_PTE_HBM)
+				flags |= GMEM_ACCEL_PAGE_HBM;
+			if (huge)
+				flags |= GMEM_ACCEL_PAGE_2M;
+		}
+		out[i] = flags;
+	}
+	mutex_unlock(&ctx->lock);
+}
+
+/* The context's root table; 0 or -ENOMEM. */
+int gmem_pt_init(struct gmem_ctx *ctx)
+{
+	spin_lock_init(&ctx->spares.lock);
+	return gmem_pt_alloc(ctx, &ctx->root, GMEM_PT_LEVELS);
+}
+
+/* Free the whole table and the spares: the device no longer walks it. */
+void gmem_pt_fini(struct gmem_ctx *ctx)
+{
+	gmem_pt_free(ctx, &ctx->root, GMEM_PT_LEVELS);
+	gmem_spares_free(ctx);
+}

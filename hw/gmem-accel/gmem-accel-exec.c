@@ -1,0 +1,391 @@
+/*
+ * gmem-accel: the DMA engines, one per command queue. A doorbell or a fault
+ * response starts its queue at once on the vCPU thread that wrote it, up to
+ * a budget of work; what is left runs in a bottom half on the main loop, a
+ * budget per queue per run, so a long command never holds a vCPU.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/main-loop.h"
+#include "qemu/units.h"
+#include "system/runstate.h"
+#include "gmem-accel.h"
+#include "trace.h"
+
+/* Work a queue may do per bottom-half run before the others get theirs. */
+#define GMEM_ENGINE_BUDGET      (1 * MiB)
+/* Work a doorbell or fault response does on the vCPU thread that wrote it. */
+#define GMEM_INLINE_BUDGET      (256 * KiB)
+#define GMEM_ELEMENT_COST       64      /* budget bytes per compute element */
+
+typedef struct GmemTarget {
+    bool hbm;
+    uint64_t addr;
+} GmemTarget;
+
+/*
+ * Translate the step's operands. Returns GMEM_CMD_ST_OK, GMEM_CMD_ST_FAULT
+ * (faults recorded in q->faults) or the status the command fails with.
+ */
+static uint32_t gmem_step_translate(GmemAccelState *s, unsigned qid,
+                                    const GmemStep *step, GmemTarget *tgt)
+{
+    GmemQueue *q = &s->queue[qid];
+    uint16_t ctx = q->cmd.ctx;
+    bool faulted = false;
+
+    for (unsigned i = 0; i < 2; i++) {
+        const GmemOperand *op = &step->op[i];
+        GmemTranslation t;
+        GmemWalkStatus st;
+
+        if (!op->len) {
+            continue;
+        }
+        if (op->kind != GMEM_ADDR_VA) {
+            tgt[i].hbm = op->kind == GMEM_ADDR_HBM;
+            tgt[i].addr = op->addr;
+            continue;
+        }
+        if (!(s->ctx[ctx].ctrl & GMEM_CTX_CTRL_ENABLE)) {
+            gmem_accel_set_error(s, GMEM_ERR_BAD_CONTEXT, ctx, op->addr,
+                                 "queue %u: context %u is not enabled", qid,
+                                 ctx);
+            return GMEM_CMD_ST_BAD_CONTEXT;
+        }
+        st = gmem_translate(s, ctx, op->addr, op->access, &t);
+        switch (st) {
+        case GMEM_WALK_OK:
+            tgt[i].hbm = t.target_hbm;
+            tgt[i].addr = t.target + (op->addr - t.va_base);
+            break;
+        case GMEM_WALK_NOT_PRESENT:
+        case GMEM_WALK_PERMISSION:
+            gmem_fault_add(q, gmem_group_cap(s), op->addr, op->access, st,
+                           t.pte);
+            faulted = true;
+            break;
+        default:
+            return gmem_pt_error(s, ctx, op->addr, st, &t);
+        }
+    }
+    return faulted ? GMEM_CMD_ST_FAULT : GMEM_CMD_ST_OK;
+}
+
+/*
+ * COPY between RAM (HBM or system) with one memmove from host pointer to host
+ * pointer; false, with nothing done, if either side is not RAM.
+ */
+static bool gmem_copy_direct(GmemAccelState *s, const GmemTarget *tgt,
+                             uint64_t len)
+{
+    void *src = gmem_mem_map(s, tgt[0].hbm, tgt[0].addr, len, false);
+    void *dst = src ? gmem_mem_map(s, tgt[1].hbm, tgt[1].addr, len, true)
+                    : NULL;
+
+    if (dst) {
+        memmove(dst, src, len);
+        gmem_mem_unmap(s, tgt[1].hbm, tgt[1].addr, dst, len, true, true);
+    }
+    if (src) {
+        gmem_mem_unmap(s, tgt[0].hbm, tgt[0].addr, src, len, false, false);
+    }
+    return dst;
+}
+
+/* FILL's byte @i of the step at @progress: @value repeated, little-endian. */
+static void gmem_fill_pattern(uint8_t *buf, uint64_t len, uint64_t progress,
+                              uint64_t value)
+{
+    uint64_t splat = (value & 0xff) * 0x0101010101010101ull;
+
+    if (value == splat) {
+        memset(buf, value & 0xff, len);
+        return;
+    }
+    for (uint64_t i = 0; i < len; i++) {
+        buf[i] = value >> (8 * ((progress + i) & 7));
+    }
+}
+
+/* Translate the step's operands if all of them can be, with no side effect. */
+static bool gmem_step_translates(GmemAccelState *s, uint16_t ctx,
+                                 const GmemStep *step, GmemTarget *tgt)
+{
+    for (unsigned i = 0; i < 2; i++) {
+        const GmemOperand *op = &step->op[i];
+        GmemTranslation t;
+
+        if (!op->len) {
+            continue;
+        }
+        if (op->kind != GMEM_ADDR_VA) {
+            tgt[i] = (GmemTarget) { op->kind == GMEM_ADDR_HBM, op->addr };
+            continue;
+        }
+        if (gmem_translate(s, ctx, op->addr, op->access, &t) != GMEM_WALK_OK) {
+            return false;
+        }
+        tgt[i] = (GmemTarget) { t.target_hbm,
+                                t.target + (op->addr - t.va_base) };
+    }
+    return true;
+}
+
+/*
+ * Grow a translated COPY or FILL step over the steps after it while each
+ * operand goes on contiguously in the same memory, up to GMEM_STEP_MAX_BYTES:
+ * pages the driver allocates in a row (HBM chunks, split THPs) then move with
+ * one memmove, one mapping and one dirty update instead of one per page.
+ */
+static void gmem_step_merge(GmemAccelState *s, const GmemCmd *c,
+                            GmemStep *step, const GmemTarget *tgt)
+{
+    uint64_t len = gmem_cmd_length(c);
+
+    if (c->opcode != GMEM_OP_COPY && c->opcode != GMEM_OP_FILL) {
+        return;
+    }
+    while (step->next < len) {
+        GmemStep n;
+        GmemTarget nt[2];
+        bool contiguous = true;
+
+        gmem_cmd_step(c, step->next, &n);
+        if (step->op[1].len + n.op[1].len > GMEM_STEP_MAX_BYTES ||
+            !gmem_step_translates(s, c->ctx, &n, nt)) {
+            return;
+        }
+        for (unsigned i = 0; i < 2; i++) {
+            contiguous &= !n.op[i].len ||
+                          (nt[i].hbm == tgt[i].hbm &&
+                           nt[i].addr == tgt[i].addr + step->op[i].len);
+        }
+        if (!contiguous) {
+            return;
+        }
+        for (unsigned i = 0; i < 2; i++) {
+            step->op[i].len += n.op[i].len;
+        }
+        step->next = n.next;
+    }
+}
+
+/* Do the step's work on translated targets; false on a DMA error. */
+static bool gmem_step_exec(GmemAccelState *s, GmemQueue *q,
+                           uint64_t progress, const GmemStep *step,
+                           const GmemTarget *tgt)
+{
+    const GmemCmd *c = &q->cmd;
+    const GmemOperand *src = &step->op[0], *dst = &step->op[1];
+    unsigned width = c->flags & GMEM_CMD_F_WIDE ? 8 : 4;
+    uint8_t *buf = s->bounce;   /* steps are at most GMEM_STEP_MAX_BYTES */
+    uint8_t elem[8];
+    uint64_t v;
+
+    switch (c->opcode) {
+    case GMEM_OP_COPY:
+        if (!gmem_copy_direct(s, tgt, dst->len) &&
+            (!gmem_mem_rw(s, tgt[0].hbm, tgt[0].addr, buf, src->len, false) ||
+             !gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr, buf, dst->len, true))) {
+            return false;
+        }
+        s->counters[GMEM_CNT_BYTES] += dst->len;
+        return true;
+    case GMEM_OP_FILL: {
+        void *p = gmem_mem_map(s, tgt[1].hbm, tgt[1].addr, dst->len, true);
+
+        if (p) {
+            gmem_fill_pattern(p, dst->len, progress, c->value);
+            gmem_mem_unmap(s, tgt[1].hbm, tgt[1].addr, p, dst->len, true,
+                           true);
+        } else {
+            gmem_fill_pattern(buf, dst->len, progress, c->value);
+            if (!gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr, buf, dst->len,
+                             true)) {
+                return false;
+            }
+        }
+        s->counters[GMEM_CNT_BYTES] += dst->len;
+        return true;
+    }
+    case GMEM_OP_FENCE:
+        stq_le_p(elem, c->value);
+        return gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr, elem, 8, true);
+    case GMEM_OP_ATOMIC_ADD:
+        return gmem_mem_atomic_add(s, tgt[1].hbm, tgt[1].addr, width,
+                                   c->value);
+    case GMEM_OP_SCALE_ADD:
+        if (!gmem_mem_rw(s, tgt[0].hbm, tgt[0].addr, elem, width, false)) {
+            return false;
+        }
+        v = gmem_load_elem(elem, width) * c->value + c->value2;
+        gmem_store_elem(elem, width, v);
+        return gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr, elem, width, true);
+    default:
+        return true;
+    }
+}
+
+/* Run the command at HEAD until it completes, stalls or uses @budget. */
+static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
+{
+    GmemQueue *q = &s->queue[qid];
+    uint64_t len = gmem_cmd_length(&q->cmd);
+
+    if (q->cmd.opcode == GMEM_OP_TLB_INV) {
+        gmem_invalidate(s, q->cmd.ctx, q->cmd.dst, q->cmd.size);
+        gmem_queue_complete(s, qid, GMEM_CMD_ST_OK);
+        return;
+    }
+    while (q->progress < len) {
+        GmemStep step;
+        GmemTarget tgt[2];
+        uint32_t st;
+
+        if (!*budget) {
+            return;
+        }
+        gmem_cmd_step(&q->cmd, q->progress, &step);
+        st = gmem_step_translate(s, qid, &step, tgt);
+        if (st == GMEM_CMD_ST_FAULT) {
+            gmem_queue_stall(s, qid);
+            return;
+        }
+        if (st == GMEM_CMD_ST_OK) {
+            gmem_step_merge(s, &q->cmd, &step, tgt);
+        }
+        if (st == GMEM_CMD_ST_OK &&
+            !gmem_step_exec(s, q, q->progress, &step, tgt)) {
+            gmem_accel_set_error(s, GMEM_ERR_DMA, qid, tgt[1].addr,
+                                 "queue %u: %s command: memory access failed "
+                                 "(HBM offset or bus address 0x%" PRIx64
+                                 " or 0x%" PRIx64 ")", qid,
+                                 gmem_op_name(q->cmd.opcode), tgt[0].addr,
+                                 tgt[1].addr);
+            st = GMEM_CMD_ST_BAD_ADDRESS;
+        }
+        if (st != GMEM_CMD_ST_OK) {
+            gmem_queue_complete(s, qid, st);
+            return;
+        }
+        *budget -= MIN(*budget, MAX(step.op[1].len, GMEM_ELEMENT_COST));
+        q->progress = step.next;
+    }
+    gmem_queue_complete(s, qid, GMEM_CMD_ST_OK);
+}
+
+static void gmem_queue_run(GmemAccelState *s, unsigned qid, uint64_t budget)
+{
+    GmemQueue *q = &s->queue[qid];
+
+    while (budget && q->state == GMEM_CQ_STATE_RUNNING) {
+        if (!q->busy) {
+            if (q->head == q->tail) {
+                q->state = GMEM_CQ_STATE_IDLE;
+                break;
+            }
+            if (!gmem_queue_fetch(s, qid)) {
+                continue;
+            }
+        }
+        gmem_cmd_run(s, qid, &budget);
+    }
+}
+
+static void gmem_engine_bh(void *opaque)
+{
+    GmemAccelState *s = opaque;
+    bool more = false;
+
+    /*
+     * A stopped VM's devices leave its memory alone (a migration or savevm
+     * is copying it); the engines go on when it runs again.
+     */
+    if (!runstate_is_running()) {
+        return;
+    }
+    for (unsigned qid = 0; qid < GMEM_NUM_QUEUES; qid++) {
+        gmem_queue_run(s, qid, GMEM_ENGINE_BUDGET);
+        more |= s->queue[qid].state == GMEM_CQ_STATE_RUNNING;
+    }
+    if (more) {
+        qemu_bh_schedule(s->engine_bh);
+    }
+}
+
+/*
+ * Run queue @qid now, on the thread that wrote the doorbell or the fault
+ * response, and leave what is left to the bottom half. Handing every command
+ * to the main loop cost a thread wake-up each way (tens of microseconds
+ * under TCG), which dominated a short command's latency.
+ */
+void gmem_engine_kick(GmemAccelState *s, unsigned qid)
+{
+    if (runstate_is_running()) {
+        gmem_queue_run(s, qid, GMEM_INLINE_BUDGET);
+    }
+    if (s->queue[qid].state == GMEM_CQ_STATE_RUNNING) {
+        qemu_bh_schedule(s->engine_bh);
+    }
+}
+
+void gmem_engine_reset(GmemAccelState *s)
+{
+    qemu_bh_cancel(s->engine_bh);
+    memset(s->ctx, 0, sizeof(s->ctx));
+    memset(s->queue, 0, sizeof(s->queue));
+    gmem_tlb_invalidate(&s->tlb, GMEM_INV_ALL_CONTEXTS, 0, 0);
+    s->fq_base = 0;
+    s->fq_entries_log2 = 0;
+    s->fq_ctrl = 0;
+    s->fq_head = s->fq_tail = 0;
+    s->fq_overflow = false;
+    s->fault_seq = 0;
+    s->next_group = 0;
+    s->inv_va = s->inv_size = 0;
+    s->inv_ctx = 0;
+    s->inv_done = 0;
+    memset(s->counters, 0, sizeof(s->counters));
+}
+
+static void gmem_engine_vm_state(void *opaque, bool running,
+                                 RunState state)
+{
+    GmemAccelState *s = opaque;
+
+    if (running) {
+        qemu_bh_schedule(s->engine_bh);
+    }
+}
+
+void gmem_engine_realize(GmemAccelState *s)
+{
+    s->hbm_ptr = memory_region_get_ram_ptr(&s->hbm);
+    s->engine_bh = qemu_bh_new_guarded(gmem_engine_bh, s,
+                                       &DEVICE(s)->mem_reentrancy_guard);
+    gmem_tlb_init(&s->tlb, s->tlb_entries);
+    s->bounce = g_malloc(GMEM_STEP_MAX_BYTES);
+    s->vm_state = qemu_add_vm_change_state_handler(gmem_engine_vm_state, s);
+}
+
+void gmem_engine_unrealize(GmemAccelState *s)
+{
+    qemu_del_vm_change_state_handler(s->vm_state);
+    qemu_bh_delete(s->engine_bh);
+    gmem_tlb_free(&s->tlb);
+    g_free(s->bounce);
+}
+
+
+void gmem_engine_post_load(GmemAccelState *s)
+{
+    gmem_tlb_invalidate(&s->tlb, GMEM_INV_ALL_CONTEXTS, 0, 0);
+    for (unsigned qid = 0; qid < GMEM_NUM_QUEUES; qid++) {
+        gmem_cmd_decode(s->queue[qid].raw, &s->queue[qid].cmd);
+    }
+    qemu_bh_schedule(s->engine_bh);
+}

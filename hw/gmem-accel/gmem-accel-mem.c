@@ -1,0 +1,186 @@
+/*
+ * gmem-accel: the engines' memory access: HBM through its host pointer,
+ * system memory through PCI DMA (mapped directly where it is RAM).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/atomic.h"
+#include "qemu/bswap.h"
+#include "qemu/rcu.h"
+#include "system/dma.h"
+#include "gmem-accel.h"
+
+bool gmem_read_pte(void *opaque, bool hbm, uint64_t addr, uint64_t *pte)
+{
+    GmemAccelState *s = opaque;
+    MemTxResult res;
+
+    if (hbm) {
+        if (!gmem_hbm_contains(s->hbm_size, addr, sizeof(*pte))) {
+            return false;
+        }
+        *pte = ldq_le_p(s->hbm_ptr + addr);
+        return true;
+    }
+    /*
+     * Not ldq_le_pci_dma(): its dma_memory_rw() path made walks cost more
+     * than the copies they serve.
+     */
+    *pte = address_space_ldq_le(pci_get_address_space(PCI_DEVICE(s)), addr,
+                                MEMTXATTRS_UNSPECIFIED, &res);
+    return res == MEMTX_OK;
+}
+
+bool gmem_mem_rw(GmemAccelState *s, bool hbm, uint64_t addr,
+                        void *buf, uint64_t len, bool write)
+{
+    if (hbm) {
+        if (!gmem_hbm_contains(s->hbm_size, addr, len)) {
+            return false;
+        }
+        if (write) {
+            memcpy(s->hbm_ptr + addr, buf, len);
+            memory_region_set_dirty(&s->hbm, addr, len);
+        } else {
+            memcpy(buf, s->hbm_ptr + addr, len);
+        }
+        return true;
+    }
+    return pci_dma_rw(PCI_DEVICE(s), addr, buf, len,
+                      write ? DMA_DIRECTION_FROM_DEVICE
+                            : DMA_DIRECTION_TO_DEVICE,
+                      MEMTXATTRS_UNSPECIFIED) == MEMTX_OK;
+}
+
+/*
+ * A host pointer to @len bytes of system memory at bus address @addr, mapped
+ * with pci_dma_map(), if all of them are RAM the device may access directly;
+ * NULL for anything else (MMIO, holes, ROM for writes, bus mastering off),
+ * which then goes through pci_dma_rw() and its error reporting.
+ */
+static void *gmem_sys_map(GmemAccelState *s, uint64_t addr, uint64_t len,
+                          bool write)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    DMADirection dir = write ? DMA_DIRECTION_FROM_DEVICE
+                             : DMA_DIRECTION_TO_DEVICE;
+    hwaddr xlat, l = len;
+    bool direct;
+    void *p;
+
+    WITH_RCU_READ_LOCK_GUARD() {
+        MemoryRegion *mr = address_space_translate(
+            pci_get_address_space(pdev), addr, &xlat, &l, write,
+            MEMTXATTRS_UNSPECIFIED);
+
+        direct = l == len &&
+                 memory_access_is_direct(mr, write, MEMTXATTRS_UNSPECIFIED);
+    }
+    if (!direct) {
+        return NULL;
+    }
+    l = len;
+    p = pci_dma_map(pdev, addr, &l, dir);
+    if (p && l < len) {
+        pci_dma_unmap(pdev, p, l, dir, 0);
+        return NULL;
+    }
+    return p;
+}
+
+/* A host pointer to @len bytes of HBM or system RAM, or NULL (see above). */
+void *gmem_mem_map(GmemAccelState *s, bool hbm, uint64_t addr,
+                          uint64_t len, bool write)
+{
+    if (hbm) {
+        return gmem_hbm_contains(s->hbm_size, addr, len) ? s->hbm_ptr + addr
+                                                          : NULL;
+    }
+    return gmem_sys_map(s, addr, len, write);
+}
+
+/* Done with gmem_mem_map()'s @p: mark what was @written dirty. */
+void gmem_mem_unmap(GmemAccelState *s, bool hbm, uint64_t addr,
+                           void *p, uint64_t len, bool write, bool written)
+{
+    if (hbm) {
+        if (written) {
+            memory_region_set_dirty(&s->hbm, addr, len);
+        }
+        return;
+    }
+    pci_dma_unmap(PCI_DEVICE(s), p, len,
+                  write ? DMA_DIRECTION_FROM_DEVICE : DMA_DIRECTION_TO_DEVICE,
+                  written ? len : 0);
+}
+
+uint64_t gmem_load_elem(const void *p, unsigned width)
+{
+    return width == 8 ? ldq_le_p(p) : ldl_le_p(p);
+}
+
+void gmem_store_elem(void *p, unsigned width, uint64_t v)
+{
+    if (width == 8) {
+        stq_le_p(p, v);
+    } else {
+        stl_le_p(p, v);
+    }
+}
+
+/* Add to a naturally aligned element, atomically against the guest CPUs. */
+static void gmem_atomic_add_host(void *p, unsigned width, uint64_t add)
+{
+    if (width == 8) {
+        uint64_t *p64 = p, old = qatomic_read(p64), seen;
+
+        while ((seen = qatomic_cmpxchg(p64, old,
+                    cpu_to_le64(le64_to_cpu(old) + add))) != old) {
+            old = seen;
+        }
+    } else {
+        uint32_t *p32 = p, old = qatomic_read(p32), seen;
+
+        while ((seen = qatomic_cmpxchg(p32, old,
+                    cpu_to_le32(le32_to_cpu(old) + (uint32_t)add))) != old) {
+            old = seen;
+        }
+    }
+}
+
+bool gmem_mem_atomic_add(GmemAccelState *s, bool hbm, uint64_t addr,
+                                unsigned width, uint64_t add)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    dma_addr_t len = width;
+    uint8_t buf[8];
+    void *p;
+
+    if (hbm) {
+        if (!gmem_hbm_contains(s->hbm_size, addr, width)) {
+            return false;
+        }
+        gmem_atomic_add_host(s->hbm_ptr + addr, width, add);
+        memory_region_set_dirty(&s->hbm, addr, width);
+        return true;
+    }
+    p = dma_memory_map(as, addr, &len, DMA_DIRECTION_FROM_DEVICE,
+                       MEMTXATTRS_UNSPECIFIED);
+    if (p && len == width) {
+        gmem_atomic_add_host(p, width, add);
+        dma_memory_unmap(as, p, len, DMA_DIRECTION_FROM_DEVICE, len);
+        return true;
+    }
+    if (p) {
+        dma_memory_unmap(as, p, len, DMA_DIRECTION_FROM_DEVICE, 0);
+    }
+    /* Not RAM (e.g. another device's BAR): a plain read-modify-write. */
+    if (!gmem_mem_rw(s, false, addr, buf, width, false)) {
+        return false;
+    }
+    gmem_store_elem(buf, width, gmem_load_elem(buf, width) + add);
+    return gmem_mem_rw(s, false, addr, buf, width, true);
+}
+
