@@ -38,6 +38,8 @@ struct fuzz_progress {
 	volatile unsigned long calls;
 	volatile unsigned long cmd;
 	volatile int done;
+	uint64_t arg[6];	/* the call's first argument words, for the report */
+	uint64_t arena;
 };
 
 struct fuzz {
@@ -206,6 +208,7 @@ static void fuzz_node(const char *path, bool dmirror, uint64_t seed, unsigned lo
 	if (m == MAP_FAILED || z.arg == MAP_FAILED || !z.cmds)
 		_exit(11);
 	z.arena = m;
+	pr->arena = (uintptr_t)m;
 	z.none = m + ARENA;		/* the guard */
 	z.ro = m + ARENA + PAGE;
 	z.hole = m + ARENA + 8 * PAGE;
@@ -223,6 +226,10 @@ static void fuzz_node(const char *path, bool dmirror, uint64_t seed, unsigned lo
 		if (!pick(&z, 8))
 			arg = (void *)(uintptr_t)rand_ptr(&z);
 		pr->cmd = cmd;
+		if (arg == z.arg)
+			memcpy(pr->arg, z.arg, sizeof(pr->arg));
+		else
+			memset(pr->arg, 0, sizeof(pr->arg));
 		if (ioctl(fd, cmd, arg) == 0 && cmd == GMEM_ACCEL_IOC_SUBMIT && arg == z.arg)
 			z.fences[pick(&z, 8)] = ((struct gmem_accel_submit *)z.arg)->fence;
 		pr->calls = i + 1;
@@ -230,6 +237,18 @@ static void fuzz_node(const char *path, bool dmirror, uint64_t seed, unsigned lo
 	close(fd);
 	pr->done = 1;
 	_exit(0);
+}
+
+/* Backtraces of every CPU and of blocked tasks, to the kernel log (console). */
+static void gmem_sysrq_dump(void)
+{
+	int fd = open("/proc/sysrq-trigger", O_WRONLY);
+
+	if (fd < 0)
+		return;
+	if (write(fd, "l", 1) < 0 || write(fd, "w", 1) < 0)
+		perror("sysrq");
+	close(fd);
 }
 
 /* Fuzz one node in a child, watched: a call that does not return within STALL_S fails. */
@@ -256,6 +275,12 @@ static int fuzz_watched(const char *path, bool dmirror, uint64_t seed, unsigned 
 		if (still >= STALL_S * 10) {
 			TH_LOG("%s: call %lu (ioctl %#lx) did not return in %d s", path, last + 1,
 			       pr->cmd, STALL_S);
+			TH_LOG("argument %#llx %#llx %#llx %#llx %#llx %#llx; arena at %#llx",
+			       (unsigned long long)pr->arg[0], (unsigned long long)pr->arg[1],
+			       (unsigned long long)pr->arg[2], (unsigned long long)pr->arg[3],
+			       (unsigned long long)pr->arg[4], (unsigned long long)pr->arg[5],
+			       (unsigned long long)pr->arena);
+			gmem_sysrq_dump();	/* where the call is, in the kernel log */
 			kill(pid, SIGKILL);
 			munmap(pr, sizeof(*pr));
 			return -1;
