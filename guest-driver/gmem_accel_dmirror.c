@@ -255,6 +255,12 @@ static int gmem_dmirror_snapshot(struct gmem_file *f, struct hmm_dmirror_cmd *cm
 	u64 local;
 	int ret;
 
+	/*
+	 * As test_hmm, whose first copy_to_user() fails: without this a NULL buffer would mean
+	 * "no output" below and a range of terabytes would be walked for nothing.
+	 */
+	if (!cmd->ptr)
+		return -EFAULT;
 	ret = gmem_dmirror_mirror(f->ctx, cmd->addr, end, u64_to_user_ptr(cmd->ptr), &local);
 	if (!ret)
 		cmd->cpages = cmd->npages;

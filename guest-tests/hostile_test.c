@@ -866,4 +866,27 @@ TEST_F_TIMEOUT(hostile, dmirror_snapshot_of_a_huge_hole, 300)
 	close(dm);
 }
 
+/*
+ * test_hmm's SNAPSHOT with no buffer (ptr 0) over 128 TiB: EFAULT at once, as test_hmm's
+ * first copy_to_user() fails. (The ioctl fuzzer's seed 1795461979 on device 1: the driver took
+ * a NULL buffer for "no output" and walked 2^26 windows, over a minute under TCG.)
+ */
+TEST_F_TIMEOUT(hostile, dmirror_snapshot_without_buffer, 120)
+{
+	int dm = open("/dev/gmem_dmirror0", O_RDWR);
+	uint8_t *a = map_anon(PAGE, PROT_READ | PROT_WRITE);
+	struct hmm_dmirror_cmd c;
+	int ret;
+
+	ASSERT_LE(0, dm);
+	ASSERT_NE(NULL, a);
+	a[0] = 1;
+	/* EINVAL where the range passes the end of a 47-bit address space (no LA57) */
+	ret = dmirror(dm, HMM_DMIRROR_SNAPSHOT, a, NULL, 1ul << 35, &c);
+	EXPECT_TRUE(ret == -EFAULT || ret == -EINVAL) TH_LOG("%s", strerror(-ret));
+	EXPECT_EQ(-EFAULT, dmirror(dm, HMM_DMIRROR_SNAPSHOT, a, NULL, 1, &c));
+	munmap(a, PAGE);
+	close(dm);
+}
+
 TEST_HARNESS_MAIN

@@ -251,6 +251,21 @@ static void gmem_sysrq_dump(void)
 	close(fd);
 }
 
+/* The kernel stack of task @pid, as /proc shows it (CONFIG_STACKTRACE). */
+static void gmem_print_stack(pid_t pid)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stack", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		printf("#   %s", line);
+	fclose(f);
+}
+
 /* Fuzz one node in a child, watched: a call that does not return within STALL_S fails. */
 static int fuzz_watched(const char *path, bool dmirror, uint64_t seed, unsigned long count,
 			struct __test_metadata *_metadata)
@@ -280,7 +295,8 @@ static int fuzz_watched(const char *path, bool dmirror, uint64_t seed, unsigned 
 			       (unsigned long long)pr->arg[2], (unsigned long long)pr->arg[3],
 			       (unsigned long long)pr->arg[4], (unsigned long long)pr->arg[5],
 			       (unsigned long long)pr->arena);
-			gmem_sysrq_dump();	/* where the call is, in the kernel log */
+			gmem_print_stack(pid);	/* where the call is */
+			gmem_sysrq_dump();
 			kill(pid, SIGKILL);
 			munmap(pr, sizeof(*pr));
 			return -1;
