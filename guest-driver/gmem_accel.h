@@ -31,7 +31,7 @@
  *
  * 1. gmem_accel.lock (rwsem): the device against unbind; read by every file operation,
  *    written by unbind, which first sets gmem_accel.unbinding and wakes every waiter.
- * 2. gmem_file.cmd_lock (mutex): one test_hmm-interface command at a time per file.
+ * 2. gmem_dmirror_state.cmd_lock (mutex): one test_hmm-interface command at a time per file.
  * 3. gmem_accel.fault_lock (mutex): the fault queue and the drainer's scratch (fault_req,
  *    fault_pfns, hbm.fault_migration); the worker or a waiting process holds it.
  * 4. gmem_accel.ctx_lock (mutex): the context table and held ids, held only to look up or
@@ -241,6 +241,14 @@ struct gmem_accel {
 	struct device *dmirror_dev;
 };
 
+/*
+ * Software bits of device PTEs (GMEM_PTE_SW_MASK): the page-table code's own (bit 8, a
+ * cleared entry whose page is still DMA-mapped), and those a context's hook may set
+ * (gmem_pt_mark()).
+ */
+#define GMEM_PTE_SW_STALE	(1ull << 8)
+#define GMEM_PTE_SW_HOOK_MASK	(0xeull << 8)
+
 /* A device page-table page and, above level 1, the tables it points to. */
 struct gmem_pt {
 	u64 *pte;			/* 512 entries, DMA coherent */
@@ -260,11 +268,25 @@ struct gmem_pt_spares {
 	struct gmem_pt *pt[2][GMEM_PT_SPARE_MAX];
 };
 
-/* A range a device fault inside faults in whole (see gmem_ctx.ahead). */
-struct gmem_fault_ahead {
-	u64 start, end;
-	bool write;
+/* One fault record, decoded (gmem_accel_fault.c). */
+struct gmem_fault {
+	u64 va;
+	u16 ctx;
+	u16 group;
+	u16 slot;
+	u8 access;
+	u8 engine;
+	u8 flags;
 };
+
+/*
+ * A context's fault hook: called by the fault server for each group (sorted by VA) before it
+ * maps the group's pages; it may bring in more than the group asks (@req, @pfns: one window's
+ * scratch). Returns 1 if it mapped pages (faults then mapped as asked are not served again),
+ * 0 if not, or the errno to cancel the group with.
+ */
+typedef int (*gmem_fault_hook_fn)(struct gmem_ctx *ctx, const struct gmem_fault *f,
+				  unsigned int n, unsigned long *req, unsigned long *pfns);
 
 /*
  * Who moved an HBM page in: the address space of that context, kept (mmgrab) until the
@@ -297,8 +319,8 @@ struct gmem_owner {
  * @tgid, @comm: the opening process, for debugfs
  * @busy:      its commands outlived close: the id is held until they pass
  * @advice:    GMEM_ACCEL_PREFER_* by page index (absent: NONE)
- * @ahead:     while a command of the test_hmm interface runs, its operand ranges: a device
- *             fault inside one faults all of them in, as test_hmm's dmirror_fault() does
+ * @fault_hook: see gmem_fault_hook_fn; the test_hmm interface's fault-ahead (set at open)
+ * @hook_data: the hook's state
  */
 struct gmem_ctx {
 	struct gmem_accel *g;
@@ -319,8 +341,8 @@ struct gmem_ctx {
 	u64 fence_seq[GMEM_CTX_FENCES];
 	u64 last_fence[GMEM_NUM_QUEUES];	/* ring sequence number of the last batch */
 	struct maple_tree advice;
-	struct gmem_fault_ahead ahead[2];
-	unsigned int nahead;
+	gmem_fault_hook_fn fault_hook;
+	void *hook_data;
 	bool busy;
 	bool shut_down;
 };
@@ -329,7 +351,6 @@ struct gmem_ctx {
 struct gmem_file {
 	struct gmem_accel *g;
 	struct gmem_ctx *ctx;
-	struct mutex cmd_lock;		/* test_hmm interface: one command at a time (ahead) */
 };
 
 static inline struct gmem_accel *to_gmem_accel(struct device *dev)
@@ -392,10 +413,9 @@ void gmem_pt_fini(struct gmem_ctx *ctx);
 unsigned long gmem_pt_zap(struct gmem_ctx *ctx, u64 start, u64 end);
 int gmem_pt_reserve(struct gmem_ctx *ctx, u64 start, u64 end);
 int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned long npages);
-int gmem_pt_map_exclusive(struct gmem_ctx *ctx, u64 va, struct page **pages,
-			  unsigned long npages);
+int gmem_pt_mark(struct gmem_ctx *ctx, u64 va, u64 sw_bits);
 u64 gmem_pt_leaf(struct gmem_ctx *ctx, u64 va, bool *huge);
-bool gmem_pt_any_exclusive(struct gmem_ctx *ctx, u64 start, u64 end);
+bool gmem_pt_any_marked(struct gmem_ctx *ctx, u64 start, u64 end, u64 sw_bits);
 bool gmem_pt_maps_all(struct gmem_ctx *ctx, u64 start, u64 end, bool write);
 void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npages);
 void gmem_pt_unmap(struct gmem_ctx *ctx, u64 start, u64 end);
@@ -436,6 +456,11 @@ void gmem_fault_serve_begin(struct gmem_accel *g);
 void gmem_fault_serve_end(struct gmem_accel *g);
 int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
 			  const unsigned long *req, unsigned long npages);
+bool gmem_fault_writes(const struct gmem_fault *f);
+bool gmem_owner_dying(struct gmem_ctx *ctx);
+int gmem_fault_window(struct gmem_ctx *ctx, u64 va, u64 *start, u64 *end);
+int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
+		     unsigned long *pfns);
 
 /* gmem_accel_chardev.c: file life cycle shared by both nodes */
 int gmem_file_open(struct gmem_accel *g, struct file *file);
@@ -446,6 +471,11 @@ int gmem_dmirror_init(void);
 void gmem_dmirror_exit(void);
 void gmem_dmirror_add(struct gmem_accel *g);
 void gmem_dmirror_remove(struct gmem_accel *g);
+
+/* gmem_accel_dmirror_pt.c: its device page-table side; the software bit of EXCLUSIVE pages */
+#define GMEM_PTE_SW_EXCLUSIVE	(1ull << 9)
+int gmem_dmirror_mirror(struct gmem_ctx *ctx, u64 start, u64 end, u8 __user *out, u64 *local);
+int gmem_dmirror_take_exclusive(struct gmem_ctx *ctx, u64 start, u64 end);
 
 /* gmem_accel_debugfs.c: /sys/kernel/debug/gmem_accel/gmem_accelN/ */
 void gmem_debugfs_init(void);

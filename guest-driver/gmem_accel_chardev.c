@@ -18,7 +18,6 @@ int gmem_file_open(struct gmem_accel *g, struct file *file)
 	f = kzalloc(sizeof(*f), GFP_KERNEL);
 	if (!f)
 		return -ENOMEM;
-	mutex_init(&f->cmd_lock);
 	down_read(&g->lock);
 	if (!g->pdev) {
 		ret = -ENODEV;
@@ -55,7 +54,6 @@ int gmem_file_release(struct file *file)
 	}
 	up_read(&g->lock);
 	gmem_ctx_destroy(f->ctx);
-	mutex_destroy(&f->cmd_lock);
 	kfree(f);
 	put_device(&g->dev);
 	return 0;

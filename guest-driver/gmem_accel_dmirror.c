@@ -39,40 +39,81 @@ static const struct class gmem_dmirror_class = {
 	.name = "gmem_dmirror",
 };
 
-/* Scratch for one window of 2 MiB: hmm_range_fault input/output, exclusive pages. */
-struct gmem_dmirror_window {
-	unsigned long req[GMEM_WINDOW_PAGES];
-	unsigned long pfns[GMEM_WINDOW_PAGES];
-	unsigned long src[GMEM_WINDOW_PAGES];
-	unsigned long dst[GMEM_WINDOW_PAGES];
-	struct page *pages[GMEM_WINDOW_PAGES];
-	u8 prot[GMEM_WINDOW_PAGES];
+/* An operand range of the running command (see gmem_dmirror_state). */
+struct gmem_dmirror_range {
+	u64 start, end;
+	bool write;
 };
 
-/* Scratch for a walk over the context's process, which is held (mmget) until the put. */
-static struct gmem_dmirror_window *gmem_window_get(struct gmem_ctx *ctx)
-{
-	struct gmem_dmirror_window *w = kvmalloc(sizeof(*w), GFP_KERNEL);
+/*
+ * A test_hmm-interface file's state, the context's hook_data. While a command runs, @ahead
+ * holds its operand ranges: a device fault inside one faults all of them in, as test_hmm's
+ * dmirror_fault() does (gmem_dmirror_fault_hook()).
+ */
+struct gmem_dmirror_state {
+	struct mutex cmd_lock;		/* one command at a time: @ahead is the running one's */
+	struct gmem_dmirror_range ahead[2];
+	unsigned int nahead;
+};
 
-	if (!w)
-		return ERR_PTR(-ENOMEM);
-	if (!mmget_not_zero(ctx->mm)) {
-		kvfree(w);
-		return ERR_PTR(-EINVAL);
+static struct gmem_dmirror_state *gmem_dmirror_of(struct gmem_ctx *ctx)
+{
+	return ctx->hook_data;
+}
+
+static bool gmem_ahead_of(struct gmem_dmirror_state *st, u64 va)
+{
+	for (unsigned int r = 0; r < READ_ONCE(st->nahead); r++)
+		if (va >= st->ahead[r].start && va < st->ahead[r].end)
+			return true;
+	return false;
+}
+
+/*
+ * Fault in the whole of @r, a window at a time: every page requested. A window the device
+ * maps already (e.g. the other buffer of a copy, in use before) is left as it is.
+ */
+static int gmem_fault_ahead(struct gmem_ctx *ctx, const struct gmem_dmirror_range *r,
+			    unsigned long *req, unsigned long *pfns)
+{
+	unsigned long want = HMM_PFN_REQ_FAULT | (r->write ? HMM_PFN_REQ_WRITE : 0);
+	int ret = 0;
+
+	for (u64 va = r->start, start, end; va < r->end && !ret; va = end) {
+		cond_resched();
+		/* Ranges reach 256 GiB: stop once only this reference keeps the process's mm. */
+		if (atomic_read(&ctx->mm->mm_users) <= 1)
+			return -EFAULT;
+		if (gmem_owner_dying(ctx))
+			return -EINTR;
+		ret = gmem_fault_window(ctx, va, &start, &end);
+		if (ret)
+			break;
+		if (gmem_pt_maps_all(ctx, va, min(r->end, end), r->write))
+			continue;
+		/* Every page the range touches, the partial first one too. */
+		for (u64 p = start; p < end; p += PAGE_SIZE)
+			req[(p - start) >> PAGE_SHIFT] = p + PAGE_SIZE > va && p < r->end ? want : 0;
+		ret = gmem_fault_range(ctx, start, end, req, pfns);
 	}
-	return w;
+	return ret;
 }
 
-static void gmem_window_put(struct gmem_ctx *ctx, struct gmem_dmirror_window *w)
+/* The context's fault hook: a fault inside the running command's ranges brings all in. */
+static int gmem_dmirror_fault_hook(struct gmem_ctx *ctx, const struct gmem_fault *f,
+				   unsigned int n, unsigned long *req, unsigned long *pfns)
 {
-	mmput(ctx->mm);
-	kvfree(w);
-}
+	struct gmem_dmirror_state *st = gmem_dmirror_of(ctx);
+	bool hit = false;
+	int ret = 0;
 
-/* The 2 MiB-aligned window holding @va, clipped to [va, end). */
-static u64 gmem_window_end(u64 va, u64 end)
-{
-	return min_t(u64, ALIGN(va + 1, GMEM_HUGE_SIZE), end);
+	for (unsigned int k = 0; k < n && !hit; k++)
+		hit = gmem_ahead_of(st, f[k].va);
+	if (!hit)
+		return 0;
+	for (unsigned int r = 0; r < READ_ONCE(st->nahead) && !ret; r++)
+		ret = gmem_fault_ahead(ctx, &st->ahead[r], req, pfns);
+	return ret ?: 1;
 }
 
 /*
@@ -85,6 +126,7 @@ static int gmem_dmirror_copy(struct gmem_file *f, u64 dst, u64 src, u64 size, bo
 {
 	u64 n = DIV_ROUND_UP(size, GMEM_CMD_MAX_BYTES), before;
 	struct gmem_ctx *ctx = f->ctx;
+	struct gmem_dmirror_state *st = gmem_dmirror_of(ctx);
 	struct gmem_accel_cmd *cmds;
 	int ret;
 
@@ -101,14 +143,14 @@ static int gmem_dmirror_copy(struct gmem_file *f, u64 dst, u64 src, u64 size, bo
 		cmds[i].src = src + done;
 		cmds[i].size = min_t(u64, size - done, GMEM_CMD_MAX_BYTES);
 	}
-	ctx->ahead[0] = (struct gmem_fault_ahead){ dst, dst + size, true };
-	ctx->ahead[1] = (struct gmem_fault_ahead){ src, src + size, false };
+	st->ahead[0] = (struct gmem_dmirror_range){ dst, dst + size, true };
+	st->ahead[1] = (struct gmem_dmirror_range){ src, src + size, false };
 	/* The device's first fault comes after the doorbell, which orders these stores. */
-	WRITE_ONCE(ctx->nahead, ahead_src ? 2 : 1);
+	WRITE_ONCE(st->nahead, ahead_src ? 2 : 1);
 	before = atomic64_read(&ctx->stats[GMEM_CTX_FAULT_GROUPS]);
 	ret = gmem_submit_wait(ctx, cmds, n, GMEM_DMIRROR_TIMEOUT_MS);
 	kfree(cmds);
-	WRITE_ONCE(ctx->nahead, 0);
+	WRITE_ONCE(st->nahead, 0);
 	*faults = atomic64_read(&ctx->stats[GMEM_CTX_FAULT_GROUPS]) - before;
 	return ret;
 }
@@ -128,125 +170,6 @@ static int gmem_dmirror_check_vmas(struct mm_struct *mm, u64 start, u64 end)
 			va = vma->vm_end;
 	}
 	mmap_read_unlock(mm);
-	return ret;
-}
-
-/* What a device entry @pte (with hmm_range_fault's @pfn for its page) is, in test_hmm's terms. */
-static u8 gmem_dmirror_prot(struct gmem_accel *g, u64 pte, bool huge, unsigned long pfn)
-{
-	struct page *page;
-	u8 prot = HMM_DMIRROR_PROT_NONE;
-
-	if (!(pte & GMEM_PTE_VALID))
-		return pfn & HMM_PFN_ERROR ? HMM_DMIRROR_PROT_ERROR : HMM_DMIRROR_PROT_NONE;
-	page = pfn & HMM_PFN_VALID ? hmm_pfn_to_page(pfn) : NULL;
-	if (pte & GMEM_PTE_HBM)
-		prot = g->hbm.pgmap.type == MEMORY_DEVICE_COHERENT ?
-		       HMM_DMIRROR_PROT_DEV_COHERENT_LOCAL : HMM_DMIRROR_PROT_DEV_PRIVATE_LOCAL;
-	else if (page && is_device_coherent_page(page))
-		prot = HMM_DMIRROR_PROT_DEV_COHERENT_REMOTE;	/* another device's, over the bus */
-	else if (page && is_zero_pfn(page_to_pfn(page)))
-		prot = HMM_DMIRROR_PROT_ZERO;
-	prot |= pte & GMEM_PTE_WRITE ? HMM_DMIRROR_PROT_WRITE : HMM_DMIRROR_PROT_READ;
-	if (huge)
-		prot |= HMM_DMIRROR_PROT_PMD;
-	return prot;
-}
-
-/*
- * Mirror one window [start, end) of the CPU page table into the device's without faulting
- * anything (what the CPU maps, the device maps), then describe the device's entries for
- * [start, end) into @w->prot.
- */
-static int gmem_dmirror_mirror_window(struct gmem_ctx *ctx, struct gmem_dmirror_window *w,
-				      u64 start, u64 end)
-{
-	unsigned long npages = (end - start) >> PAGE_SHIFT;
-	struct hmm_range range = {
-		.notifier = &ctx->notifier,
-		.start = start,
-		.end = end,
-		.hmm_pfns = w->pfns,
-		.dev_private_owner = ctx->g,
-	};
-	int ret, replaced;
-
-	memset(w->req, 0, npages * sizeof(*w->req));
-	do {
-		ret = gmem_pt_reserve(ctx, start, end);
-		if (ret)
-			return ret;
-		ret = gmem_hmm_range_locked(ctx, &range, w->req, npages);
-		if (ret)
-			return ret;
-		replaced = gmem_pt_map(ctx, start, w->pfns, npages);
-		for (unsigned long i = 0; i < npages; i++) {
-			bool huge;
-			u64 pte = gmem_pt_leaf(ctx, start + i * PAGE_SIZE, &huge);
-
-			w->prot[i] = gmem_dmirror_prot(ctx->g, pte, huge, w->pfns[i]);
-		}
-		mutex_unlock(&ctx->lock);
-		/* As gmem_hmm_pass(): -EAGAIN may have replaced entries uncounted. */
-		if (replaced > 0 || replaced == -EAGAIN)
-			gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
-	} while (replaced == -EAGAIN);
-	return replaced < 0 ? replaced : 0;
-}
-
-/* Does no VMA meet [start, end)? The device maps nothing there either. */
-static bool gmem_dmirror_hole(struct mm_struct *mm, u64 start, u64 end)
-{
-	struct vm_area_struct *vma;
-
-	mmap_read_lock(mm);
-	vma = find_vma(mm, start);
-	mmap_read_unlock(mm);
-	return !vma || vma->vm_start >= end;
-}
-
-/*
- * Mirror [start, end) as above; the description goes to user memory at @out if set, and
- * *@local counts pages the device maps in its own HBM.
- */
-static int gmem_dmirror_mirror(struct gmem_ctx *ctx, u64 start, u64 end, u8 __user *out,
-			       u64 *local)
-{
-	struct gmem_dmirror_window *w;
-	int ret = 0;
-
-	w = gmem_window_get(ctx);
-	if (IS_ERR(w))
-		return PTR_ERR(w);
-	*local = 0;
-	for (u64 va = start, next; va < end && !ret; va = next) {
-		unsigned long n;
-
-		/* A range may span terabytes: stay killable, let others run. */
-		if (fatal_signal_pending(current)) {
-			ret = -EINTR;
-			break;
-		}
-		cond_resched();
-		next = gmem_window_end(va, end);
-		n = (next - va) >> PAGE_SHIFT;
-		if (gmem_dmirror_hole(ctx->mm, va, next))	/* as hmm_range_fault says: */
-			memset(w->prot, HMM_DMIRROR_PROT_ERROR, n);	/* HMM_PFN_ERROR */
-		else
-			ret = gmem_dmirror_mirror_window(ctx, w, va, next);
-		if (ret)
-			break;
-		for (unsigned long i = 0; i < n; i++) {
-			u8 where = w->prot[i] & ~(HMM_DMIRROR_PROT_READ | HMM_DMIRROR_PROT_WRITE |
-						  HMM_DMIRROR_PROT_PMD);
-
-			*local += where == HMM_DMIRROR_PROT_DEV_PRIVATE_LOCAL ||
-				  where == HMM_DMIRROR_PROT_DEV_COHERENT_LOCAL;
-		}
-		if (out && copy_to_user(out + ((va - start) >> PAGE_SHIFT), w->prot, n))
-			ret = -EFAULT;
-	}
-	gmem_window_put(ctx, w);
 	return ret;
 }
 
@@ -306,114 +229,12 @@ static int gmem_dmirror_migrate_to_sys(struct gmem_file *f, struct hmm_dmirror_c
 	return ret == -EFAULT ? -EINVAL : ret;
 }
 
-/*
- * make_device_exclusive_range() on 6.12 refuses every tail page of a large folio: its GUP
- * splits a THP's PMD mapping (FOLL_SPLIT_PMD) but not the folio, so a range backed by THPs
- * (THP "always") fails — test_hmm then returns -EBUSY. Split the folios first, while the
- * PMD still maps them: migrate_vma_setup() does (split_folio()), and is the only way a
- * module can. Selecting only this device's private pages, it takes no system page; the
- * ones it takes, migrate_vma_finalize() puts back as they were.
- */
-static void gmem_dmirror_split_thp(struct gmem_ctx *ctx, struct gmem_dmirror_window *w,
-				   struct vm_area_struct *vma, u64 start, u64 end)
-{
-	struct migrate_vma args = {
-		.vma = vma,
-		.start = start,
-		.end = end,
-		.src = w->src,
-		.dst = w->dst,
-		.pgmap_owner = ctx->g,
-		.flags = MIGRATE_VMA_SELECT_DEVICE_PRIVATE,
-	};
-
-	memset(w->dst, 0, sizeof(w->dst));
-	if (!migrate_vma_setup(&args))
-		migrate_vma_finalize(&args);
-}
-
-/*
- * Take one window [start, end) exclusively for the device and map it, inside the notifier's
- * read_begin/read_retry section: the pages stay locked until they are mapped, so a CPU
- * access revokes the mapping only after it exists.
- */
-static int gmem_dmirror_exclusive_window(struct gmem_ctx *ctx, struct gmem_dmirror_window *w,
-					 u64 start, u64 end)
-{
-	unsigned long timeout = jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
-	long npages = (end - start) >> PAGE_SHIFT;
-	struct vm_area_struct *vma;
-	int ret = -EBUSY;
-
-	mmap_read_lock(ctx->mm);
-	vma = vma_lookup(ctx->mm, start);
-	if (!vma || end > vma->vm_end) {
-		mmap_read_unlock(ctx->mm);
-		return -EINVAL;
-	}
-	gmem_dmirror_split_thp(ctx, w, vma, start, end);
-	while (!time_after(jiffies, timeout)) {
-		unsigned long seq = mmu_interval_read_begin(&ctx->notifier);
-		bool all = true, retry = false;
-		long got;
-
-		/* Tables before the pages are locked and ctx->lock taken. */
-		if (gmem_pt_reserve(ctx, start, end)) {
-			ret = -ENOMEM;
-			break;
-		}
-		got = make_device_exclusive_range(ctx->mm, start, end, w->pages, ctx);
-		if (got < 0) {
-			ret = got;
-			break;
-		}
-		for (long i = 0; i < npages; i++)
-			all &= i < got && w->pages[i];
-		if (all) {
-			mutex_lock(&ctx->lock);
-			retry = mmu_interval_read_retry(&ctx->notifier, seq);
-			if (!retry)
-				ret = gmem_pt_map_exclusive(ctx, start, w->pages, npages);
-			mutex_unlock(&ctx->lock);
-			if (ret > 0 || ret == -EAGAIN)
-				gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
-			if (ret == -EAGAIN) {	/* spare tables gone: reserve again */
-				retry = true;
-				ret = -EBUSY;
-			}
-		}
-		for (long i = 0; i < got; i++) {
-			if (w->pages[i]) {
-				unlock_page(w->pages[i]);
-				put_page(w->pages[i]);
-			}
-		}
-		if (!all)
-			ret = -EBUSY;	/* a page was busy, shared, or not anonymous */
-		if (!retry)
-			break;
-	}
-	mmap_read_unlock(ctx->mm);
-	return ret < 0 ? ret : 0;
-}
-
 /* Take the range exclusively; the device then reads it to cmd->ptr for the caller to check. */
 static int gmem_dmirror_exclusive(struct gmem_file *f, struct hmm_dmirror_cmd *cmd, u64 end)
 {
-	struct gmem_ctx *ctx = f->ctx;
-	struct gmem_dmirror_window *w;
-	int ret = 0;
+	int ret;
 
-	w = gmem_window_get(ctx);
-	if (IS_ERR(w))
-		return PTR_ERR(w);
-	for (u64 va = cmd->addr, next; va < end && !ret; va = next) {
-		cond_resched();
-		next = gmem_window_end(va, end);
-		ret = fatal_signal_pending(current) ? -EINTR :
-		      gmem_dmirror_exclusive_window(ctx, w, va, next);
-	}
-	gmem_window_put(ctx, w);
+	ret = gmem_dmirror_take_exclusive(f->ctx, cmd->addr, end);
 	if (ret)
 		return ret;
 	/* Only the destination may fault: faulting the source in would end exclusivity. */
@@ -452,7 +273,8 @@ static long gmem_dmirror_cmd(struct gmem_file *f, unsigned int op, struct hmm_dm
 	case HMM_DMIRROR_EXCLUSIVE:
 		return gmem_dmirror_exclusive(f, cmd, end);
 	case HMM_DMIRROR_CHECK_EXCLUSIVE:
-		return gmem_pt_any_exclusive(f->ctx, cmd->addr, end) ? -EPERM : 0;
+		return gmem_pt_any_marked(f->ctx, cmd->addr, end, GMEM_PTE_SW_EXCLUSIVE) ?
+		       -EPERM : 0;
 	case HMM_DMIRROR_RELEASE:
 		gmem_hbm_evict_all(f->g);
 		return 0;
@@ -476,9 +298,11 @@ static long gmem_dmirror_ioctl(struct file *file, unsigned int op, unsigned long
 	} else if (current->mm != f->ctx->mm) {
 		ret = -EACCES;	/* a forked child opens its own */
 	} else {
-		mutex_lock(&f->cmd_lock);
+		struct gmem_dmirror_state *st = gmem_dmirror_of(f->ctx);
+
+		mutex_lock(&st->cmd_lock);
 		ret = gmem_dmirror_cmd(f, op, &cmd);
-		mutex_unlock(&f->cmd_lock);
+		mutex_unlock(&st->cmd_lock);
 	}
 	up_read(&f->g->lock);
 	if (!ret && copy_to_user(uarg, &cmd, sizeof(cmd)))
@@ -505,12 +329,36 @@ static int gmem_dmirror_mmap(struct file *file, struct vm_area_struct *vma)
 
 static int gmem_dmirror_open(struct inode *inode, struct file *file)
 {
-	return gmem_file_open(container_of(inode->i_cdev, struct gmem_accel, dmirror_cdev), file);
+	struct gmem_dmirror_state *st = kzalloc(sizeof(*st), GFP_KERNEL);
+	struct gmem_file *f;
+	int ret;
+
+	if (!st)
+		return -ENOMEM;
+	mutex_init(&st->cmd_lock);
+	ret = gmem_file_open(container_of(inode->i_cdev, struct gmem_accel, dmirror_cdev), file);
+	if (ret) {
+		kfree(st);
+		return ret;
+	}
+	/* No command ran yet, so no fault of the context can reach the hook before this. */
+	f = file->private_data;
+	f->ctx->hook_data = st;
+	f->ctx->fault_hook = gmem_dmirror_fault_hook;
+	return 0;
 }
 
 static int gmem_dmirror_release(struct inode *inode, struct file *file)
 {
-	return gmem_file_release(file);
+	struct gmem_file *f = file->private_data;
+	struct gmem_dmirror_state *st = gmem_dmirror_of(f->ctx);
+	int ret;
+
+	/* The context is shut down (no fault server left) before its file is freed. */
+	ret = gmem_file_release(file);
+	mutex_destroy(&st->cmd_lock);
+	kfree(st);
+	return ret;
 }
 
 static const struct file_operations gmem_dmirror_fops = {

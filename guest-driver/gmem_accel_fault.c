@@ -19,16 +19,6 @@
 /* Present pages around a fault are mapped with it, a block of this size (a THP: all of it). */
 #define GMEM_MAP_AROUND		SZ_64K
 
-struct gmem_fault {
-	u64 va;
-	u16 ctx;
-	u16 group;
-	u16 slot;
-	u8 access;
-	u8 engine;
-	u8 flags;
-};
-
 static void gmem_fault_read(struct gmem_accel *g, u32 idx, struct gmem_fault *f)
 {
 	const struct gmem_fault_record *rec = &g->fq[idx];
@@ -42,7 +32,7 @@ static void gmem_fault_read(struct gmem_accel *g, u32 idx, struct gmem_fault *f)
 	f->flags = rec->flags;
 }
 
-static bool gmem_fault_writes(const struct gmem_fault *f)
+bool gmem_fault_writes(const struct gmem_fault *f)
 {
 	return f->access & (GMEM_ACCESS_WRITE | GMEM_ACCESS_ATOMIC);
 }
@@ -59,7 +49,7 @@ static int gmem_fault_cmp(const void *a, const void *b)
  * handle_mm_fault() gives up on a fatal signal, and hmm_range_fault() would retry for a
  * second per window). Another process's faults, served on this thread, go on.
  */
-static bool gmem_owner_dying(struct gmem_ctx *ctx)
+bool gmem_owner_dying(struct gmem_ctx *ctx)
 {
 	return current->mm == ctx->mm && fatal_signal_pending(current);
 }
@@ -183,8 +173,8 @@ static bool gmem_fault_whole_window(struct gmem_ctx *ctx, unsigned long hmm_pfn)
  * range, so unless the whole window is asked for, the faulting pass covers just the flagged
  * span and a second pass maps the neighbours without faulting.
  */
-static int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
-			    unsigned long *pfns)
+int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
+		     unsigned long *pfns)
 {
 	unsigned long npages = (end - start) >> PAGE_SHIFT, first = 0, last = npages;
 	unsigned long a, b;
@@ -218,7 +208,7 @@ static int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned l
  * The window around faulting page @va: its 2 MiB-aligned block, inside its VMA; the unit
  * gmem_fault_range() works in.
  */
-static int gmem_fault_window(struct gmem_ctx *ctx, u64 va, u64 *start, u64 *end)
+int gmem_fault_window(struct gmem_ctx *ctx, u64 va, u64 *start, u64 *end)
 {
 	struct vm_area_struct *vma;
 	int ret = 0;
@@ -241,44 +231,6 @@ static bool gmem_prefers_device(struct gmem_ctx *ctx, u64 va)
 	return advice && xa_to_value(advice) == GMEM_ACCEL_PREFER_DEVICE;
 }
 
-static const struct gmem_fault_ahead *gmem_ahead_of(struct gmem_ctx *ctx, u64 va)
-{
-	for (unsigned int r = 0; r < READ_ONCE(ctx->nahead); r++)
-		if (va >= ctx->ahead[r].start && va < ctx->ahead[r].end)
-			return &ctx->ahead[r];
-	return NULL;
-}
-
-/*
- * Fault in the whole of @r, a window at a time: every page requested. A window the device
- * maps already (e.g. the other buffer of a copy, in use before) is left as it is.
- */
-static int gmem_fault_ahead(struct gmem_ctx *ctx, const struct gmem_fault_ahead *r,
-			    unsigned long *req, unsigned long *pfns)
-{
-	unsigned long want = HMM_PFN_REQ_FAULT | (r->write ? HMM_PFN_REQ_WRITE : 0);
-	int ret = 0;
-
-	for (u64 va = r->start, start, end; va < r->end && !ret; va = end) {
-		cond_resched();
-		/* Ranges reach 256 GiB: stop once only this reference keeps the process's mm. */
-		if (atomic_read(&ctx->mm->mm_users) <= 1)
-			return -EFAULT;
-		if (gmem_owner_dying(ctx))
-			return -EINTR;
-		ret = gmem_fault_window(ctx, va, &start, &end);
-		if (ret)
-			break;
-		if (gmem_pt_maps_all(ctx, va, min(r->end, end), r->write))
-			continue;
-		/* Every page the range touches, the partial first one too. */
-		for (u64 p = start; p < end; p += PAGE_SIZE)
-			req[(p - start) >> PAGE_SHIFT] = p + PAGE_SIZE > va && p < r->end ? want : 0;
-		ret = gmem_fault_range(ctx, start, end, req, pfns);
-	}
-	return ret;
-}
-
 /*
  * Does the device page table now give every fault of the group the access it asked for? A
  * REPLAY that would only fault again is no progress (see gmem_fault_answer()).
@@ -299,26 +251,26 @@ static bool gmem_fault_granted(struct gmem_ctx *ctx, const struct gmem_fault *f,
 static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned int n,
 			    unsigned long *req, unsigned long *pfns)
 {
-	bool ahead = false;
+	bool served = false;
 	unsigned int i = 0;
 	int ret = 0;
 
 	if (!mmget_not_zero(ctx->mm))
 		return -EFAULT;		/* the process is exiting */
 	sort(f, n, sizeof(*f), gmem_fault_cmp, NULL);
-	for (unsigned int k = 0; k < n && !ahead; k++)
-		ahead = !!gmem_ahead_of(ctx, f[k].va);
-	/* One of the ranges faulted: all of them are brought in now, in one round. */
-	for (unsigned int r = 0; ahead && r < READ_ONCE(ctx->nahead) && !ret; r++)
-		ret = gmem_fault_ahead(ctx, &ctx->ahead[r], req, pfns);
+	if (ctx->fault_hook) {
+		ret = ctx->fault_hook(ctx, f, n, req, pfns);
+		served = ret > 0;
+		ret = min(ret, 0);
+	}
 	while (i < n && !ret) {
 		u64 start, end;
 
 		/*
-		 * Brought in with its range, unless that did not give the access this fault
-		 * wants (the ranges of a copy may overlap: a write into the read-only source).
+		 * Brought in by the hook, unless that did not give the access this fault wants
+		 * (the ranges of a copy may overlap: a write into the read-only source).
 		 */
-		if (ahead && gmem_ahead_of(ctx, f[i].va) &&
+		if (served &&
 		    gmem_pt_maps_all(ctx, f[i].va, f[i].va + PAGE_SIZE, gmem_fault_writes(&f[i]))) {
 			i++;
 			continue;

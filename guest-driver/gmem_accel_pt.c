@@ -15,14 +15,12 @@
 #include "gmem_accel_trace.h"
 
 /*
- * A software bit of the PTE format: the entry was cleared (VALID dropped) but its page is still
- * DMA-mapped until the device TLB has forgotten it.
+ * GMEM_PTE_SW_STALE: the entry was cleared (VALID dropped) but its page is still DMA-mapped
+ * until the device TLB has forgotten it.
  */
-#define GMEM_PTE_SW_STALE	(1ull << 8)
 static_assert(GMEM_PTE_SW_STALE & GMEM_PTE_SW_MASK);
-/* Another: the page is the device's exclusively (make_device_exclusive_range). */
-#define GMEM_PTE_SW_EXCLUSIVE	(1ull << 9)
-static_assert(GMEM_PTE_SW_EXCLUSIVE & GMEM_PTE_SW_MASK);
+static_assert((GMEM_PTE_SW_HOOK_MASK & GMEM_PTE_SW_MASK) == GMEM_PTE_SW_HOOK_MASK);
+static_assert(!(GMEM_PTE_SW_STALE & GMEM_PTE_SW_HOOK_MASK));
 
 static struct device *gmem_dma_dev(struct gmem_ctx *ctx)
 {
@@ -449,35 +447,26 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 }
 
 /*
- * Map @npages pages from @va that make_device_exclusive_range() gave the device (locked,
- * CPU mappings replaced by device-exclusive entries): readable, writable, atomic, and marked
- * so that gmem_pt_any_exclusive() sees them until a CPU access revokes them (the notifier
- * then zaps the entries). Called with ctx->lock held; returns as gmem_pt_map() does.
+ * Set software bits @sw_bits (of GMEM_PTE_SW_HOOK_MASK) in the 4 KiB leaf mapping @va: a
+ * context's hook marks entries it made. The next mapping of the page clears them. Called
+ * with ctx->lock held; -ENOENT if no 4 KiB leaf maps @va.
  */
-int gmem_pt_map_exclusive(struct gmem_ctx *ctx, u64 va, struct page **pages,
-			  unsigned long npages)
+int gmem_pt_mark(struct gmem_ctx *ctx, u64 va, u64 sw_bits)
 {
-	int replaced = 0;
+	struct gmem_pt *pt;
+	u64 *pte;
 
 	lockdep_assert_held(&ctx->lock);
-
-	for (unsigned long i = 0; i < npages; i++) {
-		unsigned long pfn = page_to_pfn(pages[i]) | HMM_PFN_VALID | HMM_PFN_WRITE;
-		struct gmem_pt *pt;
-		int ret;
-
-		ret = gmem_pt_map(ctx, va + i * PAGE_SIZE, &pfn, 1);
-		if (ret < 0)
-			return ret;
-		replaced += ret;
-		pt = gmem_pt_table(ctx, va + i * PAGE_SIZE, 1, false);
-		if (pt) {
-			u64 *pte = &pt->pte[GMEM_PT_INDEX(va + i * PAGE_SIZE, 1)];
-
-			WRITE_ONCE(*pte, *pte | GMEM_PTE_SW_EXCLUSIVE);
-		}
-	}
-	return replaced;
+	if (WARN_ON_ONCE(sw_bits & ~GMEM_PTE_SW_HOOK_MASK))
+		return -EINVAL;
+	pt = gmem_pt_table(ctx, va, 1, false);
+	if (!pt)
+		return -ENOENT;
+	pte = &pt->pte[GMEM_PT_INDEX(va, 1)];
+	if (!(READ_ONCE(*pte) & GMEM_PTE_VALID))
+		return -ENOENT;
+	WRITE_ONCE(*pte, *pte | sw_bits);
+	return 0;
 }
 
 /* The leaf entry translating @va (0 if none); @huge: a 2 MiB leaf. ctx->lock held. */
@@ -512,18 +501,18 @@ bool gmem_pt_maps_all(struct gmem_ctx *ctx, u64 start, u64 end, bool write)
 	return all;
 }
 
-static bool gmem_leaf_exclusive(struct gmem_ctx *ctx, u64 *pte, int level, void *data)
+static bool gmem_leaf_marked(struct gmem_ctx *ctx, u64 *pte, int level, void *data)
 {
 	u64 e = READ_ONCE(*pte);
 
-	return (e & GMEM_PTE_VALID) && (e & GMEM_PTE_SW_EXCLUSIVE);
+	return (e & GMEM_PTE_VALID) && (e & *(const u64 *)data);
 }
 
 /*
- * Does the device still hold a page of [start, end) exclusively? Any range a process names:
- * only the tables that exist are looked at.
+ * Does a valid entry of [start, end) carry one of @sw_bits (gmem_pt_mark())? Any range a
+ * process names: only the tables that exist are looked at.
  */
-bool gmem_pt_any_exclusive(struct gmem_ctx *ctx, u64 start, u64 end)
+bool gmem_pt_any_marked(struct gmem_ctx *ctx, u64 start, u64 end, u64 sw_bits)
 {
 	bool found;
 
@@ -531,8 +520,8 @@ bool gmem_pt_any_exclusive(struct gmem_ctx *ctx, u64 start, u64 end)
 	if (start >= end)
 		return false;
 	mutex_lock(&ctx->lock);
-	found = gmem_pt_walk(ctx, &ctx->root, GMEM_PT_LEVELS, 0, start, end, gmem_leaf_exclusive,
-			     NULL);
+	found = gmem_pt_walk(ctx, &ctx->root, GMEM_PT_LEVELS, 0, start, end, gmem_leaf_marked,
+			     &sw_bits);
 	mutex_unlock(&ctx->lock);
 	return found;
 }

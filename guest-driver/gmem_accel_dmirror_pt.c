@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: the test_hmm interface's view of the device page table (SNAPSHOT and the
+ * mirror MIGRATE_TO_DEV checks) and its EXCLUSIVE mappings, a 2 MiB window at a time;
+ * gmem_accel_dmirror.c has the commands and the node.
+ */
+#include <linux/hmm.h>
+#include <linux/migrate.h>
+#include <linux/mm.h>
+#include <linux/rmap.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <lib/test_hmm_uapi.h>
+
+#include "gmem_accel.h"
+
+static_assert((GMEM_PTE_SW_EXCLUSIVE & GMEM_PTE_SW_HOOK_MASK) == GMEM_PTE_SW_EXCLUSIVE);
+
+/* Scratch for one window of 2 MiB: hmm_range_fault input/output, exclusive pages. */
+struct gmem_dmirror_window {
+	unsigned long req[GMEM_WINDOW_PAGES];
+	unsigned long pfns[GMEM_WINDOW_PAGES];
+	unsigned long src[GMEM_WINDOW_PAGES];
+	unsigned long dst[GMEM_WINDOW_PAGES];
+	struct page *pages[GMEM_WINDOW_PAGES];
+	u8 prot[GMEM_WINDOW_PAGES];
+};
+
+/* Scratch for a walk over the context's process, which is held (mmget) until the put. */
+static struct gmem_dmirror_window *gmem_window_get(struct gmem_ctx *ctx)
+{
+	struct gmem_dmirror_window *w = kvmalloc(sizeof(*w), GFP_KERNEL);
+
+	if (!w)
+		return ERR_PTR(-ENOMEM);
+	if (!mmget_not_zero(ctx->mm)) {
+		kvfree(w);
+		return ERR_PTR(-EINVAL);
+	}
+	return w;
+}
+
+static void gmem_window_put(struct gmem_ctx *ctx, struct gmem_dmirror_window *w)
+{
+	mmput(ctx->mm);
+	kvfree(w);
+}
+
+/* The 2 MiB-aligned window holding @va, clipped to [va, end). */
+static u64 gmem_window_end(u64 va, u64 end)
+{
+	return min_t(u64, ALIGN(va + 1, GMEM_HUGE_SIZE), end);
+}
+
+/* What a device entry @pte (with hmm_range_fault's @pfn for its page) is, in test_hmm's terms. */
+static u8 gmem_dmirror_prot(struct gmem_accel *g, u64 pte, bool huge, unsigned long pfn)
+{
+	struct page *page;
+	u8 prot = HMM_DMIRROR_PROT_NONE;
+
+	if (!(pte & GMEM_PTE_VALID))
+		return pfn & HMM_PFN_ERROR ? HMM_DMIRROR_PROT_ERROR : HMM_DMIRROR_PROT_NONE;
+	page = pfn & HMM_PFN_VALID ? hmm_pfn_to_page(pfn) : NULL;
+	if (pte & GMEM_PTE_HBM)
+		prot = g->hbm.pgmap.type == MEMORY_DEVICE_COHERENT ?
+		       HMM_DMIRROR_PROT_DEV_COHERENT_LOCAL : HMM_DMIRROR_PROT_DEV_PRIVATE_LOCAL;
+	else if (page && is_device_coherent_page(page))
+		prot = HMM_DMIRROR_PROT_DEV_COHERENT_REMOTE;	/* another device's, over the bus */
+	else if (page && is_zero_pfn(page_to_pfn(page)))
+		prot = HMM_DMIRROR_PROT_ZERO;
+	prot |= pte & GMEM_PTE_WRITE ? HMM_DMIRROR_PROT_WRITE : HMM_DMIRROR_PROT_READ;
+	if (huge)
+		prot |= HMM_DMIRROR_PROT_PMD;
+	return prot;
+}
+
+/*
+ * Mirror one window [start, end) of the CPU page table into the device's without faulting
+ * anything (what the CPU maps, the device maps), then describe the device's entries for
+ * [start, end) into @w->prot.
+ */
+static int gmem_dmirror_mirror_window(struct gmem_ctx *ctx, struct gmem_dmirror_window *w,
+				      u64 start, u64 end)
+{
+	unsigned long npages = (end - start) >> PAGE_SHIFT;
+	struct hmm_range range = {
+		.notifier = &ctx->notifier,
+		.start = start,
+		.end = end,
+		.hmm_pfns = w->pfns,
+		.dev_private_owner = ctx->g,
+	};
+	int ret, replaced;
+
+	memset(w->req, 0, npages * sizeof(*w->req));
+	do {
+		ret = gmem_pt_reserve(ctx, start, end);
+		if (ret)
+			return ret;
+		ret = gmem_hmm_range_locked(ctx, &range, w->req, npages);
+		if (ret)
+			return ret;
+		replaced = gmem_pt_map(ctx, start, w->pfns, npages);
+		for (unsigned long i = 0; i < npages; i++) {
+			bool huge;
+			u64 pte = gmem_pt_leaf(ctx, start + i * PAGE_SIZE, &huge);
+
+			w->prot[i] = gmem_dmirror_prot(ctx->g, pte, huge, w->pfns[i]);
+		}
+		mutex_unlock(&ctx->lock);
+		/* As gmem_hmm_pass(): -EAGAIN may have replaced entries uncounted. */
+		if (replaced > 0 || replaced == -EAGAIN)
+			gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
+	} while (replaced == -EAGAIN);
+	return replaced < 0 ? replaced : 0;
+}
+
+/* Does no VMA meet [start, end)? The device maps nothing there either. */
+static bool gmem_dmirror_hole(struct mm_struct *mm, u64 start, u64 end)
+{
+	struct vm_area_struct *vma;
+
+	mmap_read_lock(mm);
+	vma = find_vma(mm, start);
+	mmap_read_unlock(mm);
+	return !vma || vma->vm_start >= end;
+}
+
+/*
+ * Mirror [start, end) as above; the description goes to user memory at @out if set, and
+ * *@local counts pages the device maps in its own HBM.
+ */
+int gmem_dmirror_mirror(struct gmem_ctx *ctx, u64 start, u64 end, u8 __user *out, u64 *local)
+{
+	struct gmem_dmirror_window *w;
+	int ret = 0;
+
+	w = gmem_window_get(ctx);
+	if (IS_ERR(w))
+		return PTR_ERR(w);
+	*local = 0;
+	for (u64 va = start, next; va < end && !ret; va = next) {
+		unsigned long n;
+
+		/* A range may span terabytes: stay killable, let others run. */
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		cond_resched();
+		next = gmem_window_end(va, end);
+		n = (next - va) >> PAGE_SHIFT;
+		if (gmem_dmirror_hole(ctx->mm, va, next))	/* as hmm_range_fault says: */
+			memset(w->prot, HMM_DMIRROR_PROT_ERROR, n);	/* HMM_PFN_ERROR */
+		else
+			ret = gmem_dmirror_mirror_window(ctx, w, va, next);
+		if (ret)
+			break;
+		for (unsigned long i = 0; i < n; i++) {
+			u8 where = w->prot[i] & ~(HMM_DMIRROR_PROT_READ | HMM_DMIRROR_PROT_WRITE |
+						  HMM_DMIRROR_PROT_PMD);
+
+			*local += where == HMM_DMIRROR_PROT_DEV_PRIVATE_LOCAL ||
+				  where == HMM_DMIRROR_PROT_DEV_COHERENT_LOCAL;
+		}
+		if (out && copy_to_user(out + ((va - start) >> PAGE_SHIFT), w->prot, n))
+			ret = -EFAULT;
+	}
+	gmem_window_put(ctx, w);
+	return ret;
+}
+
+/*
+ * make_device_exclusive_range() on 6.12 refuses every tail page of a large folio: its GUP
+ * splits a THP's PMD mapping (FOLL_SPLIT_PMD) but not the folio, so a range backed by THPs
+ * (THP "always") fails — test_hmm then returns -EBUSY. Split the folios first, while the
+ * PMD still maps them: migrate_vma_setup() does (split_folio()), and is the only way a
+ * module can. Selecting only this device's private pages, it takes no system page; the
+ * ones it takes, migrate_vma_finalize() puts back as they were.
+ */
+static void gmem_dmirror_split_thp(struct gmem_ctx *ctx, struct gmem_dmirror_window *w,
+				   struct vm_area_struct *vma, u64 start, u64 end)
+{
+	struct migrate_vma args = {
+		.vma = vma,
+		.start = start,
+		.end = end,
+		.src = w->src,
+		.dst = w->dst,
+		.pgmap_owner = ctx->g,
+		.flags = MIGRATE_VMA_SELECT_DEVICE_PRIVATE,
+	};
+
+	memset(w->dst, 0, sizeof(w->dst));
+	if (!migrate_vma_setup(&args))
+		migrate_vma_finalize(&args);
+}
+
+/*
+ * Map @npages pages from @va that make_device_exclusive_range() gave the device (locked,
+ * CPU mappings replaced by device-exclusive entries): readable, writable, atomic, and marked
+ * so that CHECK_EXCLUSIVE sees them until a CPU access revokes them (the notifier then zaps
+ * the entries). Called with ctx->lock held; returns as gmem_pt_map() does.
+ */
+static int gmem_dmirror_map_exclusive(struct gmem_ctx *ctx, u64 va, struct page **pages,
+				      unsigned long npages)
+{
+	int replaced = 0;
+
+	lockdep_assert_held(&ctx->lock);
+	for (unsigned long i = 0; i < npages; i++) {
+		unsigned long pfn = page_to_pfn(pages[i]) | HMM_PFN_VALID | HMM_PFN_WRITE;
+		int ret = gmem_pt_map(ctx, va + i * PAGE_SIZE, &pfn, 1);
+
+		if (ret < 0)
+			return ret;
+		replaced += ret;
+		gmem_pt_mark(ctx, va + i * PAGE_SIZE, GMEM_PTE_SW_EXCLUSIVE);
+	}
+	return replaced;
+}
+
+/*
+ * Take one window [start, end) exclusively for the device and map it, inside the notifier's
+ * read_begin/read_retry section: the pages stay locked until they are mapped, so a CPU
+ * access revokes the mapping only after it exists.
+ */
+static int gmem_dmirror_exclusive_window(struct gmem_ctx *ctx, struct gmem_dmirror_window *w,
+					 u64 start, u64 end)
+{
+	unsigned long timeout = jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
+	long npages = (end - start) >> PAGE_SHIFT;
+	struct vm_area_struct *vma;
+	int ret = -EBUSY;
+
+	mmap_read_lock(ctx->mm);
+	vma = vma_lookup(ctx->mm, start);
+	if (!vma || end > vma->vm_end) {
+		mmap_read_unlock(ctx->mm);
+		return -EINVAL;
+	}
+	gmem_dmirror_split_thp(ctx, w, vma, start, end);
+	while (!time_after(jiffies, timeout)) {
+		unsigned long seq = mmu_interval_read_begin(&ctx->notifier);
+		bool all = true, retry = false;
+		long got;
+
+		/* Tables before the pages are locked and ctx->lock taken. */
+		if (gmem_pt_reserve(ctx, start, end)) {
+			ret = -ENOMEM;
+			break;
+		}
+		got = make_device_exclusive_range(ctx->mm, start, end, w->pages, ctx);
+		if (got < 0) {
+			ret = got;
+			break;
+		}
+		for (long i = 0; i < npages; i++)
+			all &= i < got && w->pages[i];
+		if (all) {
+			mutex_lock(&ctx->lock);
+			retry = mmu_interval_read_retry(&ctx->notifier, seq);
+			if (!retry)
+				ret = gmem_dmirror_map_exclusive(ctx, start, w->pages, npages);
+			mutex_unlock(&ctx->lock);
+			if (ret > 0 || ret == -EAGAIN)
+				gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
+			if (ret == -EAGAIN) {	/* spare tables gone: reserve again */
+				retry = true;
+				ret = -EBUSY;
+			}
+		}
+		for (long i = 0; i < got; i++) {
+			if (w->pages[i]) {
+				unlock_page(w->pages[i]);
+				put_page(w->pages[i]);
+			}
+		}
+		if (!all)
+			ret = -EBUSY;	/* a page was busy, shared, or not anonymous */
+		if (!retry)
+			break;
+	}
+	mmap_read_unlock(ctx->mm);
+	return ret < 0 ? ret : 0;
+}
+
+/* Take [start, end) exclusively for the device, a window at a time, and map it. */
+int gmem_dmirror_take_exclusive(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	struct gmem_dmirror_window *w;
+	int ret = 0;
+
+	w = gmem_window_get(ctx);
+	if (IS_ERR(w))
+		return PTR_ERR(w);
+	for (u64 va = start, next; va < end && !ret; va = next) {
+		cond_resched();
+		next = gmem_window_end(va, end);
+		ret = fatal_signal_pending(current) ? -EINTR :
+		      gmem_dmirror_exclusive_window(ctx, w, va, next);
+	}
+	gmem_window_put(ctx, w);
+	return ret;
+}
