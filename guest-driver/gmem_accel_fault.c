@@ -257,6 +257,8 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 
 	if (!mmget_not_zero(ctx->mm))
 		return -EFAULT;		/* the process is exiting */
+	/* A PREFER_DEVICE page migrates with the mm's lock written (settled): tell lockdep. */
+	might_lock(&ctx->mm->mmap_lock);
 	sort(f, n, sizeof(*f), gmem_fault_cmp, NULL);
 	if (ctx->fault_hook) {
 		ret = ctx->fault_hook(ctx, f, n, req, pfns);

@@ -259,6 +259,8 @@ unsigned long gmem_pt_zap(struct gmem_ctx *ctx, u64 start, u64 end)
 	unsigned long n;
 
 	lockdep_assert_held(&ctx->lock);
+	/* Only a zap that cleared entries waits for the TLB: tell lockdep on every one. */
+	might_lock(&ctx->g->inv_lock);
 	end = min_t(u64, end, 1ull << GMEM_VA_BITS);
 	if (start >= end)
 		return 0;

@@ -2,7 +2,10 @@
 # Build qemu-system-x86_64 with hw/gmem-accel overlaid.
 #   Source: $GMEM_QEMU_SRC (a QEMU 10.0 tree of your own), else Debian trixie's `qemu` source
 #   package (apt-get source applies Debian's patches, which the +ds tarball needs).
-#   --install LINK: also point LINK at the binary (meson's output).
+#   Also builds the device's qtests (host-tests/qtest/, overlaid as tests/qtest/gmem-accel) with
+#   QEMU's own libqtest, as an in-tree device's qtests are built.
+#   --install LINK: also point LINK at the binary and, next to it, gmem-accel-qtest-* at the
+#   qtests (meson's outputs).
 #   Prints the path of the built binary on the last line.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -40,6 +43,10 @@ fetch_debian_source() {
 overlay_device() {
 	local src=$1
 	ln -sfn "$repo/hw/gmem-accel" "$src/hw/gmem-accel"
+	ln -sfn "$repo/host-tests/qtest" "$src/tests/qtest/gmem-accel"
+	grep -q "subdir('gmem-accel')" "$src/tests/qtest/meson.build" ||
+		echo "subdir('gmem-accel')  # gmem-accel overlay: the device's qtests" \
+			>>"$src/tests/qtest/meson.build"
 	grep -q "subdir('gmem-accel')" "$src/hw/meson.build" ||
 		echo "subdir('gmem-accel')  # gmem-accel overlay" >>"$src/hw/meson.build"
 	grep -q "source gmem-accel/Kconfig" "$src/hw/Kconfig" ||
@@ -84,13 +91,19 @@ fi
 # generated trace code) so it is rebuilt from that checkout.
 if [ "$(cat "$build/.gmem-overlay-src" 2>/dev/null)" != "$repo" ]; then
 	find "$build" \( -name '*hw_gmem-accel_*.o' -o -name 'trace-hw_gmem_accel.*' \) -delete
+	rm -rf "$build/tests/qtest/gmem-accel"
 	echo "$repo" >"$build/.gmem-overlay-src"
 fi
 step "building QEMU $version with gmem-accel (incremental; a cold build takes ~5 min on 2 cores)"
 set -o pipefail
-ninja -C "$build" qemu-system-x86_64 2>&1 | tee "$build/ninja.log" | progress_filter "qemu" ||
+qtests=(gmem-accel-qtest-registers gmem-accel-qtest-engine gmem-accel-qtest-monitor)
+ninja -C "$build" qemu-system-x86_64 "${qtests[@]/#/tests/qtest/gmem-accel/}" 2>&1 |
+	tee "$build/ninja.log" | progress_filter "qemu" ||
 	{ grep -B2 -A12 -m3 'error' "$build/ninja.log" >&2 || tail -n 40 "$build/ninja.log" >&2; die "QEMU build failed; full log: $build/ninja.log"; }
 if [ "${1:-}" = --install ]; then
 	ln -sfn "$build/qemu-system-x86_64" "$2"
+	for t in "${qtests[@]}"; do
+		ln -sfn "$build/tests/qtest/gmem-accel/$t" "$(dirname "$2")/$t"
+	done
 fi
 echo "$build/qemu-system-x86_64"

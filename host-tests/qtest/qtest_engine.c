@@ -6,7 +6,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "qemu/osdep.h"     /* host-tests/shim: GLib and the C library */
+#include "qemu/osdep.h"
 #include "gmem_env.h"
 
 /* Where an operand of each kind lives, for checking through the back door */
@@ -55,12 +55,12 @@ static void test_copy_all_kinds(void)
             uint64_t s = base[sk][0], d = base[dk][1];
 
             pattern(src, len, sk * 3 + dk);
-            qt_memwrite(e->qt, backing(sk, s), src, len);
+            qtest_memwrite(e->qt, backing(sk, s), src, len);
             memset(want, 0xee, len + 2);
-            qt_memwrite(e->qt, backing(dk, d) - 1, want, len + 2);
+            qtest_memwrite(e->qt, backing(dk, d) - 1, want, len + 2);
             g_assert_cmpuint(run(e, 0, copy_cmd(dk, d, sk, s, len)),
                              ==, GMEM_CMD_ST_OK);
-            qt_memread(e->qt, backing(dk, d) - 1, out, len + 2);
+            qtest_memread(e->qt, backing(dk, d) - 1, out, len + 2);
             memcpy(want + 1, src, len);
             g_assert_cmpmem(out, len + 2, want, len + 2);   /* guards too */
         }
@@ -100,7 +100,7 @@ static void test_copy_contiguous_runs(void)
     }
     pattern(src, len, 21);
     for (unsigned p = 0; p < 6; p++) {
-        qt_memwrite(e->qt, sys + page_of[p] * 4096 + (p ? 0 : 100),
+        qtest_memwrite(e->qt, sys + page_of[p] * 4096 + (p ? 0 : 100),
                     src + (p ? p * 4096 - 100 : 0),
                     MIN(4096 - (p ? 0 : 100), len - (p ? p * 4096 - 100 : 0)));
     }
@@ -110,22 +110,22 @@ static void test_copy_contiguous_runs(void)
     g_assert_cmpuint(fq_take(e, r, G_N_ELEMENTS(r)), ==, 1);
     g_assert_cmphex(r[0].va, ==, va + 3 * 4096);
     map4k(e, va + 3 * 4096, sys + page_of[3] * 4096, RWA);
-    qt_memwrite(e->qt, sys + page_of[3] * 4096, src + 3 * 4096 - 100, 4096);
+    qtest_memwrite(e->qt, sys + page_of[3] * 4096, src + 3 * 4096 - 100, 4096);
     respond(e, r[0].group, GMEM_RESP_REPLAY);
     g_assert_cmpuint(wait_done(e, 1, idx), ==, GMEM_CMD_ST_OK);
-    qt_memread(e->qt, BAR2_ADDR + 0x5000, out, len);
+    qtest_memread(e->qt, BAR2_ADDR + 0x5000, out, len);
     g_assert_cmpmem(out, len, src, len);
 
     /* And back, HBM to the scattered pages. */
     pattern(src, len, 22);
-    qt_memwrite(e->qt, BAR2_ADDR + 0x5000, src, len);
+    qtest_memwrite(e->qt, BAR2_ADDR + 0x5000, src, len);
     g_assert_cmpuint(run(e, 1, copy_cmd(GMEM_ADDR_VA, va + 100, GMEM_ADDR_HBM,
                                         0x5000, len)), ==, GMEM_CMD_ST_OK);
     for (unsigned p = 0; p < 6; p++) {
         size_t off = p ? p * 4096 - 100 : 0;
         size_t n = MIN(4096 - (p ? 0 : 100), len - off);
 
-        qt_memread(e->qt, sys + page_of[p] * 4096 + (p ? 0 : 100), out, n);
+        qtest_memread(e->qt, sys + page_of[p] * 4096 + (p ? 0 : 100), out, n);
         g_assert_cmpmem(out, n, src + off, n);
     }
     g_assert_cmpuint(counter(e, GMEM_CNT_BYTES), ==, 2 * len);
@@ -152,13 +152,13 @@ static void test_fill_all_kinds(void)
                       .size = len, .value = value };
 
         memset(want, 0xee, len + 2);
-        qt_memwrite(e->qt, backing(k, dst[k]) - 1, want, len + 2);
+        qtest_memwrite(e->qt, backing(k, dst[k]) - 1, want, len + 2);
         g_assert_cmpuint(run(e, 1, c), ==, GMEM_CMD_ST_OK);
         /* Byte i of the fill is byte (i % 8) of the value. */
         for (size_t i = 0; i < len; i++) {
             want[1 + i] = value >> (8 * (i % 8));
         }
-        qt_memread(e->qt, backing(k, dst[k]) - 1, out, len + 2);
+        qtest_memread(e->qt, backing(k, dst[k]) - 1, out, len + 2);
         g_assert_cmpmem(out, len + 2, want, len + 2);
     }
     env_quit(e);
@@ -173,11 +173,11 @@ static void test_huge_pages(void)
 
     map2m(e, va, 2 * GMEM_HUGE_SIZE, RW | GMEM_PTE_HBM);
     pattern(src, len, 7);
-    qt_memwrite(e->qt, SYS_DATA, src, len);
+    qtest_memwrite(e->qt, SYS_DATA, src, len);
     g_assert_cmpuint(run(e, 0, copy_cmd(GMEM_ADDR_VA,
                          va + 0x180000 - len / 2, GMEM_ADDR_SYS, SYS_DATA,
                          len)), ==, GMEM_CMD_ST_OK);
-    qt_memread(e->qt, BAR2_ADDR + 2 * GMEM_HUGE_SIZE + 0x180000 - len / 2,
+    qtest_memread(e->qt, BAR2_ADDR + 2 * GMEM_HUGE_SIZE + 0x180000 - len / 2,
                out, len);
     g_assert_cmpmem(out, len, src, len);
     /* 16 pages of 4 KiB, one walk: the 2 MiB translation served them all */
@@ -203,10 +203,11 @@ static void test_fault_replay(void)
     uint32_t idx;
 
     pattern(src, len, 3);
-    qt_memwrite(e->qt, SYS_DATA + 0x200000, src, len);
+    qtest_memwrite(e->qt, SYS_DATA + 0x200000, src, len);
     /* A command before it: the faulting one is not in slot 0. */
-    g_assert_cmpuint(run(e, 2, copy_cmd(GMEM_ADDR_SYS, SYS_DATA + 0x100000, GMEM_ADDR_SYS,
-                                        SYS_DATA, 64)), ==, GMEM_CMD_ST_OK);
+    g_assert_cmpuint(run(e, 2, copy_cmd(GMEM_ADDR_SYS, SYS_DATA + 0x100000,
+                                        GMEM_ADDR_SYS, SYS_DATA, 64)),
+                     ==, GMEM_CMD_ST_OK);
     gq_msi_fired(e->g, GMEM_VEC_FAULT);
     idx = submit(e, 2, copy_cmd(GMEM_ADDR_SYS, SYS_DATA, GMEM_ADDR_VA,
                                            va, len));
@@ -245,7 +246,7 @@ static void test_fault_replay(void)
     }
     respond(e, r[3].group, GMEM_RESP_REPLAY);
     g_assert_cmpuint(wait_done(e, 2, idx), ==, GMEM_CMD_ST_OK);
-    qt_memread(e->qt, SYS_DATA, out, len);
+    qtest_memread(e->qt, SYS_DATA, out, len);
     g_assert_cmpmem(out, len, src, len);
     g_assert_cmpuint(counter(e, GMEM_CNT_REPLAYS), ==, 2);
     g_assert_cmpuint(counter(e, GMEM_CNT_FAULTS), ==, 6);
@@ -275,13 +276,13 @@ static void test_fault_cancel_and_permissions(void)
     g_assert_cmpuint(r[0].access, ==, GMEM_ACCESS_WRITE);
     g_assert_cmpuint(r[0].reason, ==, GMEM_FAULT_PERMISSION);
     g_assert_cmphex(r[0].pte, ==, SYS_DATA | RO);
-    g_assert_cmphex(qt_readq(e->qt, FENCE_ADDR), ==, 0);   /* behind it */
+    g_assert_cmphex(qtest_readq(e->qt, FENCE_ADDR), ==, 0);   /* behind it */
 
     /* CANCEL fails that command only; the fence behind it runs. */
     respond(e, r[0].group, GMEM_RESP_CANCEL);
     g_assert_cmpuint(wait_done(e, 0, copy), ==, GMEM_CMD_ST_FAULT);
     g_assert_cmpuint(wait_done(e, 0, fence), ==, GMEM_CMD_ST_OK);
-    g_assert_cmphex(qt_readq(e->qt, FENCE_ADDR), ==, 0xfeedf00dcafe);
+    g_assert_cmphex(qtest_readq(e->qt, FENCE_ADDR), ==, 0xfeedf00dcafe);
     g_assert_cmpuint(counter(e, GMEM_CNT_CANCELS), ==, 1);
     /* A second answer to the same group is an error. */
     respond(e, r[0].group, GMEM_RESP_REPLAY);
@@ -299,10 +300,10 @@ static void test_stall_is_per_queue(void)
     stalled = submit(e, 0, copy_cmd(GMEM_ADDR_SYS, SYS_DATA,
                                                GMEM_ADDR_VA, 0x50000000, 64));
     wait_state(e, 0, GMEM_CQ_STATE_STALLED);
-    qt_writeq(e->qt, backing(GMEM_ADDR_VA, VA_SYS), 0x1122334455667788);
+    qtest_writeq(e->qt, backing(GMEM_ADDR_VA, VA_SYS), 0x1122334455667788);
     g_assert_cmpuint(run(e, 3, copy_cmd(GMEM_ADDR_HBM, 0x100,
                          GMEM_ADDR_VA, VA_SYS, 8)), ==, GMEM_CMD_ST_OK);
-    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x100), ==,
+    g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + 0x100), ==,
                     0x1122334455667788);
     g_assert_cmpuint(status_of(e, 0, stalled), ==, GMEM_CMD_ST_PENDING);
     g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(0, GMEM_CQ_STATE)), ==,
@@ -316,16 +317,16 @@ static void test_tlb_invalidation(void)
     Env *e = env_start(NULL);
     GmemCmd rd = copy_cmd(GMEM_ADDR_HBM, 0x1000, GMEM_ADDR_VA, va, 8);
 
-    qt_writeq(e->qt, SYS_DATA, 0xaaaa);
-    qt_writeq(e->qt, SYS_DATA + 4096, 0xbbbb);
+    qtest_writeq(e->qt, SYS_DATA, 0xaaaa);
+    qtest_writeq(e->qt, SYS_DATA + 4096, 0xbbbb);
     map4k(e, va, SYS_DATA, RW);
     g_assert_cmpuint(run(e, 0, rd), ==, GMEM_CMD_ST_OK);
-    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xaaaa);
+    g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xaaaa);
 
     /* Repoint the PTE: the TLB still holds the old translation. */
     map4k(e, va, SYS_DATA + 4096, RW);
     g_assert_cmpuint(run(e, 0, rd), ==, GMEM_CMD_ST_OK);
-    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xaaaa);
+    g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xaaaa);
 
     /* Register invalidation of another range leaves it; of this one, not */
     gq_set_reg64(e->g, GMEM_REG_INV_VA_LO, va + 4096);
@@ -334,12 +335,12 @@ static void test_tlb_invalidation(void)
     gq_set_reg(e->g, GMEM_REG_INV_TRIGGER, 41);
     g_assert_cmpuint(gq_reg(e->g, GMEM_REG_INV_DONE), ==, 41);
     g_assert_cmpuint(run(e, 0, rd), ==, GMEM_CMD_ST_OK);
-    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xaaaa);
+    g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xaaaa);
     gq_set_reg64(e->g, GMEM_REG_INV_VA_LO, va);
     gq_set_reg(e->g, GMEM_REG_INV_TRIGGER, 42);
     g_assert_cmpuint(gq_reg(e->g, GMEM_REG_INV_DONE), ==, 42);
     g_assert_cmpuint(run(e, 0, rd), ==, GMEM_CMD_ST_OK);
-    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xbbbb);
+    g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xbbbb);
 
     /* The command form, ordered in the queue: back to the first page. */
     map4k(e, va, SYS_DATA, RW);
@@ -347,7 +348,7 @@ static void test_tlb_invalidation(void)
                          .ctx = CTX, .dst = va, .size = 4096 }), ==,
                      GMEM_CMD_ST_OK);
     g_assert_cmpuint(run(e, 1, rd), ==, GMEM_CMD_ST_OK);
-    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xaaaa);
+    g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xaaaa);
 
     /* Unmapping needs an invalidation too; then the access faults. */
     map4k(e, va, 0, 0);
@@ -366,12 +367,12 @@ static void test_fence_notify(void)
                   .value = 7 };
 
     g_assert_cmpuint(run(e, 2, f), ==, GMEM_CMD_ST_OK);
-    g_assert_cmphex(qt_readq(e->qt, FENCE_ADDR), ==, 7);
+    g_assert_cmphex(qtest_readq(e->qt, FENCE_ADDR), ==, 7);
     g_assert_false(gq_msi_fired(e->g, GMEM_VEC_QUEUE(2)));
     f.flags |= GMEM_CMD_F_NOTIFY;
     f.value = 8;
     g_assert_cmpuint(run(e, 2, f), ==, GMEM_CMD_ST_OK);
-    g_assert_cmphex(qt_readq(e->qt, FENCE_ADDR), ==, 8);
+    g_assert_cmphex(qtest_readq(e->qt, FENCE_ADDR), ==, 8);
     g_assert_true(gq_msi_fired(e->g, GMEM_VEC_QUEUE(2)));
     g_assert_false(gq_msi_fired(e->g, GMEM_VEC_QUEUE(1)));
     /* A fence into HBM and into a device VA. */
@@ -380,7 +381,7 @@ static void test_fence_notify(void)
                     .flags = GMEM_CMD_F_DST(GMEM_ADDR_VA), .dst = VA_HBM + 8,
                     .value = 0x99 };
     g_assert_cmpuint(run(e, 2, f), ==, GMEM_CMD_ST_OK);
-    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x200008), ==, 0x99);
+    g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + 0x200008), ==, 0x99);
     env_quit(e);
 }
 
@@ -402,25 +403,25 @@ static void test_compute(void)
         map4k(e, va + p * 4096, SYS_DATA + p * 4096, RWA);
     }
     for (unsigned i = 0; i < n; i++) {
-        qt_writel(e->qt, SYS_DATA + i * dstride, i);
-        qt_writel(e->qt, SYS_DATA + i * dstride + 4, 0xdddddddd);
+        qtest_writel(e->qt, SYS_DATA + i * dstride, i);
+        qtest_writel(e->qt, SYS_DATA + i * dstride + 4, 0xdddddddd);
     }
     g_assert_cmpuint(run(e, 0, add), ==, GMEM_CMD_ST_OK);
     g_assert_cmpuint(run(e, 0, add), ==, GMEM_CMD_ST_OK);
     for (unsigned i = 0; i < n; i++) {
-        g_assert_cmphex(qt_readl(e->qt, SYS_DATA + i * dstride), ==,
+        g_assert_cmphex(qtest_readl(e->qt, SYS_DATA + i * dstride), ==,
                         i + 2 * 0x10001);
-        g_assert_cmphex(qt_readl(e->qt, SYS_DATA + i * dstride + 4), ==,
+        g_assert_cmphex(qtest_readl(e->qt, SYS_DATA + i * dstride + 4), ==,
                         0xdddddddd);
     }
 
     /* dst[i] = src[i] * 3 + 1000 on u64, src contiguous, into HBM. */
     for (unsigned i = 0; i < n; i++) {
-        qt_writeq(e->qt, SYS_DATA + i * sstride, 0x100000000ull * i + i);
+        qtest_writeq(e->qt, SYS_DATA + i * sstride, 0x100000000ull * i + i);
     }
     g_assert_cmpuint(run(e, 0, axpy), ==, GMEM_CMD_ST_OK);
     for (unsigned i = 0; i < n; i++) {
-        g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x8000 + i * 24), ==,
+        g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + 0x8000 + i * 24), ==,
                         (0x100000000ull * i + i) * 3 + 1000);
     }
 
@@ -462,14 +463,14 @@ static void test_fault_coalescing(void)
     /* Map everything, replay once: no second group is needed. */
     for (unsigned p = 0; p < n; p++) {
         map4k(e, va + p * 4096, SYS_DATA + p * 4096, RWA);
-        qt_writeq(e->qt, SYS_DATA + p * 4096, 100 + p);
+        qtest_writeq(e->qt, SYS_DATA + p * 4096, 100 + p);
     }
     respond(e, r[0].group, GMEM_RESP_REPLAY);
     g_assert_cmpuint(wait_done(e, 0, idx), ==, GMEM_CMD_ST_OK);
     g_assert_cmpuint(counter(e, GMEM_CNT_FAULTS), ==, GMEM_FAULT_GROUP_MAX);
     /* Every element, the mapped one too, was added exactly once. */
     for (unsigned p = 0; p < n; p++) {
-        g_assert_cmpuint(qt_readq(e->qt, SYS_DATA + p * 4096), ==,
+        g_assert_cmpuint(qtest_readq(e->qt, SYS_DATA + p * 4096), ==,
                          100 + p + 5);
     }
     env_quit(e);
@@ -549,10 +550,10 @@ static void test_reset_mid_work(void)
     gq_set_reg(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_CTRL), GMEM_CTX_CTRL_ENABLE);
     queue_setup(e, 0);
     map4k(e, 0x90000000, SYS_DATA, RW);
-    qt_writeq(e->qt, SYS_DATA, 0x5151);
+    qtest_writeq(e->qt, SYS_DATA, 0x5151);
     g_assert_cmpuint(run(e, 0, copy_cmd(GMEM_ADDR_HBM, 0x40,
                          GMEM_ADDR_VA, 0x90000000, 8)), ==, GMEM_CMD_ST_OK);
-    g_assert_cmphex(qt_readq(e->qt, BAR2_ADDR + 0x40), ==, 0x5151);
+    g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + 0x40), ==, 0x5151);
     env_quit(e);
 }
 
@@ -571,45 +572,45 @@ static void test_bad_page_tables(void)
     Env *e = env_start(NULL);
     GmemCmd rd = copy_cmd(GMEM_ADDR_HBM, 0, GMEM_ADDR_VA, va, 8);
     uint64_t l1_slot = pte_slot(e, va, 1), l2_slot = pte_slot(e, va, 2);
-    uint64_t l2_pte = qt_readq(e->qt, l2_slot);
-    uint64_t l3_table = qt_readq(e->qt, pte_slot(e, va, 3)) &
+    uint64_t l2_pte = qtest_readq(e->qt, l2_slot);
+    uint64_t l3_table = qtest_readq(e->qt, pte_slot(e, va, 3)) &
                         GMEM_PTE_ADDR_MASK;
     GmemCmd inv = { .opcode = GMEM_OP_TLB_INV, .ctx = CTX };
 
-    qt_writeq(e->qt, l1_slot, SYS_DATA | RW | (1ull << 7));
+    qtest_writeq(e->qt, l1_slot, SYS_DATA | RW | (1ull << 7));
     g_assert_cmpuint(run(e, 0, rd), ==, GMEM_CMD_ST_PT_ERROR);
     g_assert_cmphex(gq_reg64(e->g, GMEM_REG_ERROR_ADDR_LO), ==, l1_slot);
     gq_expect_error(e->g, GMEM_ERR_PT_RESERVED, CTX << 16 | 1);
     g_assert_true(gq_log_has(e->g, "reserved-bits at level 1"));
 
     /* A level-2 entry pointing back at the level-3 table: a loop. */
-    qt_writeq(e->qt, l2_slot, l3_table | GMEM_PTE_VALID);
+    qtest_writeq(e->qt, l2_slot, l3_table | GMEM_PTE_VALID);
     expect_cmd_error(e, rd, GMEM_CMD_ST_PT_ERROR, GMEM_ERR_PT_LOOP,
                      CTX << 16 | 1, "loop");
     /* ... or at the root (self-reference through the whole walk). */
-    qt_writeq(e->qt, l2_slot, e->root | GMEM_PTE_VALID);
+    qtest_writeq(e->qt, l2_slot, e->root | GMEM_PTE_VALID);
     expect_cmd_error(e, rd, GMEM_CMD_ST_PT_ERROR, GMEM_ERR_PT_LOOP,
                      CTX << 16 | 1, "loop");
 
     /* A table where there is no memory, and one past the end of HBM. */
-    qt_writeq(e->qt, l2_slot, UNBACKED | GMEM_PTE_VALID);
+    qtest_writeq(e->qt, l2_slot, UNBACKED | GMEM_PTE_VALID);
     expect_cmd_error(e, rd, GMEM_CMD_ST_PT_ERROR, GMEM_ERR_PT_ADDRESS,
                      CTX << 16 | 1, "bad-address");
-    qt_writeq(e->qt, l2_slot, HBM_SIZE | GMEM_PTE_VALID | GMEM_PTE_HBM);
+    qtest_writeq(e->qt, l2_slot, HBM_SIZE | GMEM_PTE_VALID | GMEM_PTE_HBM);
     expect_cmd_error(e, rd, GMEM_CMD_ST_PT_ERROR, GMEM_ERR_PT_ADDRESS,
                      CTX << 16 | 1, "bad-address");
 
     /* A page past the end of HBM. */
-    qt_writeq(e->qt, l2_slot, l2_pte);
-    qt_writeq(e->qt, l1_slot, (HBM_SIZE - 4096) | RW | GMEM_PTE_HBM);
+    qtest_writeq(e->qt, l2_slot, l2_pte);
+    qtest_writeq(e->qt, l1_slot, (HBM_SIZE - 4096) | RW | GMEM_PTE_HBM);
     g_assert_cmpuint(run(e, 0, rd), ==, GMEM_CMD_ST_OK);
     run(e, 0, inv);
-    qt_writeq(e->qt, l1_slot, HBM_SIZE | RW | GMEM_PTE_HBM);
+    qtest_writeq(e->qt, l1_slot, HBM_SIZE | RW | GMEM_PTE_HBM);
     expect_cmd_error(e, rd, GMEM_CMD_ST_PT_ERROR, GMEM_ERR_PT_ADDRESS,
                      CTX << 16 | 1, "bad-address");
 
     /* A system page where nothing answers: the data access fails. */
-    qt_writeq(e->qt, l1_slot, UNBACKED | RW);
+    qtest_writeq(e->qt, l1_slot, UNBACKED | RW);
     expect_cmd_error(e, rd, GMEM_CMD_ST_BAD_ADDRESS, GMEM_ERR_DMA, 0,
                      "memory access failed");
 

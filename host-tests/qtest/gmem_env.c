@@ -3,7 +3,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "qemu/osdep.h"     /* host-tests/shim: GLib and the C library */
+#include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "gmem_env.h"
 
@@ -13,7 +13,7 @@ uint64_t pt_alloc(Env *e)
     uint64_t t = e->pt_next;
 
     e->pt_next += 4096;
-    qt_memwrite(e->qt, t, zero, sizeof(zero));
+    qtest_memwrite(e->qt, t, zero, sizeof(zero));
     return t;
 }
 
@@ -70,11 +70,11 @@ uint64_t pte_slot(Env *e, uint64_t va, int level)
 
     for (int l = GMEM_PT_LEVELS; l > level; l--) {
         uint64_t slot = table + GMEM_PT_INDEX(va, l) * 8;
-        uint64_t pte = qt_readq(e->qt, slot);
+        uint64_t pte = qtest_readq(e->qt, slot);
 
         if (!(pte & GMEM_PTE_VALID)) {
             pte = pt_alloc(e) | GMEM_PTE_VALID;
-            qt_writeq(e->qt, slot, pte);
+            qtest_writeq(e->qt, slot, pte);
         }
         table = pte & GMEM_PTE_ADDR_MASK;
     }
@@ -83,12 +83,12 @@ uint64_t pte_slot(Env *e, uint64_t va, int level)
 
 void map4k(Env *e, uint64_t va, uint64_t target, uint64_t bits)
 {
-    qt_writeq(e->qt, pte_slot(e, va, 1), target | bits);
+    qtest_writeq(e->qt, pte_slot(e, va, 1), target | bits);
 }
 
 void map2m(Env *e, uint64_t va, uint64_t target, uint64_t bits)
 {
-    qt_writeq(e->qt, pte_slot(e, va, 2), target | bits | GMEM_PTE_HUGE);
+    qtest_writeq(e->qt, pte_slot(e, va, 2), target | bits | GMEM_PTE_HUGE);
 }
 
 uint64_t counter(Env *e, unsigned i)
@@ -102,7 +102,7 @@ uint32_t submit(Env *e, unsigned q, GmemCmd c)
     uint32_t idx = e->tail[q];
 
     gmem_cmd_encode(&c, raw);
-    qt_memwrite(e->qt, CQ_RING(q) + idx * GMEM_CMD_SIZE, raw, sizeof(raw));
+    qtest_memwrite(e->qt, CQ_RING(q) + idx * GMEM_CMD_SIZE, raw, sizeof(raw));
     e->tail[q] = (idx + 1) & ((1u << CQ_LOG2) - 1);
     gq_set_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_TAIL), e->tail[q]);
     return idx;
@@ -110,7 +110,7 @@ uint32_t submit(Env *e, unsigned q, GmemCmd c)
 
 uint32_t status_of(Env *e, unsigned q, uint32_t idx)
 {
-    return qt_readl(e->qt, CQ_RING(q) + idx * GMEM_CMD_SIZE +
+    return qtest_readl(e->qt, CQ_RING(q) + idx * GMEM_CMD_SIZE +
                     offsetof(struct gmem_cmd_desc, status));
 }
 
@@ -148,7 +148,8 @@ Rec fault_record(Env *e, uint32_t i)
     struct gmem_fault_record raw;
     Rec r;
 
-    qt_memread(e->qt, FQ_RING + i * GMEM_FAULT_RECORD_SIZE, &raw, sizeof(raw));
+    qtest_memread(e->qt, FQ_RING + i * GMEM_FAULT_RECORD_SIZE, &raw,
+                  sizeof(raw));
     r.va = le64_to_cpu(raw.va);
     r.ctx = le16_to_cpu(raw.ctx);
     r.group = le16_to_cpu(raw.group);

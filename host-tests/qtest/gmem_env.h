@@ -28,7 +28,7 @@
 
 typedef struct Env {
     GmemQTest *g;
-    QTest *qt;
+    QTestState *qt;
     uint64_t pt_next;
     uint64_t root;
     uint32_t tail[GMEM_NUM_QUEUES];

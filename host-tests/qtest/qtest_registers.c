@@ -5,8 +5,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include <glib.h>
-#include <string.h>
+#include "qemu/osdep.h"
 
 #include "gmem_accel_hw.h"
 #include "gmem_qtest.h"
@@ -24,9 +23,9 @@ static void test_identity(void)
     g_assert_cmpuint(gq_reg(g, GMEM_REG_TLB_ENTRIES), ==, 256);
     g_assert_cmpuint(gq_reg(g, GMEM_REG_NUM_VECTORS), ==, GMEM_MSIX_VECTORS);
     g_assert_cmphex(gq_reg(g, GMEM_REG_STATUS), ==, GMEM_STATUS_READY);
-    g_assert_cmphex(qt_pci_cfg_readl(g->qt, DEVFN, 0x08) >> 8, ==,
+    g_assert_cmphex(gq_pci_cfg_readl(g->qt, DEVFN, 0x08) >> 8, ==,
                     GMEM_PCI_CLASS_CODE << 8);
-    g_assert_cmphex(qt_pci_cfg_readl(g->qt, DEVFN, 0x08) & 0xff, ==,
+    g_assert_cmphex(gq_pci_cfg_readl(g->qt, DEVFN, 0x08) & 0xff, ==,
                     GMEM_PCI_REVISION);
     gq_quit(g);
 
@@ -50,14 +49,14 @@ static void test_hbm_size_registers(void)
 
     g_assert_cmphex(gq_reg(g, GMEM_REG_HBM_SIZE_LO), ==, 64 << 20);
     g_assert_cmphex(gq_reg(g, GMEM_REG_HBM_SIZE_HI), ==, 0);
-    g_assert_cmphex(qt_readq(g->qt, BAR0_ADDR + GMEM_REG_HBM_SIZE_LO), ==,
+    g_assert_cmphex(qtest_readq(g->qt, BAR0_ADDR + GMEM_REG_HBM_SIZE_LO), ==,
                     64 << 20);
     gq_quit(g);
 
     g = gq_start("hbm-size=8G");
     g_assert_cmphex(gq_reg(g, GMEM_REG_HBM_SIZE_LO), ==, 0);
     g_assert_cmphex(gq_reg(g, GMEM_REG_HBM_SIZE_HI), ==, 2);
-    g_assert_cmphex(qt_readq(g->qt, BAR0_ADDR + GMEM_REG_HBM_SIZE_LO), ==,
+    g_assert_cmphex(qtest_readq(g->qt, BAR0_ADDR + GMEM_REG_HBM_SIZE_LO), ==,
                     8ull << 30);
     gq_quit(g);
 }
@@ -104,9 +103,9 @@ static void test_register_errors(void)
     gq_expect_error(g, GMEM_ERR_READ_ONLY, GMEM_REG_FQ_TAIL);
     g_assert_cmphex(gq_reg(g, GMEM_REG_HBM_SIZE_LO), ==, 256 << 20);
 
-    qt_writeb(g->qt, BAR0_ADDR + GMEM_REG_SCRATCH, 0xff);
+    qtest_writeb(g->qt, BAR0_ADDR + GMEM_REG_SCRATCH, 0xff);
     gq_expect_error(g, GMEM_ERR_BAD_ACCESS, GMEM_REG_SCRATCH);
-    qt_readb(g->qt, BAR0_ADDR + GMEM_REG_SCRATCH + 1);
+    qtest_readb(g->qt, BAR0_ADDR + GMEM_REG_SCRATCH + 1);
     gq_expect_error(g, GMEM_ERR_BAD_ACCESS, GMEM_REG_SCRATCH + 1);
 
     gq_set_reg(g, GMEM_REG_RESET, 1);
@@ -128,52 +127,52 @@ static void test_hbm_data(void)
         for (unsigned j = 0; j < sizeof(out); j++) {
             out[j] = (uint8_t)(j * 7 + i * 13 + 1);
         }
-        qt_memwrite(g->qt, BAR2_ADDR + offsets[i], out, sizeof(out));
+        qtest_memwrite(g->qt, BAR2_ADDR + offsets[i], out, sizeof(out));
     }
     for (unsigned i = 0; i < G_N_ELEMENTS(offsets); i++) {
         for (unsigned j = 0; j < sizeof(out); j++) {
             out[j] = (uint8_t)(j * 7 + i * 13 + 1);
         }
-        qt_memread(g->qt, BAR2_ADDR + offsets[i], in, sizeof(in));
+        qtest_memread(g->qt, BAR2_ADDR + offsets[i], in, sizeof(in));
         g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
     }
     /* HBM is memory: a device reset does not clear it. */
     gq_set_reg(g, GMEM_REG_RESET, GMEM_RESET_MAGIC);
-    qt_memread(g->qt, BAR2_ADDR + offsets[2], in, sizeof(in));
+    qtest_memread(g->qt, BAR2_ADDR + offsets[2], in, sizeof(in));
     g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
     gq_quit(g);
 }
 
 static void test_bar_sizing(void)
 {
-    QTest *qt = qt_start("-device gmem-accel,addr=04.0,hbm-size=1G");
+    QTestState *qt = gq_init("-device gmem-accel,addr=04.0,hbm-size=1G");
     uint64_t bar0, bar2;
 
     /* The standard sizing dance: write all ones, read back the mask. */
     for (int r = 0x10; r <= 0x1c; r += 4) {
-        qt_pci_cfg_writel(qt, DEVFN, r, 0xffffffff);
+        gq_pci_cfg_writel(qt, DEVFN, r, 0xffffffff);
     }
-    bar0 = (uint64_t)qt_pci_cfg_readl(qt, DEVFN, 0x14) << 32 |
-           qt_pci_cfg_readl(qt, DEVFN, 0x10);
-    bar2 = (uint64_t)qt_pci_cfg_readl(qt, DEVFN, 0x1c) << 32 |
-           qt_pci_cfg_readl(qt, DEVFN, 0x18);
+    bar0 = (uint64_t)gq_pci_cfg_readl(qt, DEVFN, 0x14) << 32 |
+           gq_pci_cfg_readl(qt, DEVFN, 0x10);
+    bar2 = (uint64_t)gq_pci_cfg_readl(qt, DEVFN, 0x1c) << 32 |
+           gq_pci_cfg_readl(qt, DEVFN, 0x18);
     g_assert_cmphex(bar0 & 0xf, ==, 0x4);           /* 64-bit memory */
     g_assert_cmphex(bar2 & 0xf, ==, 0xc);           /* 64-bit prefetchable */
     g_assert_cmphex(~(bar0 & ~0xfull) + 1, ==, GMEM_BAR0_SIZE);
     g_assert_cmphex(~(bar2 & ~0xfull) + 1, ==, 1ull << 30);
-    qt_quit(qt);
+    gq_qtest_quit(qt);
 }
 
 static void test_msix_capability(void)
 {
     GmemQTest *g = gq_start(NULL);
-    uint32_t cap = qt_pci_cfg_readl(g->qt, DEVFN, GMEM_CFG_MSIX_OFFSET);
+    uint32_t cap = gq_pci_cfg_readl(g->qt, DEVFN, GMEM_CFG_MSIX_OFFSET);
 
     g_assert_cmphex(cap & 0xff, ==, 0x11);                      /* MSI-X */
     g_assert_cmpuint((cap >> 16) & 0x7ff, ==, GMEM_MSIX_VECTORS - 1);
-    g_assert_cmphex(qt_pci_cfg_readl(g->qt, DEVFN, GMEM_CFG_MSIX_OFFSET + 4),
+    g_assert_cmphex(gq_pci_cfg_readl(g->qt, DEVFN, GMEM_CFG_MSIX_OFFSET + 4),
                     ==, GMEM_MSIX_TABLE_OFFSET | GMEM_BAR_REGS);
-    g_assert_cmphex(qt_pci_cfg_readl(g->qt, DEVFN, GMEM_CFG_MSIX_OFFSET + 8),
+    g_assert_cmphex(gq_pci_cfg_readl(g->qt, DEVFN, GMEM_CFG_MSIX_OFFSET + 8),
                     ==, GMEM_MSIX_PBA_OFFSET | GMEM_BAR_REGS);
     gq_quit(g);
 }

@@ -6,7 +6,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "qemu/osdep.h"     /* host-tests/shim: GLib and the C library */
+#include "qemu/osdep.h"
 #include <glib/gstdio.h>
 #include "gmem_env.h"
 
@@ -143,7 +143,7 @@ static void test_page_table(void)
               pte_slot(e, VA_2M, 2), RWA | GMEM_PTE_HBM);
 
     /* A table pointing back at its parent shows as a loop, QEMU lives on. */
-    qt_writeq(e->qt, pte_slot(e, 0x1000000000ull, 2),
+    qtest_writeq(e->qt, pte_slot(e, 0x1000000000ull, 2),
               (pte_slot(e, 0x1000000000ull, 3) & GMEM_PTE_ADDR_MASK) |
               GMEM_PTE_VALID);
     json_node_unref(pt);
@@ -186,8 +186,9 @@ static void test_hmp(void)
     g_assert_nonnull(strstr(ctx, "4 runs, dump complete\n"));
     run = g_strdup_printf("  0x%012" PRIx64 "-0x%012" PRIx64 "     16 KiB"
                           "   4K rw-  system 0x%016" PRIx64 "  4 at system "
-                          "0x%" PRIx64 "\n", (uint64_t)VA, (uint64_t)VA + 0x4000,
-                          (uint64_t)SYS_DATA, pte_slot(e, VA, 1));
+                          "0x%" PRIx64 "\n", (uint64_t)VA,
+                          (uint64_t)VA + 0x4000, (uint64_t)SYS_DATA,
+                          pte_slot(e, VA, 1));
     g_assert_nonnull(strstr(ctx, run));
     g_assert_nonnull(strstr(ctx, ": reserved-bits\n"));
     g_assert_nonnull(strstr(ctx, "   2M rwa  hbm    0x0000000000200000  1 "));
@@ -227,8 +228,8 @@ static void test_migration(void)
 
     pattern(src, len, 7);
     pattern(hbm, 4096, 9);
-    qt_memwrite(e->qt, SYS_DATA + 0x100000, src, len);
-    qt_memwrite(e->qt, BAR2_ADDR + 0x300000, hbm, 4096);
+    qtest_memwrite(e->qt, SYS_DATA + 0x100000, src, len);
+    qtest_memwrite(e->qt, BAR2_ADDR + 0x300000, hbm, 4096);
     idx = submit(e, 0, copy_cmd(GMEM_ADDR_SYS, SYS_DATA, GMEM_ADDR_VA, va,
                                 len));
     wait_state(e, 0, GMEM_CQ_STATE_STALLED);
@@ -255,7 +256,7 @@ static void test_migration(void)
     after = fault_record(e, 1);
     g_assert_cmphex(after.va, ==, r[1].va);
     g_assert_cmpuint(after.group, ==, r[1].group);
-    qt_memread(e->qt, BAR2_ADDR + 0x300000, hbm_out, 4096);
+    qtest_memread(e->qt, BAR2_ADDR + 0x300000, hbm_out, 4096);
     g_assert_cmpmem(hbm_out, 4096, hbm, 4096);
 
     /* The driver's answer arrives after the move: the copy completes. */
@@ -264,7 +265,7 @@ static void test_migration(void)
     }
     respond(e, r[0].group, GMEM_RESP_REPLAY);
     g_assert_cmpuint(wait_done(e, 0, idx), ==, GMEM_CMD_ST_OK);
-    qt_memread(e->qt, SYS_DATA, out, len);
+    qtest_memread(e->qt, SYS_DATA, out, len);
     g_assert_cmpmem(out, len, src, len);
     g_assert_cmpuint(counter(e, GMEM_CNT_REPLAYS), ==,
                      counters[GMEM_CNT_REPLAYS] + 1);
@@ -285,16 +286,16 @@ static void test_stopped_vm(void)
     };
     uint32_t idx;
 
-    qt_writeq(e->qt, SYS_DATA, 0);
+    qtest_writeq(e->qt, SYS_DATA, 0);
     json_node_unref(gq_qmp_return(e->g, "{\"execute\": \"stop\"}"));
     idx = submit(e, 0, fill);
     for (int i = 0; i < 1000; i++) {
         g_assert_cmpuint(status_of(e, 0, idx), ==, GMEM_CMD_ST_PENDING);
     }
-    g_assert_cmphex(qt_readq(e->qt, SYS_DATA), ==, 0);
+    g_assert_cmphex(qtest_readq(e->qt, SYS_DATA), ==, 0);
     json_node_unref(gq_qmp_return(e->g, "{\"execute\": \"cont\"}"));
     g_assert_cmpuint(wait_done(e, 0, idx), ==, GMEM_CMD_ST_OK);
-    g_assert_cmphex(qt_readq(e->qt, SYS_DATA + 4088), ==, fill.value);
+    g_assert_cmphex(qtest_readq(e->qt, SYS_DATA + 4088), ==, fill.value);
     env_quit(e);
 }
 

@@ -1,29 +1,35 @@
 /*
- * gmem-accel over qtest: one device at 00:04.0 on q35 with its BARs mapped,
- * bus mastering on and MSI-X vectors that write into guest RAM, so a test
- * sees each interrupt as a memory write.
+ * gmem-accel over qtest (QEMU's libqtest): one device at 00:04.0 on q35 with
+ * its BARs mapped, bus mastering on and MSI-X vectors that write into guest
+ * RAM, so a test sees each interrupt as a memory write.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #ifndef GMEM_QTEST_H
 #define GMEM_QTEST_H
 
-#include <stdbool.h>
 #include <json-glib/json-glib.h>
 
-#include "qtest_client.h"
+#include "libqtest.h"
 
 #define DEVFN       (4 << 3)            /* -device gmem-accel,addr=04.0 */
 #define BAR0_ADDR   0xe0000000ull
 #define BAR2_ADDR   0x1000000000ull     /* 64 GiB, above any RAM here */
-#define MSI_ADDR    0x00080000ull       /* vector v writes MSI_DATA(v) here + 4v */
+#define MSI_ADDR    0x00080000ull   /* vector v writes MSI_DATA(v) at + 4v */
 #define MSI_DATA(v) (0x5a00u + (v))
 
 typedef struct GmemQTest {
-    QTest *qt;
+    QTestState *qt;
     char *log_path;     /* QEMU's -d guest_errors log */
-    char *qmp_path;     /* QEMU's QMP socket */
 } GmemQTest;
+
+/* Start QEMU (q35, no defaults) with extra arguments: libqtest's qtest_init */
+QTestState *gq_init(const char *args);
+/* qtest_quit(), fast (see gmem_qtest.c) */
+void gq_qtest_quit(QTestState *qt);
+/* PCI configuration space of bus 0 through the 0xcf8/0xcfc ports. */
+uint32_t gq_pci_cfg_readl(QTestState *qt, int devfn, int reg);
+void gq_pci_cfg_writel(QTestState *qt, int devfn, int reg, uint32_t val);
 
 /* Start QEMU with one device (extra -device properties in @props, or NULL). */
 GmemQTest *gq_start(const char *props);
