@@ -93,6 +93,7 @@ int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
 static bool gmem_hbm_readonly_for_write(struct gmem_ctx *ctx, const unsigned long *req,
 					const unsigned long *pfns, unsigned long npages)
 {
+	lockdep_assert_held(&ctx->lock);
 	for (unsigned long i = 0; i < npages; i++)
 		if ((req[i] & HMM_PFN_REQ_WRITE) && (pfns[i] & HMM_PFN_VALID) &&
 		    !(pfns[i] & HMM_PFN_WRITE) && is_device_private_page(hmm_pfn_to_page(pfns[i])))

@@ -474,9 +474,11 @@ int gmem_pt_mark(struct gmem_ctx *ctx, u64 va, u64 sw_bits)
 /* The leaf entry translating @va (0 if none); @huge: a 2 MiB leaf. ctx->lock held. */
 u64 gmem_pt_leaf(struct gmem_ctx *ctx, u64 va, bool *huge)
 {
-	struct gmem_pt *pt = gmem_pt_table(ctx, va, 2, false);
+	struct gmem_pt *pt;
 	u64 e;
 
+	lockdep_assert_held(&ctx->lock);
+	pt = gmem_pt_table(ctx, va, 2, false);
 	*huge = false;
 	if (!pt)
 		return 0;
