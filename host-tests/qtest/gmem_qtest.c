@@ -116,8 +116,8 @@ GmemQTest *gq_start(const char *props)
     return g;
 }
 
-/* Poll query-migrate until it reports completed (or fail the test). */
-static void gq_wait_migration(GmemQTest *g)
+/* Poll query-migrate until it completes or fails: true if it completed. */
+static bool gq_migration_done(GmemQTest *g)
 {
     for (int i = 0; i < 3000; i++) {
         g_autoptr(JsonNode) ret = gq_qmp_return(g,
@@ -126,14 +126,21 @@ static void gq_wait_migration(GmemQTest *g)
             json_node_get_object(ret), "status", "none");
 
         if (!strcmp(st, "completed")) {
-            return;
+            return true;
         }
         if (!strcmp(st, "failed") || !strcmp(st, "cancelled")) {
-            g_error("migration %s", st);
+            return false;
         }
         g_usleep(10 * 1000);
     }
     g_error("migration did not complete in 30 s");
+}
+
+static void gq_wait_migration(GmemQTest *g)
+{
+    if (!gq_migration_done(g)) {
+        g_error("migration failed");
+    }
 }
 
 void gq_migrate_out(GmemQTest *g, const char *uri)
@@ -155,6 +162,18 @@ GmemQTest *gq_start_incoming(const char *props, const char *uri)
 
     json_node_unref(gq_qmp_return(g, cmd));
     gq_wait_migration(g);
+    return g;
+}
+
+GmemQTest *gq_try_incoming(const char *props, const char *uri, bool *loaded)
+{
+    GmemQTest *g = gq_launch(props, "-incoming defer");
+    g_autofree char *cmd = g_strdup_printf(
+        "{\"execute\": \"migrate-incoming\", \"arguments\": "
+        "{\"uri\": \"%s\", \"exit-on-error\": false}}", uri);
+
+    json_node_unref(gq_qmp_return(g, cmd));
+    *loaded = gq_migration_done(g);
     return g;
 }
 

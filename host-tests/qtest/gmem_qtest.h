@@ -35,6 +35,11 @@ void gq_pci_cfg_writel(QTestState *qt, int devfn, int reg, uint32_t val);
 GmemQTest *gq_start(const char *props);
 /* Start QEMU loading its state from @uri (a migration stream), untouched. */
 GmemQTest *gq_start_incoming(const char *props, const char *uri);
+/*
+ * Start QEMU loading @uri, staying alive if the load fails: *@loaded says
+ * whether it did.
+ */
+GmemQTest *gq_try_incoming(const char *props, const char *uri, bool *loaded);
 /* Migrate the VM's state to @uri and wait until that completes. */
 void gq_migrate_out(GmemQTest *g, const char *uri);
 void gq_quit(GmemQTest *g);

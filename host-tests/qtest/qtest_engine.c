@@ -666,10 +666,12 @@ static void test_bad_commands_and_queues(void)
     g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_STATE)), ==,
                      GMEM_CQ_STATE_DISABLED);
     gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_BASE_LO), CQ_RING(1));
+    /* A size no ring may have is refused when written, kept out of state */
     gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_ENTRIES_LOG2), 17);
-    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_CTRL), GMEM_CQ_CTRL_ENABLE);
     gq_expect_error(e->g, GMEM_ERR_BAD_VALUE,
-                    GMEM_REG_QUEUE(1, GMEM_CQ_CTRL));
+                    GMEM_REG_QUEUE(1, GMEM_CQ_ENTRIES_LOG2));
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_ENTRIES_LOG2)),
+                     ==, CQ_LOG2);
     gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_TAIL), 1);
     gq_expect_error(e->g, GMEM_ERR_BAD_VALUE,
                     GMEM_REG_QUEUE(1, GMEM_CQ_TAIL));

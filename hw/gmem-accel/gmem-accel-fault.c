@@ -112,6 +112,27 @@ void gmem_fault_retry(GmemAccelState *s)
 }
 
 /*
+ * A group number for queue @qid. They are 16 bits and wrap: never hand out
+ * one another stalled queue still waits on, so that a response can only ever
+ * reach the queue it answers.
+ */
+static uint16_t gmem_group_new(GmemAccelState *s, unsigned qid)
+{
+    for (;;) {
+        uint16_t group = s->next_group++;
+        bool taken = false;
+
+        for (unsigned i = 0; i < GMEM_NUM_QUEUES; i++) {
+            taken |= i != qid && s->queue[i].state == GMEM_CQ_STATE_STALLED &&
+                     s->queue[i].group == group;
+        }
+        if (!taken) {
+            return group;     /* within GMEM_NUM_QUEUES tries */
+        }
+    }
+}
+
+/*
  * The step at q->progress faulted (its faults are in q->faults): look ahead
  * for the next pages this command will fault on, then stall the queue.
  */
@@ -145,7 +166,7 @@ void gmem_queue_stall(GmemAccelState *s, unsigned qid)
             }
         }
     }
-    q->group = s->next_group++;
+    q->group = gmem_group_new(s, qid);
     q->state = GMEM_CQ_STATE_STALLED;
     trace_gmem_accel_queue_state(qid, GMEM_CQ_STATE_STALLED);
     gmem_fault_post(s, qid);    /* or later, when FQ_HEAD makes room */

@@ -150,37 +150,22 @@ static void gmem_atomic_add_host(void *p, unsigned width, uint64_t add)
     }
 }
 
+/*
+ * An atomic add to RAM only: anything else (a hole, another device's
+ * registers) would be a read and a write, not one atomic access, and
+ * address_space_map() hands back a bounce buffer for it. false then, and the
+ * command fails with BAD_ADDRESS, as a COPY there does.
+ */
 bool gmem_mem_atomic_add(GmemAccelState *s, bool hbm, uint64_t addr,
-                                unsigned width, uint64_t add)
+                         unsigned width, uint64_t add)
 {
-    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
-    dma_addr_t len = width;
-    uint8_t buf[8];
-    void *p;
+    void *p = gmem_mem_map(s, hbm, addr, width, true);
 
-    if (hbm) {
-        if (!gmem_hbm_contains(s->hbm_size, addr, width)) {
-            return false;
-        }
-        gmem_atomic_add_host(s->hbm_ptr + addr, width, add);
-        memory_region_set_dirty(&s->hbm, addr, width);
-        return true;
-    }
-    p = dma_memory_map(as, addr, &len, DMA_DIRECTION_FROM_DEVICE,
-                       MEMTXATTRS_UNSPECIFIED);
-    if (p && len == width) {
-        gmem_atomic_add_host(p, width, add);
-        dma_memory_unmap(as, p, len, DMA_DIRECTION_FROM_DEVICE, len);
-        return true;
-    }
-    if (p) {
-        dma_memory_unmap(as, p, len, DMA_DIRECTION_FROM_DEVICE, 0);
-    }
-    /* Not RAM (e.g. another device's BAR): a plain read-modify-write. */
-    if (!gmem_mem_rw(s, false, addr, buf, width, false)) {
+    if (!p) {
         return false;
     }
-    gmem_store_elem(buf, width, gmem_load_elem(buf, width) + add);
-    return gmem_mem_rw(s, false, addr, buf, width, true);
+    gmem_atomic_add_host(p, width, add);
+    gmem_mem_unmap(s, hbm, addr, p, width, true, true);
+    return true;
 }
 

@@ -225,6 +225,9 @@ static void gmem_fq_write(GmemAccelState *s, unsigned n, hwaddr reg,
             gmem_set_lo(&s->fq_base, val);
         } else if (reg == GMEM_REG_FQ_BASE_HI) {
             gmem_set_hi(&s->fq_base, val);
+        } else if (val < 1 || val > GMEM_RING_MAX_LOG2) {
+            /* checked here, not at enable: a stream carries it either way */
+            gmem_bad_value(s, addr, val, "FQ_ENTRIES_LOG2 is 1..16");
         } else {
             s->fq_entries_log2 = val;
         }
@@ -312,8 +315,10 @@ static void gmem_cq_write(GmemAccelState *s, unsigned qid, hwaddr reg,
             gmem_set_lo(&q->base, val);
         } else if (reg == GMEM_CQ_BASE_HI) {
             gmem_set_hi(&q->base, val);
+        } else if (val < 1 || val > GMEM_RING_MAX_LOG2) {
+            gmem_bad_value(s, addr, val, "ENTRIES_LOG2 is 1..16");
         } else {
-            q->entries_log2 = val;  /* checked when enabled */
+            q->entries_log2 = val;
         }
         break;
     case GMEM_CQ_CTRL:

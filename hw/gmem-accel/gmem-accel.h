@@ -92,6 +92,11 @@ struct GmemAccelState {
 
     uint64_t counters[GMEM_NUM_COUNTERS];
 
+    /* guest-error log rate limit (gmem-accel-error.c), not migrated */
+    int64_t log_window;
+    uint32_t log_count;
+    uint32_t log_suppressed;
+
     /* properties */
     uint64_t hbm_size;
     uint32_t tlb_entries;
@@ -103,7 +108,8 @@ struct GmemAccelState {
 
 /*
  * The device's files, each calling only those listed after it:
- *   gmem-accel.c          QOM device: properties, realize, reset, migration
+ *   gmem-accel.c          QOM device: properties, realize, reset
+ *   gmem-accel-migration.c  vmstate, and the checks of an incoming stream
  *   gmem-accel-monitor.c  QOM 'state'/'page-table[N]', HMP 'info gmem-accel'
  *   gmem-accel-regs.c     the register file: access table and decoder
  *   gmem-accel-exec.c     the DMA engines: running commands, budgets
@@ -114,6 +120,9 @@ struct GmemAccelState {
  *   gmem-accel-error.c    guest errors and MSI-X notification
  * and the QEMU-free core (gmem-accel-core.h: walker, TLB, descriptors).
  */
+
+/* gmem-accel-migration.c */
+extern const VMStateDescription gmem_accel_vmstate;
 
 /* gmem-accel-monitor.c */
 void gmem_monitor_class_init(ObjectClass *klass);
@@ -181,9 +190,10 @@ void gmem_accel_set_error(GmemAccelState *s, uint32_t code, uint32_t info,
 void gmem_bad_value(GmemAccelState *s, hwaddr addr, uint64_t val,
                     const char *why);
 
+/* Index mask of a ring of 1 << @log2 entries (0 for a value never valid) */
 static inline uint32_t gmem_ring_mask(uint32_t log2)
 {
-    return (1u << log2) - 1;
+    return log2 <= GMEM_RING_MAX_LOG2 ? (1u << log2) - 1 : 0;
 }
 
 /* A write to the LO or HI register of a 64-bit pair */
