@@ -91,7 +91,12 @@ static GmemQTest *gq_launch(const char *props, const char *extra)
 
 GmemQTest *gq_start(const char *props)
 {
-    GmemQTest *g = gq_launch(props, NULL);
+    return gq_start_with(props, NULL);
+}
+
+GmemQTest *gq_start_with(const char *props, const char *extra)
+{
+    GmemQTest *g = gq_launch(props, extra);
 
     gq_pci_cfg_writel(g->qt, DEVFN, 0x10, (uint32_t)BAR0_ADDR);
     gq_pci_cfg_writel(g->qt, DEVFN, 0x14, BAR0_ADDR >> 32);

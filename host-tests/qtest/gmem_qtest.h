@@ -33,6 +33,8 @@ void gq_pci_cfg_writel(QTestState *qt, int devfn, int reg, uint32_t val);
 
 /* Start QEMU with one device (extra -device properties in @props, or NULL). */
 GmemQTest *gq_start(const char *props);
+/* The same, with more QEMU arguments (e.g. a second device) */
+GmemQTest *gq_start_with(const char *props, const char *extra);
 /* Start QEMU loading its state from @uri (a migration stream), untouched. */
 GmemQTest *gq_start_incoming(const char *props, const char *uri);
 /*

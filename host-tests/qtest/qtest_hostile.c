@@ -242,6 +242,123 @@ static void test_guest_error_log_is_limited(void)
     env_quit(e);
 }
 
+/* Member @name of device @id's QOM 'state' (an integer). */
+static int64_t state_of(GmemQTest *g, const char *id, const char *name)
+{
+    g_autofree char *cmd = g_strdup_printf(
+        "{\"execute\": \"qom-get\", \"arguments\": {\"path\": "
+        "\"/machine/peripheral/%s\", \"property\": \"state\"}}", id);
+    g_autoptr(JsonNode) st = gq_qmp_return(g, cmd);
+
+    return json_object_get_int_member(json_node_get_object(st), name);
+}
+
+/* Write @n descriptors @c to ring @ring_addr and ring queue @q's doorbell. */
+static void ring_of(Env *e, unsigned q, uint64_t ring_addr, unsigned log2,
+                    GmemCmd c, uint32_t n)
+{
+    g_autofree uint8_t *descs = g_malloc0((size_t)n * GMEM_CMD_SIZE);
+
+    for (uint32_t i = 0; i < n; i++) {
+        gmem_cmd_encode(&c, descs + (size_t)i * GMEM_CMD_SIZE);
+    }
+    qtest_memwrite(e->qt, ring_addr, descs, (size_t)n * GMEM_CMD_SIZE);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_CTRL), 0);
+    gq_set_reg64(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_BASE_LO), ring_addr);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_ENTRIES_LOG2), log2);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_CTRL), GMEM_CQ_CTRL_ENABLE);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_TAIL), n);
+    wait_state(e, q, GMEM_CQ_STATE_IDLE);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_COMPLETED)), ==,
+                     n);
+}
+
+/*
+ * One doorbell ran a whole ring inline when its commands did no data work:
+ * 4095 NOPs, or TLB_INVs that each scan a 64 Ki-entry TLB. Every command
+ * costs budget now: one MMIO write starts at most 1024 NOPs and a handful of
+ * such TLB_INVs; the bottom half does the rest.
+ */
+static void test_doorbell_work_is_bounded(void)
+{
+    Env *e = env_start("tlb-entries=65536");
+    GmemCmd inv = { .opcode = GMEM_OP_TLB_INV, .ctx = GMEM_INV_ALL_CONTEXTS };
+
+    ring_of(e, 1, 0x01000000ull, 12, (GmemCmd) { .opcode = GMEM_OP_NOP },
+            4095);
+    g_assert_cmpint(state_of(e->g, "gmem0", "inline-max-commands"), <=,
+                    1024);
+    g_assert_cmpint(state_of(e->g, "gmem0", "inline-max-commands"), >=, 1);
+    ring_of(e, 2, 0x01400000ull, 8, inv, 255);
+    g_assert_cmpint(state_of(e->g, "gmem0", "inline-max-commands"), <=,
+                    1024);
+    env_quit(e);
+    e = env_start("tlb-entries=65536");
+    ring_of(e, 2, 0x01400000ull, 8, inv, 255);
+    g_assert_cmpint(state_of(e->g, "gmem0", "inline-max-commands"), <=, 8);
+    env_quit(e);
+}
+
+/*
+ * Device A's MSI-X vector aimed at device B's doorbell: B ran its ring
+ * inline inside A's work, once per A command. B's bottom half runs it now.
+ */
+#define B_DEVFN     (5 << 3)
+#define B_BAR0      0xe0100000ull
+#define B_RING      0x00300000ull
+
+static void test_msi_into_another_device(void)
+{
+    Env *e;
+    uint32_t n = 15;
+    g_autofree uint8_t *descs = g_malloc0(n * GMEM_CMD_SIZE);
+    GmemCmd nop = { .opcode = GMEM_OP_NOP };
+    uint64_t entry = BAR0_ADDR + GMEM_MSIX_TABLE_OFFSET +
+                     16 * GMEM_VEC_QUEUE(0);
+    uint64_t b_tail = B_BAR0 + GMEM_REG_QUEUE(1, GMEM_CQ_TAIL);
+
+    e = g_new0(Env, 1);
+    e->g = gq_start_with("hbm-size=64M",
+                         "-device gmem-accel,id=gmem1,addr=05.0,hbm-size=64M");
+    e->qt = e->g->qt;
+    queue_setup(e, 0);
+    /* B: BAR0 mapped, memory and bus mastering on, queue 1 with 15 NOPs */
+    gq_pci_cfg_writel(e->qt, B_DEVFN, 0x10, (uint32_t)B_BAR0);
+    gq_pci_cfg_writel(e->qt, B_DEVFN, 0x14, B_BAR0 >> 32);
+    gq_pci_cfg_writel(e->qt, B_DEVFN, 0x04, 0x6);
+    for (uint32_t i = 0; i < n; i++) {
+        gmem_cmd_encode(&nop, descs + i * GMEM_CMD_SIZE);
+    }
+    qtest_memwrite(e->qt, B_RING, descs, n * GMEM_CMD_SIZE);
+    qtest_writel(e->qt, B_BAR0 + GMEM_REG_QUEUE(1, GMEM_CQ_BASE_LO), B_RING);
+    qtest_writel(e->qt, B_BAR0 + GMEM_REG_QUEUE(1, GMEM_CQ_BASE_HI), 0);
+    qtest_writel(e->qt, B_BAR0 + GMEM_REG_QUEUE(1, GMEM_CQ_ENTRIES_LOG2),
+                 CQ_LOG2);
+    qtest_writel(e->qt, B_BAR0 + GMEM_REG_QUEUE(1, GMEM_CQ_CTRL),
+                 GMEM_CQ_CTRL_ENABLE);
+    /* A: queue 0's completion vector writes n to B's doorbell */
+    qtest_writel(e->qt, entry, (uint32_t)b_tail);
+    qtest_writel(e->qt, entry + 4, b_tail >> 32);
+    qtest_writel(e->qt, entry + 8, n);
+
+    g_assert_cmpuint(run(e, 0, (GmemCmd) { .opcode = GMEM_OP_NOP,
+                                           .flags = GMEM_CMD_F_NOTIFY }),
+                     ==, GMEM_CMD_ST_OK);
+    /* B's bottom half runs B's ring: wait for it (each read lets it run) */
+    for (int i = 0; i < 200000; i++) {
+        if (qtest_readl(e->qt, B_BAR0 + GMEM_REG_QUEUE(1, GMEM_CQ_HEAD)) ==
+            n) {
+            break;
+        }
+    }
+    g_assert_cmpuint(qtest_readl(e->qt,
+                                 B_BAR0 + GMEM_REG_QUEUE(1, GMEM_CQ_HEAD)),
+                     ==, n);
+    g_assert_cmpint(state_of(e->g, "gmem1", "kicks-deferred"), ==, 1);
+    g_assert_cmpint(state_of(e->g, "gmem1", "inline-max-commands"), ==, 0);
+    env_quit(e);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -257,5 +374,9 @@ int main(int argc, char **argv)
                     test_group_numbers_wrap);
     g_test_add_func("/gmem-accel/hostile/guest-error-log-is-limited",
                     test_guest_error_log_is_limited);
+    g_test_add_func("/gmem-accel/hostile/doorbell-work-is-bounded",
+                    test_doorbell_work_is_bounded);
+    g_test_add_func("/gmem-accel/hostile/msi-into-another-device",
+                    test_msi_into_another_device);
     return g_test_run();
 }

@@ -20,6 +20,22 @@
 /* Work a doorbell or fault response does on the vCPU thread that wrote it. */
 #define GMEM_INLINE_BUDGET      (256 * KiB)
 #define GMEM_ELEMENT_COST       64      /* budget bytes per compute element */
+/*
+ * What every command costs, whatever it does (a NOP, a TLB_INV, a malformed
+ * descriptor): a ring full of them is work too, and one doorbell must not
+ * run a whole 64 Ki-entry ring on the vCPU thread.
+ */
+#define GMEM_COMMAND_COST       256
+/* And a TLB_INV, which scans the whole TLB, per entry */
+#define GMEM_TLB_SCAN_COST      1
+
+/*
+ * Engines running now, of any gmem-accel device (all under the BQL). A
+ * doorbell or fault response written by an engine (device A's MSI-X aimed
+ * at device B's registers) does not run B inline within A's work, which
+ * multiplied one vCPU write into minutes: B's bottom half runs it.
+ */
+static unsigned gmem_engines_running;
 
 typedef struct GmemTarget {
     bool hbm;
@@ -238,6 +254,7 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
 
     if (q->cmd.opcode == GMEM_OP_TLB_INV) {
         gmem_invalidate(s, q->cmd.ctx, q->cmd.dst, q->cmd.size);
+        *budget -= MIN(*budget, (uint64_t)s->tlb.size * GMEM_TLB_SCAN_COST);
         gmem_queue_complete(s, qid, GMEM_CMD_ST_OK);
         return;
     }
@@ -278,9 +295,12 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
     gmem_queue_complete(s, qid, GMEM_CMD_ST_OK);
 }
 
-static void gmem_queue_run(GmemAccelState *s, unsigned qid, uint64_t budget)
+/* Run queue @qid within @budget; returns how many commands it started. */
+static unsigned gmem_queue_run(GmemAccelState *s, unsigned qid,
+                               uint64_t budget)
 {
     GmemQueue *q = &s->queue[qid];
+    unsigned started = 0;
 
     while (budget && q->state == GMEM_CQ_STATE_RUNNING) {
         if (!q->busy) {
@@ -288,12 +308,15 @@ static void gmem_queue_run(GmemAccelState *s, unsigned qid, uint64_t budget)
                 q->state = GMEM_CQ_STATE_IDLE;
                 break;
             }
+            budget -= MIN(budget, GMEM_COMMAND_COST);
+            started++;
             if (!gmem_queue_fetch(s, qid)) {
                 continue;
             }
         }
         gmem_cmd_run(s, qid, &budget);
     }
+    return started;
 }
 
 static void gmem_engine_bh(void *opaque)
@@ -308,10 +331,12 @@ static void gmem_engine_bh(void *opaque)
     if (!runstate_is_running()) {
         return;
     }
+    gmem_engines_running++;
     for (unsigned qid = 0; qid < GMEM_NUM_QUEUES; qid++) {
         gmem_queue_run(s, qid, GMEM_ENGINE_BUDGET);
         more |= s->queue[qid].state == GMEM_CQ_STATE_RUNNING;
     }
+    gmem_engines_running--;
     if (more) {
         qemu_bh_schedule(s->engine_bh);
     }
@@ -325,8 +350,15 @@ static void gmem_engine_bh(void *opaque)
  */
 void gmem_engine_kick(GmemAccelState *s, unsigned qid)
 {
-    if (runstate_is_running()) {
-        gmem_queue_run(s, qid, GMEM_INLINE_BUDGET);
+    if (gmem_engines_running) {
+        s->kicks_deferred++;
+    } else if (runstate_is_running()) {
+        unsigned n;
+
+        gmem_engines_running++;
+        n = gmem_queue_run(s, qid, GMEM_INLINE_BUDGET);
+        gmem_engines_running--;
+        s->inline_max_commands = MAX(s->inline_max_commands, n);
     }
     if (s->queue[qid].state == GMEM_CQ_STATE_RUNNING) {
         qemu_bh_schedule(s->engine_bh);

@@ -92,6 +92,10 @@ struct GmemAccelState {
 
     uint64_t counters[GMEM_NUM_COUNTERS];
 
+    /* how the engines ran (QOM 'state'), not migrated */
+    uint32_t inline_max_commands;   /* most one MMIO write started */
+    uint64_t kicks_deferred;        /* writes from another engine's work */
+
     /* guest-error log rate limit (gmem-accel-error.c), not migrated */
     int64_t log_window;
     uint32_t log_count;
