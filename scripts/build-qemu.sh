@@ -97,7 +97,7 @@ fi
 step "building QEMU $version with gmem-accel (incremental; a cold build takes ~5 min on 2 cores)"
 set -o pipefail
 qtests=(gmem-accel-qtest-registers gmem-accel-qtest-engine gmem-accel-qtest-monitor
-	gmem-accel-qtest-hostile)
+	gmem-accel-qtest-hostile gmem-accel-qtest-fuzz)
 ninja -C "$build" qemu-system-x86_64 "${qtests[@]/#/tests/qtest/gmem-accel/}" 2>&1 |
 	tee "$build/ninja.log" | progress_filter "qemu" ||
 	{ grep -B2 -A12 -m3 'error' "$build/ninja.log" >&2 || tail -n 40 "$build/ninja.log" >&2; die "QEMU build failed; full log: $build/ninja.log"; }

@@ -36,12 +36,17 @@ void fq_setup(Env *e, unsigned log2)
 /* Device with context CTX enabled over an empty table, queues, fault queue */
 Env *env_start(const char *props)
 {
+    return env_start_with(props, NULL);
+}
+
+Env *env_start_with(const char *props, const char *extra)
+{
     g_autofree char *all = g_strdup_printf("hbm-size=64M%s%s",
                                            props ? "," : "",
                                            props ? props : "");
     Env *e = g_new0(Env, 1);
 
-    e->g = gq_start(all);
+    e->g = gq_start_with(all, extra);
     e->qt = e->g->qt;
     e->pt_next = PT_POOL;
     e->root = pt_alloc(e);

@@ -45,6 +45,8 @@ typedef struct Rec {
 
 /* Device with context CTX enabled over an empty table, queues, fault queue */
 Env *env_start(const char *props);
+/* The same, with more QEMU arguments (e.g. a second device) */
+Env *env_start_with(const char *props, const char *extra);
 /* Checks QEMU still answers, then quits it. */
 void env_quit(Env *e);
 void queue_setup(Env *e, unsigned q);

@@ -172,7 +172,16 @@ GmemQTest *gq_start_incoming(const char *props, const char *uri)
 
 GmemQTest *gq_try_incoming(const char *props, const char *uri, bool *loaded)
 {
-    GmemQTest *g = gq_launch(props, "-incoming defer");
+    return gq_try_incoming_with(props, NULL, uri, loaded);
+}
+
+GmemQTest *gq_try_incoming_with(const char *props, const char *extra,
+                                const char *uri, bool *loaded)
+{
+    g_autofree char *args = g_strdup_printf("-incoming defer%s%s",
+                                            extra ? " " : "",
+                                            extra ? extra : "");
+    GmemQTest *g = gq_launch(props, args);
     g_autofree char *cmd = g_strdup_printf(
         "{\"execute\": \"migrate-incoming\", \"arguments\": "
         "{\"uri\": \"%s\", \"exit-on-error\": false}}", uri);

@@ -42,6 +42,8 @@ GmemQTest *gq_start_incoming(const char *props, const char *uri);
  * whether it did.
  */
 GmemQTest *gq_try_incoming(const char *props, const char *uri, bool *loaded);
+GmemQTest *gq_try_incoming_with(const char *props, const char *extra,
+                                const char *uri, bool *loaded);
 /* Migrate the VM's state to @uri and wait until that completes. */
 void gq_migrate_out(GmemQTest *g, const char *uri);
 void gq_quit(GmemQTest *g);

@@ -1,0 +1,23 @@
+#!/bin/bash
+# Fuzz the device over qtest for SECONDS (default 600): the structure-aware fuzzer
+# host-tests/qtest/qtest_fuzz.c starts QEMU case after case with random devices and runs
+# random guest actions, peers and migrations on each; every case must leave QEMU answering.
+# Prints the seed; a failing case prints its own seed, is appended to the corpus
+# ($GMEM_CACHE/fuzz/corpus, replayed first on every run) and can be run alone:
+#   scripts/run-fuzz.sh SECONDS [SEED]
+#   build/gmem-accel-qtest-fuzz --seed CASE_SEED --cases 1   (with QTEST_QEMU_BINARY set)
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$repo/scripts/lib/log.sh"
+. "$repo/scripts/lib/cache.sh"
+. "$repo/scripts/lib/build.sh"
+
+seconds=${1:-600} seed=${2:-}
+[[ "$seconds" =~ ^[1-9][0-9]*$ ]] || die "SECONDS must be a whole number, e.g. scripts/run-fuzz.sh 600"
+[ -z "$seed" ] || [[ "$seed" =~ ^[0-9]+$ ]] || die "SEED must be a number (the one a run printed)"
+gmem_build
+mkdir -p "$GMEM_CACHE/fuzz"
+step "fuzzing the device for $seconds s (corpus: $GMEM_CACHE/fuzz/corpus)"
+QTEST_QEMU_BINARY=$(readlink -f "$GMEM_BUILD/qemu-system-x86_64") \
+GMEM_FUZZ_CORPUS="$GMEM_CACHE/fuzz/corpus" \
+	"$GMEM_BUILD/gmem-accel-qtest-fuzz" --tap --seconds "$seconds" ${seed:+--seed "$seed"}
