@@ -60,6 +60,7 @@ struct GmemAccelState {
     MemoryRegion hbm;           /* BAR2, RAM-backed */
     uint8_t *hbm_ptr;
     QEMUBH *engine_bh;
+    QEMUTimer *engine_pause;    /* a busy engine's breather: see exec.c */
     VMChangeStateEntry *vm_state;   /* engines pause while the VM is stopped */
     uint8_t *bounce;            /* GMEM_STEP_MAX_BYTES, one step's data */
 
@@ -95,6 +96,7 @@ struct GmemAccelState {
     /* how the engines ran (QOM 'state'), not migrated */
     uint32_t inline_max_commands;   /* most one MMIO write started */
     uint64_t kicks_deferred;        /* writes from another engine's work */
+    uint64_t engine_pauses;         /* turns that left work for a pause */
 
     /* guest-error log rate limit (gmem-accel-error.c), not migrated */
     int64_t log_window;
