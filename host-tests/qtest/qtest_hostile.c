@@ -359,6 +359,67 @@ static void test_msi_into_another_device(void)
     env_quit(e);
 }
 
+/*
+ * A long command ran in bottom halves back to back, which left the BQL free
+ * for microseconds at a time: a vCPU that needed it (an interrupt, a register
+ * read) waited for the whole batch, and a guest froze for minutes. Each turn
+ * with work left is now followed by a pause, so 32 MiB of FILL (32 turns of
+ * 1 MiB after the inline start) makes about 31 pauses, and still completes.
+ */
+static void test_busy_engine_pauses(void)
+{
+    Env *e = env_start(NULL);
+    int64_t pauses = state_of(e->g, "gmem0", "engine-pauses");
+
+    g_assert_cmpuint(run(e, 1, (GmemCmd) { .opcode = GMEM_OP_FILL,
+                         .flags = GMEM_CMD_F_DST(GMEM_ADDR_HBM),
+                         .dst = 0, .size = 32 << 20,
+                         .value = 0x5a5a5a5a5a5a5a5aull }), ==,
+                     GMEM_CMD_ST_OK);
+    g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + (32 << 20) - 8), ==,
+                    0x5a5a5a5a5a5a5a5aull);
+    g_assert_cmpint(state_of(e->g, "gmem0", "engine-pauses") - pauses, >=,
+                    30);
+    env_quit(e);
+}
+
+/*
+ * A page table whose every entry points at the same next table (three tables
+ * of guest memory) has 512^3 paths: the monitor's dump reads at most 4096
+ * tables of it and says so, rather than hold the main loop for the walk.
+ */
+static void test_page_table_dump_is_bounded(void)
+{
+    Env *e = env_start(NULL);
+    uint64_t l3 = pt_alloc(e), l2 = pt_alloc(e), l1 = pt_alloc(e);
+    uint64_t table[512];
+    g_autoptr(JsonNode) pt = NULL;
+    gint64 t0;
+
+    for (unsigned i = 0; i < 512; i++) {
+        table[i] = cpu_to_le64(l3 | GMEM_PTE_VALID);
+    }
+    qtest_memwrite(e->qt, e->root, table, sizeof(table));
+    for (unsigned i = 0; i < 512; i++) {
+        table[i] = cpu_to_le64(l2 | GMEM_PTE_VALID);
+    }
+    qtest_memwrite(e->qt, l3, table, sizeof(table));
+    for (unsigned i = 0; i < 512; i++) {
+        table[i] = cpu_to_le64(l1 | GMEM_PTE_VALID);
+    }
+    qtest_memwrite(e->qt, l2, table, sizeof(table));
+    t0 = g_get_monotonic_time();
+    pt = gq_qmp_return(e->g, "{\"execute\": \"qom-get\", \"arguments\": "
+                       "{\"path\": \"/machine/peripheral/gmem0\", "
+                       "\"property\": \"page-table[1]\"}}");
+    g_test_message("page-table dump: %.3f s",
+                   (g_get_monotonic_time() - t0) / 1e6);
+    g_assert_cmpstr(json_object_get_string_member(json_node_get_object(pt),
+                                                  "dump"), ==,
+                    "truncated: more than 4096 tables");
+    env_quit(e);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -378,5 +439,9 @@ int main(int argc, char **argv)
                     test_doorbell_work_is_bounded);
     g_test_add_func("/gmem-accel/hostile/msi-into-another-device",
                     test_msi_into_another_device);
+    g_test_add_func("/gmem-accel/hostile/busy-engine-pauses",
+                    test_busy_engine_pauses);
+    g_test_add_func("/gmem-accel/hostile/page-table-dump-is-bounded",
+                    test_page_table_dump_is_bounded);
     return g_test_run();
 }
