@@ -706,6 +706,53 @@ static void test_bad_commands_and_queues(void)
     env_quit(e);
 }
 
+static void inject(Env *e, const char *what, const char *error)
+{
+    g_autofree char *cmd = g_strdup_printf(
+        "{\"execute\": \"qom-set\", \"arguments\": {\"path\": "
+        "\"/machine/peripheral/gmem0\", \"property\": \"inject\", "
+        "\"value\": \"%s\"}}", what);
+    g_autofree char *reply = gq_qmp(e->g, cmd);
+
+    if (error) {
+        g_assert_nonnull(strstr(reply, error));
+    } else {
+        g_assert_nonnull(strstr(reply, "\"return\""));
+    }
+}
+
+/*
+ * An injected DMA error fails the next data access of that queue only, as
+ * a PCIe error would: BAD_ADDRESS and ERROR_CODE DMA; the same command
+ * works again after, and another queue never saw it.
+ */
+static void test_inject_dma_error(void)
+{
+    Env *e = env_start(NULL);
+    GmemCmd c = copy_cmd(GMEM_ADDR_HBM, 0x1000, GMEM_ADDR_SYS, SYS_DATA, 64);
+
+    inject(e, "dma-error", "queue=N is needed, N from 0 to 3");
+    inject(e, "dma-error,queue=4", "queue=N is needed");
+    inject(e, "dma-error,queue=1,when=now", "unknown parameter 'when'");
+    inject(e, "hang", "unknown kind 'hang'");
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_STATUS) & GMEM_STATUS_ERROR, ==, 0);
+
+    inject(e, "dma-error,queue=1", NULL);
+    qtest_writeq(e->qt, SYS_DATA, 0x1234);
+    g_assert_cmpuint(run(e, 2, c), ==, GMEM_CMD_ST_OK);
+    g_assert_cmpuint(run(e, 1, c), ==, GMEM_CMD_ST_BAD_ADDRESS);
+    gq_expect_error(e->g, GMEM_ERR_DMA, 1);
+    g_assert_cmpuint(run(e, 1, c), ==, GMEM_CMD_ST_OK);
+    g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0x1234);
+
+    /* A reset drops what was pending. */
+    inject(e, "dma-error,queue=0", NULL);
+    gq_set_reg(e->g, GMEM_REG_RESET, GMEM_RESET_MAGIC);
+    queue_setup(e, 0);
+    g_assert_cmpuint(run(e, 0, c), ==, GMEM_CMD_ST_OK);
+    env_quit(e);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -730,5 +777,7 @@ int main(int argc, char **argv)
     g_test_add_func("/gmem-accel/bad/page-tables", test_bad_page_tables);
     g_test_add_func("/gmem-accel/bad/commands-and-queues",
                     test_bad_commands_and_queues);
+    g_test_add_func("/gmem-accel/engine/inject-dma-error",
+                    test_inject_dma_error);
     return g_test_run();
 }

@@ -257,6 +257,16 @@ static bool gmem_step_exec(GmemAccelState *s, GmemQueue *q,
     }
 }
 
+/* Does queue @qid's engine fail its next data access? (injected; once) */
+static bool gmem_injected_dma_error(GmemAccelState *s, unsigned qid)
+{
+    if (!(s->inject_dma_error & BIT(qid))) {
+        return false;
+    }
+    s->inject_dma_error &= ~BIT(qid);
+    return true;
+}
+
 /* Run the command at HEAD until it completes, stalls or uses @budget. */
 static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
 {
@@ -287,7 +297,8 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
             gmem_step_merge(s, &q->cmd, &step, tgt);
         }
         if (st == GMEM_CMD_ST_OK &&
-            !gmem_step_exec(s, q, q->progress, &step, tgt)) {
+            (gmem_injected_dma_error(s, qid) ||
+             !gmem_step_exec(s, q, q->progress, &step, tgt))) {
             gmem_accel_set_error(s, GMEM_ERR_DMA, qid, tgt[1].addr,
                                  "queue %u: %s command: memory access failed "
                                  "(HBM offset or bus address 0x%" PRIx64
@@ -405,6 +416,7 @@ void gmem_engine_reset(GmemAccelState *s)
     s->inv_va = s->inv_size = 0;
     s->inv_ctx = 0;
     s->inv_done = 0;
+    s->inject_dma_error = 0;
     memset(s->counters, 0, sizeof(s->counters));
 }
 

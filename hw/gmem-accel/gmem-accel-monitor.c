@@ -97,6 +97,7 @@ static QDict *gmem_state_dict(GmemAccelState *s)
     qdict_put_int(d, "inline-max-commands", s->inline_max_commands);
     qdict_put_int(d, "kicks-deferred", s->kicks_deferred);
     qdict_put_int(d, "engine-pauses", s->engine_pauses);
+    qdict_put_int(d, "inject-dma-error", s->inject_dma_error);
     for (unsigned c = 0; c < GMEM_NUM_CONTEXTS; c++) {
         if (s->ctx[c].ctrl || s->ctx[c].root) {     /* ever programmed */
             qlist_append(ctxs, gmem_context_dict(s, c));

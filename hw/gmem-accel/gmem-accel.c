@@ -185,6 +185,7 @@ static void gmem_accel_class_init(ObjectClass *klass, void *data)
     object_class_property_set_description(klass, "pri",
         "PRI (page request) extended capability, needs ats=on");
     gmem_monitor_class_init(klass);
+    gmem_inject_class_init(klass);
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }
 

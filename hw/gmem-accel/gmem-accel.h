@@ -96,6 +96,7 @@ struct GmemAccelState {
     /* how the engines ran (QOM 'state'), not migrated */
     uint32_t inline_max_commands;   /* most one MMIO write started */
     uint64_t kicks_deferred;        /* writes from another engine's work */
+    uint32_t inject_dma_error;      /* queues whose next access fails */
     uint64_t engine_pauses;         /* turns that left work for a pause */
 
     /* guest-error log rate limit (gmem-accel-error.c), not migrated */
@@ -117,6 +118,7 @@ struct GmemAccelState {
  *   gmem-accel.c          QOM device: properties, realize, reset
  *   gmem-accel-migration.c  vmstate, and the checks of an incoming stream
  *   gmem-accel-monitor.c  QOM 'state'/'page-table[N]', HMP 'info gmem-accel'
+ *   gmem-accel-inject.c   QOM 'inject': faults the engines take on demand
  *   gmem-accel-regs.c     the register file: access table and decoder
  *   gmem-accel-exec.c     the DMA engines: running commands, budgets
  *   gmem-accel-fault.c    replayable faults and the fault queue
@@ -133,6 +135,9 @@ extern const VMStateDescription gmem_accel_vmstate;
 /* gmem-accel-monitor.c */
 void gmem_monitor_class_init(ObjectClass *klass);
 void gmem_monitor_register(void);
+
+/* gmem-accel-inject.c */
+void gmem_inject_class_init(ObjectClass *klass);
 
 /* gmem-accel-regs.c */
 extern const MemoryRegionOps gmem_regs_ops;

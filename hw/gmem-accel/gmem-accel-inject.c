@@ -1,0 +1,67 @@
+/*
+ * gmem-accel: fault injection, for the driver's error paths - what only an
+ * emulator can do on demand. A write-only QOM property of each device:
+ *   qom-set gmem0 inject dma-error,queue=N
+ *       the next data access of queue N's engine fails: its command
+ *       completes BAD_ADDRESS with error DMA, as a real PCIe error would.
+ * (HMP: qom-set gmem0 inject dma-error,queue=1.) Pending injections show in
+ * the state property; a device reset drops them, a migration does not carry
+ * them (they are a test's, not the guest's).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/cutils.h"
+#include "qemu/keyval.h"
+#include "qapi/error.h"
+#include "qobject/qdict.h"
+#include "gmem-accel.h"
+
+static bool gmem_inject_queue(QDict *args, unsigned *qid, Error **errp)
+{
+    const char *q = qdict_get_try_str(args, "queue");
+
+    if (!q || qemu_strtoui(q, NULL, 0, qid) || *qid >= GMEM_NUM_QUEUES) {
+        error_setg(errp, "inject: queue=N is needed, N from 0 to %u",
+                   GMEM_NUM_QUEUES - 1);
+        return false;
+    }
+    return true;
+}
+
+static void gmem_set_inject(Object *obj, const char *value, Error **errp)
+{
+    GmemAccelState *s = GMEM_ACCEL(obj);
+    g_autoptr(QDict) args = keyval_parse(value, "kind", NULL, errp);
+    g_autofree char *kind = NULL;
+    unsigned qid;
+
+    if (!args) {
+        return;
+    }
+    kind = g_strdup(qdict_get_try_str(args, "kind"));
+    if (g_strcmp0(kind, "dma-error") != 0) {
+        error_setg(errp, "inject: unknown kind '%s'; one of: "
+                   "dma-error,queue=N", kind ?: "");
+        return;
+    }
+    if (!gmem_inject_queue(args, &qid, errp)) {
+        return;
+    }
+    qdict_del(args, "kind");
+    qdict_del(args, "queue");
+    if (qdict_size(args)) {
+        error_setg(errp, "inject: unknown parameter '%s'",
+                   qdict_first(args)->key);
+        return;
+    }
+    s->inject_dma_error |= 1u << qid;
+}
+
+void gmem_inject_class_init(ObjectClass *klass)
+{
+    object_class_property_add_str(klass, "inject", NULL, gmem_set_inject);
+    object_class_property_set_description(klass, "inject",
+        "inject a fault (write-only): dma-error,queue=N");
+}
