@@ -392,6 +392,7 @@ int gmem_tlb_invalidate(struct gmem_accel *g, unsigned int ctx, u64 va, u64 size
 /* gmem_accel_queue.c: command submission and fences */
 int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
 		u64 *fence);
+unsigned int gmem_ctx_queue(const struct gmem_ctx *ctx);
 int gmem_wait_fence(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
 bool gmem_fence_complete(struct gmem_ctx *ctx, u64 fence);
 void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q);

@@ -212,6 +212,7 @@ void gmem_ctx_get_stats(struct gmem_ctx *ctx, struct gmem_accel_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->context = ctx->id;
+	st->queue = gmem_ctx_queue(ctx);
 	st->faults = atomic64_read(&ctx->stats[GMEM_CTX_FAULTS]);
 	st->fault_groups = atomic64_read(&ctx->stats[GMEM_CTX_FAULT_GROUPS]);
 	st->replays = atomic64_read(&ctx->stats[GMEM_CTX_REPLAYS]);

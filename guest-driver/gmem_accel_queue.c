@@ -32,7 +32,8 @@ static struct gmem_cmd_desc *gmem_slot(struct gmem_queue *q, u32 slot)
 #define GMEM_KERNEL_BATCH	128
 #define GMEM_KERNEL_TIMEOUT	(10 * HZ)
 
-static unsigned int gmem_ctx_queue(const struct gmem_ctx *ctx)
+/* The queue @ctx's batches run on: 0 is the driver's own, processes share the rest. */
+unsigned int gmem_ctx_queue(const struct gmem_ctx *ctx)
 {
 	return ctx->id ? 1 + (ctx->id - 1) % (GMEM_NUM_QUEUES - 1) : 0;
 }

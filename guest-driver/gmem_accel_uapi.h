@@ -138,6 +138,8 @@ struct gmem_accel_snapshot {
  * @commands:      commands submitted
  * @migrated_to_device: pages this context moved into HBM
  * @migrated_to_system: pages it moved back with GMEM_ACCEL_IOC_MIGRATE
+ * @queue:         the device command queue its batches run on (the monitor's queue N)
+ * @pad:           zero
  */
 struct gmem_accel_stats {
 	__u32 context;
@@ -152,6 +154,8 @@ struct gmem_accel_stats {
 	__u64 commands;
 	__u64 migrated_to_device;
 	__u64 migrated_to_system;
+	__u32 queue;
+	__u32 pad;
 };
 
 /* struct gmem_accel_advise.location */
