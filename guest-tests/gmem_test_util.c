@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "gmem_accel_hw.h"
@@ -257,4 +259,76 @@ void *map_anon(size_t len, int prot)
 	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
+}
+
+int host_qmp(const char *json, char *reply, size_t len)
+{
+	int fd = open("/dev/ttyS2", O_RDWR | O_NOCTTY);
+	struct termios t;
+	size_t got = 0;
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (tcgetattr(fd, &t) == 0) {
+		cfmakeraw(&t);
+		tcsetattr(fd, TCSANOW, &t);
+	}
+	tcflush(fd, TCIOFLUSH);
+	if (write(fd, json, strlen(json)) != (ssize_t)strlen(json) || write(fd, "\n", 1) != 1) {
+		ret = -EIO;
+		goto out;
+	}
+	/* A loaded host answers in milliseconds; 60 s means nobody is there. */
+	while (got < len - 1) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 60000) != 1) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		n = read(fd, reply + got, 1);
+		if (n != 1) {
+			ret = -EIO;
+			break;
+		}
+		if (reply[got] == '\n')
+			break;
+		got++;
+	}
+	reply[got] = '\0';
+out:
+	close(fd);
+	return ret;
+}
+
+int gmem_inject(int n, const char *what)
+{
+	char path[128], link[256], json[512], reply[1024], *bus;
+	unsigned int busno;
+	ssize_t len;
+	int ret;
+
+	/* run-vm.sh puts device gmemI behind root port I, which q35 numbers bus I + 1. */
+	snprintf(path, sizeof(path), "/sys/class/gmem_accel/gmem_accel%d/device", n);
+	len = readlink(path, link, sizeof(link) - 1);
+	if (len < 0)
+		return -errno;
+	link[len] = '\0';
+	bus = strrchr(link, '/');
+	if (!bus || sscanf(bus, "/%*x:%x:", &busno) != 1 || busno < 1)
+		return -ENODEV;
+	snprintf(json, sizeof(json),
+		 "{\"execute\": \"qom-set\", \"arguments\": {\"path\": "
+		 "\"/machine/peripheral/gmem%u\", \"property\": \"inject\", \"value\": \"%s\"}}",
+		 busno - 1, what);
+	ret = host_qmp(json, reply, sizeof(reply));
+	if (ret)
+		return ret;
+	if (!strstr(reply, "\"return\"")) {
+		fprintf(stderr, "# inject %s into gmem_accel%d: %s\n", what, n, reply);
+		return -EINVAL;
+	}
+	return 0;
 }

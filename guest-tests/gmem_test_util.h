@@ -71,6 +71,17 @@ void pattern(void *buf, size_t len, unsigned int seed);
 /* Private anonymous memory, NULL on failure. */
 void *map_anon(size_t len, int prot);
 
+/*
+ * Ask the host (scripts/lib/host-control.py, over ttyS2) to run one QMP command, @json on
+ * one line; its reply line in @reply. 0, or -errno if there is no host to ask.
+ */
+int host_qmp(const char *json, char *reply, size_t len);
+/*
+ * Inject a device fault (the device's QOM 'inject', e.g. "dma-error,queue=1") into
+ * /dev/gmem_accel@n; 0, or -EINVAL with the host's error printed.
+ */
+int gmem_inject(int n, const char *what);
+
 /* Does a path exist? */
 bool path_exists(const char *path);
 

@@ -184,18 +184,27 @@ done
 results_log="$run_dir/results.log"
 append="console=ttyS0 panic=-1 quiet$iommu_append gmem.mode=$mode gmemtest.devices=$devices gmemtest.hbm_size=$hbm_bytes gmemtest.coherent=$coherent${append_extra:+ $append_extra}"
 qmp="$run_dir/qmp.sock" hmp="$run_dir/hmp.sock"
+# Guest tests ask the host for what only it can do (inject device faults) over ttyS2:
+# scripts/lib/host-control.py relays each line to a QMP monitor of its own.
+ctl="$run_dir/host-control.sock" ctl_qmp="$run_dir/host-control-qmp.sock"
 cmd=("$qemu" -machine q35 "${accel_args[@]}" -smp "$smp_arg" -m "$((mem_bytes >> 20))M"
 	-nodefaults -no-reboot -display none
 	-L /usr/share/seabios -L /usr/share/qemu
 	-kernel "$kernel" -initrd "$initrd" -append "$append"
 	-serial stdio -serial "file:$results_log"
 	-qmp "unix:$qmp,server=on,wait=off" -monitor "unix:$hmp,server=on,wait=off"
+	-chardev "socket,id=hostctl,path=$ctl,server=on,wait=off" -serial chardev:hostctl
+	-chardev "socket,id=hostctlqmp,path=$ctl_qmp,server=on,wait=off"
+	-mon chardev=hostctlqmp,mode=control
 	"${machine_args[@]}" "${device_args[@]}" "${extra_qemu[@]}")
 
 step "booting q35 ($accel, $smp CPUs, $memory in $numa NUMA node(s)$([ "$iommu" = 1 ] && echo ", intel-iommu")${variant:+, $variant kernel}) with $devices gmem-accel device(s), HBM $hbm_size each, $coherent of them coherent"
 note "QMP monitor: $qmp"
 note "HMP monitor: $hmp   (socat - UNIX-CONNECT:$hmp)"
 note "run directory: $run_dir"
+/usr/bin/python3 "$repo/scripts/lib/host-control.py" "$ctl" "$ctl_qmp" \
+	2>"$run_dir/host-control.log" &
+relay=$!
 status=0
 if [ "$mode" = shell ]; then
 	"${cmd[@]}" || status=$?
@@ -205,6 +214,9 @@ else
 	"${tmo[@]}" "${cmd[@]}" </dev/null || status=$?
 	[ "$status" != 124 ] || echo "run-vm.sh: the VM did not finish within --timeout $timeout s" >&2
 fi
+
+kill "$relay" 2>/dev/null || true
+wait "$relay" 2>/dev/null || true
 
 case "$mode" in
 suite)
