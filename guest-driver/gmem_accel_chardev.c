@@ -19,7 +19,7 @@ int gmem_file_open(struct gmem_accel *g, struct file *file)
 	if (!f)
 		return -ENOMEM;
 	down_read(&g->lock);
-	if (!g->pdev) {
+	if (!g->pdev || READ_ONCE(g->unbinding)) {
 		ret = -ENODEV;
 	} else {
 		f->ctx = gmem_ctx_create(g);
@@ -213,8 +213,8 @@ static long gmem_accel_ioctl(struct file *file, unsigned int cmd, unsigned long 
 	long ret;
 
 	down_read(&g->lock);
-	if (!g->pdev) {
-		ret = -ENODEV;	/* unbound while open */
+	if (!g->pdev || READ_ONCE(g->unbinding)) {
+		ret = -ENODEV;	/* unbound (or being unbound) while open */
 		goto out;
 	}
 	/* The context mirrors the opener's address space; a forked child opens its own. */

@@ -165,13 +165,16 @@ static void gmem_accel_remove(struct pci_dev *pdev)
 {
 	struct gmem_accel *g = pci_get_drvdata(pdev);
 
-	gmem_dmirror_remove(g);
-	cdev_device_del(&g->cdev, &g->dev);
-	gmem_debugfs_remove(g);
-	/* Processes waiting in an ioctl stop (-ENODEV) and let go of the lock. */
+	/*
+	 * Processes waiting in an ioctl stop (-ENODEV) and let go of the lock, and no call
+	 * starts any more: once the node is gone, an open file's calls all fail.
+	 */
 	WRITE_ONCE(g->unbinding, true);
 	for (unsigned int i = 0; i < GMEM_NUM_QUEUES; i++)
 		wake_up_all(&g->queue[i].wq);
+	gmem_dmirror_remove(g);
+	cdev_device_del(&g->cdev, &g->dev);
+	gmem_debugfs_remove(g);
 	/* Files still open keep g alive but must not touch the device any more. */
 	down_write(&g->lock);
 	/*
