@@ -27,21 +27,6 @@
 #define IORESOURCE_PREFETCH  0x00002000
 #define IORESOURCE_MEM_64    0x00100000
 
-/* PCI address of /dev/gmem_accel<n>, from the class device's parent link. */
-static int class_dev_pci_addr(int n, char *addr, size_t len)
-{
-	char path[PATH_MAX], target[PATH_MAX];
-	ssize_t r;
-
-	snprintf(path, sizeof(path), "/sys/class/gmem_accel/gmem_accel%d/device", n);
-	r = readlink(path, target, sizeof(target) - 1);
-	if (r < 0)
-		return -errno;
-	target[r] = '\0';
-	snprintf(addr, len, "%s", basename(target));
-	return 0;
-}
-
 static unsigned int char_major(const char *name)
 {
 	char line[128], dev[64];
@@ -130,7 +115,7 @@ TEST_F_TIMEOUT(device, every_device_bound_with_a_node, 60)
 		EXPECT_EQ(major, major(st.st_rdev));
 		EXPECT_EQ(i, (int)minor(st.st_rdev));
 		/* Minors follow PCI order because devices probe in bus order. */
-		ASSERT_EQ(0, class_dev_pci_addr(i, pci, sizeof(pci)));
+		ASSERT_EQ(0, gmem_pci_addr(i, pci, sizeof(pci)));
 		EXPECT_STREQ(addr[i], pci);
 	}
 	snprintf(path, sizeof(path), "/dev/gmem_accel%d", n);

@@ -303,21 +303,32 @@ out:
 	return ret;
 }
 
+int gmem_pci_addr(int n, char *addr, size_t len)
+{
+	char path[128], link[256], *name;
+	ssize_t r;
+
+	snprintf(path, sizeof(path), "/sys/class/gmem_accel/gmem_accel%d/device", n);
+	r = readlink(path, link, sizeof(link) - 1);
+	if (r < 0)
+		return -errno;
+	link[r] = '\0';
+	name = strrchr(link, '/');
+	snprintf(addr, len, "%s", name ? name + 1 : link);
+	return 0;
+}
+
 int gmem_inject(int n, const char *what)
 {
-	char path[128], link[256], json[512], reply[1024], *bus;
+	char addr[64], json[512], reply[1024];
 	unsigned int busno;
-	ssize_t len;
 	int ret;
 
 	/* run-vm.sh puts device gmemI behind root port I, which q35 numbers bus I + 1. */
-	snprintf(path, sizeof(path), "/sys/class/gmem_accel/gmem_accel%d/device", n);
-	len = readlink(path, link, sizeof(link) - 1);
-	if (len < 0)
-		return -errno;
-	link[len] = '\0';
-	bus = strrchr(link, '/');
-	if (!bus || sscanf(bus, "/%*x:%x:", &busno) != 1 || busno < 1)
+	ret = gmem_pci_addr(n, addr, sizeof(addr));
+	if (ret)
+		return ret;
+	if (sscanf(addr, "%*x:%x:", &busno) != 1 || busno < 1)
 		return -ENODEV;
 	snprintf(json, sizeof(json),
 		 "{\"execute\": \"qom-set\", \"arguments\": {\"path\": "

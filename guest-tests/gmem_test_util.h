@@ -36,6 +36,8 @@ bool gmem_test_begin(int timeout_s);
 /* Value of "gmemtest.<name>=" on /proc/cmdline, or @fallback if absent/unparsable. */
 uint64_t gmem_expect(const char *name, uint64_t fallback);
 
+/* PCI address ("0000:01:00.0") of /dev/gmem_accel@n in @addr; 0 or -errno. */
+int gmem_pci_addr(int n, char *addr, size_t len);
 /* PCI addresses ("0000:01:00.0") of all gmem-accel functions, sorted; returns the count. */
 int gmem_pci_devices(char addr[][32], int max);
 
