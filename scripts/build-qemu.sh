@@ -6,6 +6,8 @@
 #   QEMU's own libqtest, as an in-tree device's qtests are built.
 #   --install LINK: also point LINK at the binary and, next to it, gmem-accel-qtest-* at the
 #   qtests (meson's outputs).
+#   --sanitize: the ASan+UBSan variant the fuzzer runs (scripts/run-fuzz.sh, the fuzz smoke):
+#   its own build directory, the binary only; with --install, LINK points at it alone.
 #   Prints the path of the built binary on the last line.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,6 +21,12 @@ CONFIGURE_ARGS=(
 	--disable-werror --enable-tcg --enable-kvm --enable-trace-backends=log
 	--with-devices-x86_64=gmem-accel
 )
+sanitize=
+if [ "${1:-}" = --sanitize ]; then
+	sanitize=1
+	shift
+	CONFIGURE_ARGS+=(--enable-asan --enable-ubsan)
+fi
 
 fetch_debian_source() {
 	local dir
@@ -82,7 +90,7 @@ key=$(hash_of "$src" "${CONFIGURE_ARGS[*]}" "$repo/hw/gmem-accel/gmem-accel.mak"
 build="$GMEM_CACHE/qemu-$version-$key"
 mkdir -p "$build"
 if [ ! -f "$build/build.ninja" ]; then
-	step "configuring QEMU $version (x86_64-softmmu, trimmed) in $build"
+	step "configuring QEMU $version (x86_64-softmmu, trimmed${sanitize:+, ASan+UBSan}) in $build"
 	(cd "$build" && "$src/configure" "${CONFIGURE_ARGS[@]}" >configure.log 2>&1) ||
 		{ tail -n 30 "$build/configure.log" >&2; rm -f "$build/build.ninja"; die "QEMU configure failed; full log: $build/configure.log"; }
 fi
@@ -94,10 +102,11 @@ if [ "$(cat "$build/.gmem-overlay-src" 2>/dev/null)" != "$repo" ]; then
 	rm -rf "$build/tests/qtest/gmem-accel"
 	echo "$repo" >"$build/.gmem-overlay-src"
 fi
-step "building QEMU $version with gmem-accel (incremental; a cold build takes ~5 min on 2 cores)"
+step "building QEMU $version with gmem-accel${sanitize:+ (ASan+UBSan)} (incremental; a cold build takes ~5-7 min on 2 cores)"
 set -o pipefail
 qtests=(gmem-accel-qtest-registers gmem-accel-qtest-engine gmem-accel-qtest-monitor
 	gmem-accel-qtest-hostile gmem-accel-qtest-fuzz)
+[ -z "$sanitize" ] || qtests=()
 ninja -C "$build" qemu-system-x86_64 "${qtests[@]/#/tests/qtest/gmem-accel/}" 2>&1 |
 	tee "$build/ninja.log" | progress_filter "qemu" ||
 	{ grep -B2 -A12 -m3 'error' "$build/ninja.log" >&2 || tail -n 40 "$build/ninja.log" >&2; die "QEMU build failed; full log: $build/ninja.log"; }

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Fuzz the device over qtest for SECONDS (default 600): the structure-aware fuzzer
-# host-tests/qtest/qtest_fuzz.c starts QEMU case after case with random devices and runs
-# random guest actions, peers and migrations on each; every case must leave QEMU answering.
+# host-tests/qtest/qtest_fuzz.c starts QEMU (its ASan+UBSan build) case after case with random
+# devices and runs random guest actions, peers and migrations on each; every case must leave
+# QEMU answering, and a sanitizer report kills QEMU, which fails the case.
 # Prints the seed; a failing case prints its own seed, is appended to the corpus
 # ($GMEM_CACHE/fuzz/corpus, replayed first on every run) and can be run alone:
 #   scripts/run-fuzz.sh SECONDS [SEED]
@@ -15,9 +16,11 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-600} seed=${2:-}
 [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || die "SECONDS must be a whole number, e.g. scripts/run-fuzz.sh 600"
 [ -z "$seed" ] || [[ "$seed" =~ ^[0-9]+$ ]] || die "SEED must be a number (the one a run printed)"
-gmem_build
+gmem_build sanitize
 mkdir -p "$GMEM_CACHE/fuzz"
-step "fuzzing the device for $seconds s (corpus: $GMEM_CACHE/fuzz/corpus)"
-QTEST_QEMU_BINARY=$(readlink -f "$GMEM_BUILD/qemu-system-x86_64") \
+step "fuzzing the device (ASan+UBSan) for $seconds s (corpus: $GMEM_CACHE/fuzz/corpus)"
+QTEST_QEMU_BINARY=$(readlink -f "$GMEM_BUILD/qemu-system-x86_64-san") \
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1 \
 GMEM_FUZZ_CORPUS="$GMEM_CACHE/fuzz/corpus" \
 	"$GMEM_BUILD/gmem-accel-qtest-fuzz" --tap --seconds "$seconds" ${seed:+--seed "$seed"}

@@ -14,7 +14,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 results=$(mktemp -d "${TMPDIR:-/tmp}/gmem-accel-tests.XXXXXX")
 trap 'rm -rf "$results"' EXIT
 
-gmem_build debug
+gmem_build debug sanitize
 step "host tests"
 /usr/bin/python3 "$repo/scripts/lib/tap_summary.py" --run-host-tests "$GMEM_BUILD" "$results/host.log"
 # run-vm.sh's own guest-only counts are relabelled: the last line is the combined one.

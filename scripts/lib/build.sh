@@ -2,7 +2,8 @@
 # run-tests.sh). Sets GMEM_BUILD (the meson build directory).
 GMEM_BUILD=${GMEM_BUILD_DIR:-$repo/build}
 
-# gmem_build [debug]: everything the VM needs; with "debug", the debug kernel variant too.
+# gmem_build [debug] [sanitize]: everything the VM needs; with "debug", the debug kernel
+# variant too; with "sanitize", the ASan+UBSan QEMU the fuzzer runs.
 gmem_build() {
 	local ksrc
 	"$repo/scripts/lib/host-deps.sh"
@@ -18,9 +19,14 @@ gmem_build() {
 	fi
 	step "building (QEMU, guest kernel, driver, guest tests, initramfs; only what changed)"
 	meson compile -C "$GMEM_BUILD" || die "build failed; the messages above name the step."
-	if [ "${1:-}" = debug ]; then
+	if [[ " $* " == *" debug "* ]]; then
 		step "building the debug guest kernel (KASAN, lockdep, kmemleak...), its driver and initramfs"
 		meson compile -C "$GMEM_BUILD" initramfs-debug.cpio ||
 			die "debug build failed; the messages above name the step."
+	fi
+	if [[ " $* " == *" sanitize "* ]]; then
+		step "building QEMU with ASan and UBSan (the fuzzer's; a cold build takes ~7 min)"
+		meson compile -C "$GMEM_BUILD" qemu-san ||
+			die "sanitizer build failed; the messages above name the step."
 	fi
 }
