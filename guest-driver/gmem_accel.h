@@ -54,6 +54,8 @@
  */
 
 #define GMEM_ACCEL_NAME "gmem_accel"
+/* What the driver keeps in SCRATCH: a reset clears it (gmem_accel_reset.c). */
+#define GMEM_DRIVER_COOKIE	0x676d656d	/* "gmem" */
 #define GMEM_ACCEL_MAX_DEVICES 64
 
 #define GMEM_CQ_LOG2	8	/* 256 commands per ring */
@@ -107,6 +109,8 @@ enum gmem_dev_counter {
 	GMEM_DEV_MIGRATED_TO_SYSTEM,	/* pages, all causes */
 	GMEM_DEV_CPU_FAULTS,		/* migrate_to_ram calls */
 	GMEM_DEV_EVICTIONS,		/* chunks evicted to make room */
+	GMEM_DEV_ENGINE_RESETS,		/* hung engines the watchdog reset */
+	GMEM_DEV_DEVICE_RESETS,		/* resets under the driver it recovered from */
 	GMEM_DEV_NR_COUNTERS
 };
 
@@ -180,6 +184,10 @@ struct gmem_queue {
 	int *slot_err;			/* set by the fault server, before its CANCEL */
 	u8 *slot_stalls;		/* replays in a row that did not map what was asked */
 	wait_queue_head_t wq;		/* waiters for fences and ring space */
+	/* the watchdog's (gmem_accel_reset.c): HEAD and STEPS as last seen, and since when */
+	u32 wd_head;
+	u32 wd_steps;
+	unsigned long wd_since;
 };
 
 /**
@@ -232,6 +240,8 @@ struct gmem_accel {
 
 	struct mutex inv_lock;		/* the TLB invalidation registers */
 	u32 inv_seq;
+
+	struct delayed_work watchdog;	/* hung engines, resets under the driver */
 
 	atomic64_t stats[GMEM_DEV_NR_COUNTERS];
 	struct dentry *debugfs;
@@ -387,7 +397,13 @@ static inline void gmem_write64(struct gmem_accel *g, u32 reg, u64 val)
 /* gmem_accel_hw.c: rings, interrupts, TLB invalidation */
 int gmem_hw_init(struct gmem_accel *g);
 void gmem_hw_fini(struct gmem_accel *g);
+void gmem_queue_program(struct gmem_accel *g, struct gmem_queue *q);
+void gmem_fq_program(struct gmem_accel *g);
 int gmem_tlb_invalidate(struct gmem_accel *g, unsigned int ctx, u64 va, u64 size);
+
+/* gmem_accel_reset.c: the watchdog; hung engines and resets under the driver */
+void gmem_watchdog(struct work_struct *work);
+void gmem_watchdog_start(struct gmem_accel *g);
 
 /* gmem_accel_queue.c: command submission and fences */
 int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
@@ -396,6 +412,7 @@ unsigned int gmem_ctx_queue(const struct gmem_ctx *ctx);
 int gmem_wait_fence(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
 bool gmem_fence_complete(struct gmem_ctx *ctx, u64 fence);
 void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q);
+int gmem_status_errno(struct gmem_queue *q, u32 slot, u32 st);
 int gmem_ctx_drain(struct gmem_ctx *ctx);
 int gmem_kernel_run(struct gmem_accel *g, const struct gmem_cmd_desc *desc, unsigned int count);
 bool gmem_fence_passed(struct gmem_accel *g, unsigned int qid, u64 seq);

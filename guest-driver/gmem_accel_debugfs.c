@@ -36,6 +36,8 @@ static const char * const gmem_dev_counter_names[GMEM_DEV_NR_COUNTERS] = {
 	[GMEM_DEV_MIGRATED_TO_SYSTEM] = "migrated_to_system",
 	[GMEM_DEV_CPU_FAULTS] = "cpu_faults",
 	[GMEM_DEV_EVICTIONS] = "evictions",
+	[GMEM_DEV_ENGINE_RESETS] = "engine_resets",
+	[GMEM_DEV_DEVICE_RESETS] = "device_resets",
 };
 
 static int stats_show(struct seq_file *m, void *unused)

@@ -372,7 +372,8 @@ static unsigned int gmem_fault_drain(struct gmem_accel *g)
 	lockdep_assert_held(&g->fault_lock);
 	while (groups < GMEM_FAULT_BUDGET && g->regs &&
 	       (tail = gmem_read(g, GMEM_REG_FQ_TAIL)) != g->fq_head) {
-		if (tail > mask)
+		/* A device reset under us empties the queue: the watchdog sets it up again. */
+		if (tail > mask || !(gmem_read(g, GMEM_REG_FQ_CTRL) & GMEM_FQ_CTRL_ENABLE))
 			break;
 		dma_rmb();
 		while (g->fq_head != tail && groups < GMEM_FAULT_BUDGET) {

@@ -54,6 +54,24 @@ static irqreturn_t gmem_error_irq(int irq, void *data)
 	return IRQ_HANDLED;
 }
 
+/* Point queue @q's registers at its ring and enable it (the ring starts empty). */
+void gmem_queue_program(struct gmem_accel *g, struct gmem_queue *q)
+{
+	gmem_write64(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_BASE_LO), q->ring_dma);
+	gmem_write(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_ENTRIES_LOG2), GMEM_CQ_LOG2);
+	gmem_write(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_CTRL), GMEM_CQ_CTRL_ENABLE);
+}
+
+/* Point the fault queue registers at its ring and enable it. Called with fault_lock held. */
+void gmem_fq_program(struct gmem_accel *g)
+{
+	lockdep_assert_held(&g->fault_lock);
+	g->fq_head = 0;
+	gmem_write64(g, GMEM_REG_FQ_BASE_LO, g->fq_dma);
+	gmem_write(g, GMEM_REG_FQ_ENTRIES_LOG2, GMEM_FQ_LOG2);
+	gmem_write(g, GMEM_REG_FQ_CTRL, GMEM_FQ_CTRL_ENABLE);
+}
+
 static int gmem_queue_init(struct gmem_accel *g, struct gmem_queue *q, unsigned int id)
 {
 	struct device *dev = &g->pdev->dev;
@@ -72,9 +90,7 @@ static int gmem_queue_init(struct gmem_accel *g, struct gmem_queue *q, unsigned 
 	    !q->slot_stalls)
 		return -ENOMEM;
 	q->next_seq = 1;
-	gmem_write64(g, GMEM_REG_QUEUE(id, GMEM_CQ_BASE_LO), q->ring_dma);
-	gmem_write(g, GMEM_REG_QUEUE(id, GMEM_CQ_ENTRIES_LOG2), GMEM_CQ_LOG2);
-	gmem_write(g, GMEM_REG_QUEUE(id, GMEM_CQ_CTRL), GMEM_CQ_CTRL_ENABLE);
+	gmem_queue_program(g, q);
 	return devm_request_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_QUEUE(id)),
 				gmem_queue_irq, 0, GMEM_ACCEL_NAME "-queue", q);
 }
@@ -107,9 +123,9 @@ int gmem_hw_init(struct gmem_accel *g)
 		ret = -ENOMEM;
 		goto err_wq;
 	}
-	gmem_write64(g, GMEM_REG_FQ_BASE_LO, g->fq_dma);
-	gmem_write(g, GMEM_REG_FQ_ENTRIES_LOG2, GMEM_FQ_LOG2);
-	gmem_write(g, GMEM_REG_FQ_CTRL, GMEM_FQ_CTRL_ENABLE);
+	mutex_lock(&g->fault_lock);
+	gmem_fq_program(g);
+	mutex_unlock(&g->fault_lock);
 	ret = devm_request_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_FAULT), gmem_fault_irq, 0,
 			       GMEM_ACCEL_NAME "-fault", g);
 	if (ret)
@@ -123,6 +139,9 @@ int gmem_hw_init(struct gmem_accel *g)
 		if (ret)
 			goto err_wq;
 	}
+	/* Reset clears it: the watchdog's sign that the device was reset under the driver. */
+	gmem_write(g, GMEM_REG_SCRATCH, GMEM_DRIVER_COOKIE);
+	INIT_DELAYED_WORK(&g->watchdog, gmem_watchdog);
 	return 0;
 
 err_wq:
@@ -135,6 +154,7 @@ void gmem_hw_fini(struct gmem_accel *g)
 {
 	struct device *dev = &g->pdev->dev;
 
+	cancel_delayed_work_sync(&g->watchdog);
 	gmem_write(g, GMEM_REG_RESET, GMEM_RESET_MAGIC);
 	devm_free_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_FAULT), g);
 	devm_free_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_ERROR), g);

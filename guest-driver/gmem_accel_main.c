@@ -142,6 +142,7 @@ static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id
 	pci_set_drvdata(pdev, g);
 	gmem_debugfs_add(g);
 	gmem_dmirror_add(g);
+	gmem_watchdog_start(g);
 	pci_info(pdev, "%s: version %u.%u, HBM %llu MiB, caps %#x, %d MSI-X vectors\n",
 		 dev_name(&g->dev), GMEM_VERSION_MAJOR_OF(g->info.version),
 		 GMEM_VERSION_MINOR_OF(g->info.version), g->info.hbm_size >> 20,
@@ -170,6 +171,7 @@ static void gmem_accel_remove(struct pci_dev *pdev)
 	 * starts any more: once the node is gone, an open file's calls all fail.
 	 */
 	WRITE_ONCE(g->unbinding, true);
+	cancel_delayed_work_sync(&g->watchdog);
 	for (unsigned int i = 0; i < GMEM_NUM_QUEUES; i++)
 		wake_up_all(&g->queue[i].wq);
 	gmem_dmirror_remove(g);

@@ -121,8 +121,13 @@ static int gmem_encode(const struct gmem_accel_cmd *c, u16 ctx, struct gmem_cmd_
 	return 0;
 }
 
+static u32 gmem_ring_used(struct gmem_queue *q)
+{
+	return (q->tail - q->reaped) & gmem_ring_mask();
+}
+
 /* The errno of the command in @slot that finished with status @st (0: it succeeded). */
-static int gmem_status_errno(struct gmem_queue *q, u32 slot, u32 st)
+int gmem_status_errno(struct gmem_queue *q, u32 slot, u32 st)
 {
 	switch (st) {
 	case GMEM_CMD_ST_OK:
@@ -146,14 +151,23 @@ void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q)
 	if (!g->regs)
 		return;
 	head = gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_HEAD));
-	if (head > gmem_ring_mask())
-		return;		/* a device that says so is broken; leave the slots alone */
+	/*
+	 * A HEAD outside what was queued is a broken device, or one reset under the driver
+	 * (HEAD 0): leave the slots to the watchdog (gmem_accel_reset.c).
+	 */
+	if (head > gmem_ring_mask() ||
+	    ((head - q->reaped) & gmem_ring_mask()) > gmem_ring_used(q))
+		return;
 	dma_rmb();
 	while (q->reaped != head) {
 		u32 slot = q->reaped;
 		struct gmem_ctx *ctx = q->slot_ctx[slot];
 		u32 st = le32_to_cpu(gmem_slot(q, slot)->status);
 		int err = gmem_status_errno(q, slot, st);
+
+		/* The device writes a status before it moves past: not done, but dropped. */
+		if (st == GMEM_CMD_ST_PENDING)
+			return;
 
 		if (err && ctx) {
 			u64 fence = q->slot_fence[slot];
@@ -167,11 +181,6 @@ void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q)
 		WRITE_ONCE(q->slot_stalls[slot], 0);
 		q->reaped = (slot + 1) & gmem_ring_mask();
 	}
-}
-
-static u32 gmem_ring_used(struct gmem_queue *q)
-{
-	return (q->tail - q->reaped) & gmem_ring_mask();
 }
 
 static bool gmem_fence_done(struct gmem_queue *q, u64 seq)

@@ -121,6 +121,20 @@ TRACE_EVENT(gmem_accel_tlb_invalidate,
 		  __entry->ctx, __entry->va, __entry->size, __entry->seq, __entry->err)
 );
 
+TRACE_EVENT(gmem_accel_queue_reset,
+	TP_PROTO(unsigned int queue, unsigned int cancelled),
+	TP_ARGS(queue, cancelled),
+	TP_STRUCT__entry(
+		__field(unsigned int, queue)
+		__field(unsigned int, cancelled)
+	),
+	TP_fast_assign(
+		__entry->queue = queue;
+		__entry->cancelled = cancelled;
+	),
+	TP_printk("queue=%u cancelled=%u", __entry->queue, __entry->cancelled)
+);
+
 TRACE_EVENT(gmem_accel_submit,
 	TP_PROTO(u16 ctx, unsigned int queue, u64 seq, u32 count),
 	TP_ARGS(ctx, queue, seq, count),

@@ -25,9 +25,11 @@ GMEM_PLAIN_FIXTURE(inject);
 
 /*
  * In a child: copy LEN bytes @rounds times on a context whose queue is not @avoid, checking
- * each; says "ready" on @ready after its first copy. Exits with the number of failures.
+ * each; says "ready" on @ready after its first copy. A copy that fails with @retry (a reset
+ * cancelled it; 0: none may) is done again, at most 3 times a round. Exits with the number of
+ * failures.
  */
-static void copy_loop(int rounds, unsigned int avoid, int ready)
+static void copy_loop(int rounds, unsigned int avoid, int ready, int retry)
 {
 	uint8_t *src = map_anon(LEN, PROT_READ | PROT_WRITE);
 	uint8_t *dst = map_anon(LEN, PROT_READ | PROT_WRITE);
@@ -42,13 +44,39 @@ static void copy_loop(int rounds, unsigned int avoid, int ready)
 	if (n == 4 || fd[n] < 0)
 		_exit(101);
 	for (int r = 0; r < rounds; r++) {
+		int ret, tries = 0;
+
 		pattern(src, LEN, 100 + r);
-		memset(dst, 0, LEN);
-		bad += dev_copy(fd[n], dst, src, LEN) != 0 || memcmp(dst, src, LEN) != 0;
+		do {
+			memset(dst, 0, LEN);
+			ret = dev_copy(fd[n], dst, src, LEN);
+		} while (retry && ret == retry && ++tries < 3);
+		bad += ret != 0 || memcmp(dst, src, LEN) != 0;
 		if (r == 0 && write(ready, "r", 1) != 1)
 			_exit(102);
 	}
 	_exit(bad);
+}
+
+/* Start copy_loop() in a child on a queue other than @avoid; its pid once it has copied. */
+static pid_t start_copier(unsigned int avoid, int retry)
+{
+	int ready[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(ready))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(ready[0]);
+		copy_loop(ROUNDS, avoid, ready[1], retry);
+	}
+	close(ready[1]);
+	if (pid > 0 && read(ready[0], &c, 1) != 1)
+		pid = -1;
+	close(ready[0]);
+	return pid;
 }
 
 /*
@@ -59,9 +87,9 @@ TEST_F_TIMEOUT(inject, dma_error_fails_one_command, 600)
 {
 	uint8_t *src = map_anon(LEN, PROT_READ | PROT_WRITE);
 	uint8_t *dst = map_anon(LEN, PROT_READ | PROT_WRITE);
-	int fd = gmem_open(0, O_RDWR), ready[2], status;
+	int fd = gmem_open(0, O_RDWR), status;
 	struct gmem_accel_stats mine;
-	char what[64], c;
+	char what[64];
 	pid_t pid;
 
 	ASSERT_NE(NULL, src);
@@ -70,21 +98,15 @@ TEST_F_TIMEOUT(inject, dma_error_fails_one_command, 600)
 	/* Bad requests are refused, and inject nothing. */
 	EXPECT_EQ(-EINVAL, gmem_inject(0, "no-such-fault"));
 	EXPECT_EQ(-EINVAL, gmem_inject(0, "dma-error,queue=9"));
+	EXPECT_EQ(-EINVAL, gmem_inject(0, "hang"));
+	EXPECT_EQ(-EINVAL, gmem_inject(0, "reset,queue=1"));
 	pattern(src, LEN, 7);
 	ASSERT_EQ(0, dev_copy(fd, dst, src, LEN));
 
 	mine = ctx_stats(fd);
 	ASSERT_LE(1, mine.queue);
-	ASSERT_EQ(0, pipe(ready));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		close(fd);
-		copy_loop(ROUNDS, mine.queue, ready[1]);
-	}
-	close(ready[1]);
-	ASSERT_EQ(1, read(ready[0], &c, 1)) TH_LOG("the other process did not start");
-	close(ready[0]);
+	pid = start_copier(mine.queue, 0);
+	ASSERT_LT(0, pid) TH_LOG("the other process did not start");
 
 	snprintf(what, sizeof(what), "dma-error,queue=%u", mine.queue);
 	ASSERT_EQ(0, gmem_inject(0, what));
@@ -93,6 +115,87 @@ TEST_F_TIMEOUT(inject, dma_error_fails_one_command, 600)
 	memset(dst, 0, LEN);
 	EXPECT_EQ(0, dev_copy(fd, dst, src, LEN));
 	EXPECT_EQ(0, memcmp(dst, src, LEN));
+
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("the other process: failures or setup error");
+	close(fd);
+}
+
+/*
+ * An engine that hangs is found by the driver's watchdog (no step for hang_timeout_ms) and
+ * reset: the batch on it fails with ECANCELED, the next one works, and another process on
+ * another queue copies on, byte-exact, never cancelled.
+ */
+TEST_F_TIMEOUT(inject, engine_hang_is_reset, 600)
+{
+	uint8_t *src = map_anon(LEN, PROT_READ | PROT_WRITE);
+	uint8_t *dst = map_anon(LEN, PROT_READ | PROT_WRITE);
+	int fd = gmem_open(0, O_RDWR), status;
+	int64_t resets;
+	char what[64];
+	pid_t pid;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "engine_resets", &resets));
+	pattern(src, LEN, 9);
+	pid = start_copier(ctx_stats(fd).queue, 0);
+	ASSERT_LT(0, pid) TH_LOG("the other process did not start");
+
+	snprintf(what, sizeof(what), "hang,queue=%u", ctx_stats(fd).queue);
+	ASSERT_EQ(0, gmem_inject(0, what));
+	memset(dst, 0, LEN);
+	EXPECT_EQ(-ECANCELED, dev_copy(fd, dst, src, LEN));
+	EXPECT_EQ(resets + 1, gmem_wait_stat(0, "engine_resets", resets + 1, 10000));
+	memset(dst, 0, LEN);
+	EXPECT_EQ(0, dev_copy(fd, dst, src, LEN));
+	EXPECT_EQ(0, memcmp(dst, src, LEN));
+
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("the other process: failures or setup error");
+	close(fd);
+}
+
+/*
+ * A reset the driver did not ask for: its watchdog sees SCRATCH lose the driver's cookie and
+ * sets the device up again. Work in flight fails with ECANCELED (and may be submitted again),
+ * data already in HBM comes back byte-exact, and every process goes on working.
+ */
+TEST_F_TIMEOUT(inject, surprise_reset_recovers, 600)
+{
+	uint8_t *src = map_anon(LEN, PROT_READ | PROT_WRITE);
+	uint8_t *dst = map_anon(LEN, PROT_READ | PROT_WRITE);
+	uint8_t *hbm = map_anon(LEN, PROT_READ | PROT_WRITE);
+	uint8_t *want = map_anon(LEN, PROT_READ | PROT_WRITE);
+	int fd = gmem_open(0, O_RDWR), status, ret;
+	int64_t resets;
+	pid_t pid;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	ASSERT_NE(NULL, hbm);
+	ASSERT_NE(NULL, want);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "device_resets", &resets));
+	pattern(want, LEN, 11);
+	memcpy(hbm, want, LEN);
+	ASSERT_EQ((long)(LEN / getpagesize()),
+		  dev_migrate(fd, hbm, LEN, GMEM_ACCEL_TO_DEVICE));
+	pattern(src, LEN, 12);
+	pid = start_copier(ctx_stats(fd).queue, -ECANCELED);
+	ASSERT_LT(0, pid) TH_LOG("the other process did not start");
+
+	ASSERT_EQ(0, gmem_inject(0, "reset"));
+	ret = dev_copy(fd, dst, src, LEN);	/* before or after the driver noticed */
+	EXPECT_TRUE(ret == 0 || ret == -ECANCELED) TH_LOG("copy across the reset: %d", ret);
+	EXPECT_EQ(resets + 1, gmem_wait_stat(0, "device_resets", resets + 1, 30000));
+	memset(dst, 0, LEN);
+	EXPECT_EQ(0, dev_copy(fd, dst, src, LEN));
+	EXPECT_EQ(0, memcmp(dst, src, LEN));
+	EXPECT_EQ(0, memcmp(hbm, want, LEN)) TH_LOG("HBM pages did not come back intact");
 
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status));

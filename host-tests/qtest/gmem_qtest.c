@@ -257,6 +257,16 @@ JsonNode *gq_qmp_return(GmemQTest *g, const char *json)
     return json_node_copy(json_object_get_member(obj, "return"));
 }
 
+int64_t gq_state(GmemQTest *g, const char *id, const char *name)
+{
+    g_autofree char *cmd = g_strdup_printf(
+        "{\"execute\": \"qom-get\", \"arguments\": {\"path\": "
+        "\"/machine/peripheral/%s\", \"property\": \"state\"}}", id);
+    g_autoptr(JsonNode) st = gq_qmp_return(g, cmd);
+
+    return json_object_get_int_member(json_node_get_object(st), name);
+}
+
 char *gq_hmp(GmemQTest *g, const char *cmdline)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();

@@ -62,6 +62,8 @@ bool gq_log_has(GmemQTest *g, const char *needle);
 char *gq_qmp(GmemQTest *g, const char *json);
 /* Run one QMP command that must succeed; returns its "return" value. */
 JsonNode *gq_qmp_return(GmemQTest *g, const char *json);
+/* Member @name of device @id's QOM 'state' (an integer). */
+int64_t gq_state(GmemQTest *g, const char *id, const char *name);
 /* Run an HMP command line; returns its output (caller frees). */
 char *gq_hmp(GmemQTest *g, const char *cmdline);
 

@@ -734,7 +734,7 @@ static void test_inject_dma_error(void)
     inject(e, "dma-error", "queue=N is needed, N from 0 to 3");
     inject(e, "dma-error,queue=4", "queue=N is needed");
     inject(e, "dma-error,queue=1,when=now", "unknown parameter 'when'");
-    inject(e, "hang", "unknown kind 'hang'");
+    inject(e, "stall", "unknown kind 'stall'");
     g_assert_cmpuint(gq_reg(e->g, GMEM_REG_STATUS) & GMEM_STATUS_ERROR, ==, 0);
 
     inject(e, "dma-error,queue=1", NULL);
@@ -750,6 +750,63 @@ static void test_inject_dma_error(void)
     gq_set_reg(e->g, GMEM_REG_RESET, GMEM_RESET_MAGIC);
     queue_setup(e, 0);
     g_assert_cmpuint(run(e, 0, c), ==, GMEM_CMD_ST_OK);
+    env_quit(e);
+}
+
+/*
+ * An injected hang stops one engine: its STEPS and HEAD stand still while
+ * another queue works, until the queue is disabled, which drops the command
+ * and the hang. An injected reset is one the driver did not ask for: every
+ * register at its reset value (SCRATCH too: how a driver notices), HBM kept.
+ */
+static void test_inject_hang_and_reset(void)
+{
+    Env *e = env_start(NULL);
+    GmemCmd fill = { .opcode = GMEM_OP_FILL,
+                     .flags = GMEM_CMD_F_DST(GMEM_ADDR_HBM),
+                     .size = 8 << 20, .value = 7 };
+    GmemCmd c = copy_cmd(GMEM_ADDR_HBM, 0x1000, GMEM_ADDR_SYS, SYS_DATA, 64);
+    uint32_t idx;
+
+    inject(e, "hang", "queue=N is needed");
+    inject(e, "reset,queue=1", "unknown parameter 'queue' for reset");
+    inject(e, "hang,queue=1", NULL);
+    g_assert_cmpint(gq_state(e->g, "gmem0", "inject-hang"), ==, 1 << 1);
+    idx = submit(e, 1, fill);
+    qtest_writeq(e->qt, SYS_DATA, 0x4242);
+    g_assert_cmpuint(run(e, 2, c), ==, GMEM_CMD_ST_OK);   /* others work */
+    g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0x4242);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(2, GMEM_CQ_STEPS)), >=, 1);
+    for (int i = 0; i < 1000; i++) {    /* each read lets the engines run */
+        g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_STEPS)), ==,
+                         0);
+    }
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_STATE)), ==,
+                     GMEM_CQ_STATE_RUNNING);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_HEAD)), ==, 0);
+    g_assert_cmpuint(status_of(e, 1, idx), ==, GMEM_CMD_ST_PENDING);
+
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_CTRL), 0);
+    g_assert_cmpint(gq_state(e->g, "gmem0", "inject-hang"), ==, 0);
+    queue_setup(e, 1);
+    g_assert_cmpuint(run(e, 1, fill), ==, GMEM_CMD_ST_OK);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_STEPS)), >=, 8);
+
+    gq_set_reg(e->g, GMEM_REG_SCRATCH, 0x676d656d);
+    inject(e, "hang,queue=3", NULL);
+    inject(e, "reset", NULL);
+    g_assert_cmphex(gq_reg(e->g, GMEM_REG_SCRATCH), ==, 0);
+    g_assert_cmphex(gq_reg(e->g, GMEM_REG_STATUS), ==, GMEM_STATUS_READY);
+    g_assert_cmpint(gq_state(e->g, "gmem0", "inject-hang"), ==, 0);
+    for (unsigned q = 0; q < GMEM_NUM_QUEUES; q++) {
+        g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_STATE)), ==,
+                         GMEM_CQ_STATE_DISABLED);
+        g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_STEPS)), ==,
+                         0);
+    }
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_CTRL)), ==, 0);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_CTRL), ==, 0);
+    g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + 0x1000), ==, 7);  /* fill */
     env_quit(e);
 }
 
@@ -779,5 +836,7 @@ int main(int argc, char **argv)
                     test_bad_commands_and_queues);
     g_test_add_func("/gmem-accel/engine/inject-dma-error",
                     test_inject_dma_error);
+    g_test_add_func("/gmem-accel/engine/inject-hang-and-reset",
+                    test_inject_hang_and_reset);
     return g_test_run();
 }

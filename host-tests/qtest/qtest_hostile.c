@@ -242,17 +242,6 @@ static void test_guest_error_log_is_limited(void)
     env_quit(e);
 }
 
-/* Member @name of device @id's QOM 'state' (an integer). */
-static int64_t state_of(GmemQTest *g, const char *id, const char *name)
-{
-    g_autofree char *cmd = g_strdup_printf(
-        "{\"execute\": \"qom-get\", \"arguments\": {\"path\": "
-        "\"/machine/peripheral/%s\", \"property\": \"state\"}}", id);
-    g_autoptr(JsonNode) st = gq_qmp_return(g, cmd);
-
-    return json_object_get_int_member(json_node_get_object(st), name);
-}
-
 /* Write @n descriptors @c to ring @ring_addr and ring queue @q's doorbell. */
 static void ring_of(Env *e, unsigned q, uint64_t ring_addr, unsigned log2,
                     GmemCmd c, uint32_t n)
@@ -286,16 +275,16 @@ static void test_doorbell_work_is_bounded(void)
 
     ring_of(e, 1, 0x01000000ull, 12, (GmemCmd) { .opcode = GMEM_OP_NOP },
             4095);
-    g_assert_cmpint(state_of(e->g, "gmem0", "inline-max-commands"), <=,
+    g_assert_cmpint(gq_state(e->g, "gmem0", "inline-max-commands"), <=,
                     1024);
-    g_assert_cmpint(state_of(e->g, "gmem0", "inline-max-commands"), >=, 1);
+    g_assert_cmpint(gq_state(e->g, "gmem0", "inline-max-commands"), >=, 1);
     ring_of(e, 2, 0x01400000ull, 8, inv, 255);
-    g_assert_cmpint(state_of(e->g, "gmem0", "inline-max-commands"), <=,
+    g_assert_cmpint(gq_state(e->g, "gmem0", "inline-max-commands"), <=,
                     1024);
     env_quit(e);
     e = env_start("tlb-entries=65536");
     ring_of(e, 2, 0x01400000ull, 8, inv, 255);
-    g_assert_cmpint(state_of(e->g, "gmem0", "inline-max-commands"), <=, 8);
+    g_assert_cmpint(gq_state(e->g, "gmem0", "inline-max-commands"), <=, 8);
     env_quit(e);
 }
 
@@ -354,8 +343,8 @@ static void test_msi_into_another_device(void)
     g_assert_cmpuint(qtest_readl(e->qt,
                                  B_BAR0 + GMEM_REG_QUEUE(1, GMEM_CQ_HEAD)),
                      ==, n);
-    g_assert_cmpint(state_of(e->g, "gmem1", "kicks-deferred"), ==, 1);
-    g_assert_cmpint(state_of(e->g, "gmem1", "inline-max-commands"), ==, 0);
+    g_assert_cmpint(gq_state(e->g, "gmem1", "kicks-deferred"), ==, 1);
+    g_assert_cmpint(gq_state(e->g, "gmem1", "inline-max-commands"), ==, 0);
     env_quit(e);
 }
 
@@ -369,7 +358,7 @@ static void test_msi_into_another_device(void)
 static void test_busy_engine_pauses(void)
 {
     Env *e = env_start(NULL);
-    int64_t pauses = state_of(e->g, "gmem0", "engine-pauses");
+    int64_t pauses = gq_state(e->g, "gmem0", "engine-pauses");
 
     g_assert_cmpuint(run(e, 1, (GmemCmd) { .opcode = GMEM_OP_FILL,
                          .flags = GMEM_CMD_F_DST(GMEM_ADDR_HBM),
@@ -378,7 +367,7 @@ static void test_busy_engine_pauses(void)
                      GMEM_CMD_ST_OK);
     g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + (32 << 20) - 8), ==,
                     0x5a5a5a5a5a5a5a5aull);
-    g_assert_cmpint(state_of(e->g, "gmem0", "engine-pauses") - pauses, >=,
+    g_assert_cmpint(gq_state(e->g, "gmem0", "engine-pauses") - pauses, >=,
                     30);
     env_quit(e);
 }

@@ -267,6 +267,16 @@ static bool gmem_injected_dma_error(GmemAccelState *s, unsigned qid)
     return true;
 }
 
+/*
+ * Has queue @qid's engine stopped (an injected hang)? It takes no step until
+ * its queue is disabled or the device reset, and does not keep the bottom
+ * half turning meanwhile.
+ */
+static bool gmem_engine_hung(GmemAccelState *s, unsigned qid)
+{
+    return s->inject_hang & BIT(qid);
+}
+
 /* Run the command at HEAD until it completes, stalls or uses @budget. */
 static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
 {
@@ -313,6 +323,7 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
         }
         *budget -= MIN(*budget, MAX(step.op[1].len, GMEM_ELEMENT_COST));
         q->progress = step.next;
+        q->steps++;
     }
     gmem_queue_complete(s, qid, GMEM_CMD_ST_OK);
 }
@@ -324,6 +335,9 @@ static unsigned gmem_queue_run(GmemAccelState *s, unsigned qid,
     GmemQueue *q = &s->queue[qid];
     unsigned started = 0;
 
+    if (gmem_engine_hung(s, qid)) {
+        return 0;
+    }
     while (budget && q->state == GMEM_CQ_STATE_RUNNING) {
         if (!q->busy) {
             if (q->head == q->tail) {
@@ -357,7 +371,8 @@ static void gmem_engine_bh(void *opaque)
     gmem_engines_running++;
     for (unsigned qid = 0; qid < GMEM_NUM_QUEUES; qid++) {
         gmem_queue_run(s, qid, GMEM_ENGINE_BUDGET);
-        more |= s->queue[qid].state == GMEM_CQ_STATE_RUNNING;
+        more |= s->queue[qid].state == GMEM_CQ_STATE_RUNNING &&
+                !gmem_engine_hung(s, qid);
     }
     gmem_engines_running--;
     if (more) {
@@ -394,7 +409,7 @@ void gmem_engine_kick(GmemAccelState *s, unsigned qid)
         s->inline_max_commands = MAX(s->inline_max_commands, n);
     }
     if (s->queue[qid].state == GMEM_CQ_STATE_RUNNING &&
-        !timer_pending(s->engine_pause)) {
+        !gmem_engine_hung(s, qid) && !timer_pending(s->engine_pause)) {
         qemu_bh_schedule(s->engine_bh);
     }
 }
@@ -417,6 +432,7 @@ void gmem_engine_reset(GmemAccelState *s)
     s->inv_ctx = 0;
     s->inv_done = 0;
     s->inject_dma_error = 0;
+    s->inject_hang = 0;
     memset(s->counters, 0, sizeof(s->counters));
 }
 

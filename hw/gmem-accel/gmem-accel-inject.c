@@ -4,9 +4,16 @@
  *   qom-set gmem0 inject dma-error,queue=N
  *       the next data access of queue N's engine fails: its command
  *       completes BAD_ADDRESS with error DMA, as a real PCIe error would.
- * (HMP: qom-set gmem0 inject dma-error,queue=1.) Pending injections show in
- * the state property; a device reset drops them, a migration does not carry
- * them (they are a test's, not the guest's).
+ *   qom-set gmem0 inject hang,queue=N
+ *       queue N's engine stops: it takes no step (STEPS and HEAD stand
+ *       still) until the queue is disabled or the device reset.
+ *   qom-set gmem0 inject reset
+ *       the device resets itself, as after a surprise reset: every register
+ *       back to its reset value (SCRATCH 0), rings, contexts and the fault
+ *       queue disabled, the commands in progress dropped. HBM keeps its data.
+ * (HMP: qom-set gmem0 inject hang,queue=1.) Pending injections show in the
+ * state property; a device reset drops them, a migration does not carry them
+ * (they are a test's, not the guest's).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -18,6 +25,8 @@
 #include "qobject/qdict.h"
 #include "gmem-accel.h"
 
+#define GMEM_INJECT_KINDS "dma-error,queue=N; hang,queue=N; reset"
+
 static bool gmem_inject_queue(QDict *args, unsigned *qid, Error **errp)
 {
     const char *q = qdict_get_try_str(args, "queue");
@@ -27,6 +36,7 @@ static bool gmem_inject_queue(QDict *args, unsigned *qid, Error **errp)
                    GMEM_NUM_QUEUES - 1);
         return false;
     }
+    qdict_del(args, "queue");
     return true;
 }
 
@@ -35,33 +45,42 @@ static void gmem_set_inject(Object *obj, const char *value, Error **errp)
     GmemAccelState *s = GMEM_ACCEL(obj);
     g_autoptr(QDict) args = keyval_parse(value, "kind", NULL, errp);
     g_autofree char *kind = NULL;
-    unsigned qid;
+    bool dma_error, hang, reset;
+    unsigned qid = 0;
 
     if (!args) {
         return;
     }
     kind = g_strdup(qdict_get_try_str(args, "kind"));
-    if (g_strcmp0(kind, "dma-error") != 0) {
-        error_setg(errp, "inject: unknown kind '%s'; one of: "
-                   "dma-error,queue=N", kind ?: "");
-        return;
-    }
-    if (!gmem_inject_queue(args, &qid, errp)) {
-        return;
-    }
     qdict_del(args, "kind");
-    qdict_del(args, "queue");
-    if (qdict_size(args)) {
-        error_setg(errp, "inject: unknown parameter '%s'",
-                   qdict_first(args)->key);
+    dma_error = !g_strcmp0(kind, "dma-error");
+    hang = !g_strcmp0(kind, "hang");
+    reset = !g_strcmp0(kind, "reset");
+    if (!dma_error && !hang && !reset) {
+        error_setg(errp, "inject: unknown kind '%s'; one of: "
+                   GMEM_INJECT_KINDS, kind ?: "");
         return;
     }
-    s->inject_dma_error |= 1u << qid;
+    if ((dma_error || hang) && !gmem_inject_queue(args, &qid, errp)) {
+        return;
+    }
+    if (qdict_size(args)) {
+        error_setg(errp, "inject: unknown parameter '%s' for %s",
+                   qdict_first(args)->key, kind);
+        return;
+    }
+    if (dma_error) {
+        s->inject_dma_error |= BIT(qid);
+    } else if (hang) {
+        s->inject_hang |= BIT(qid);
+    } else {
+        gmem_accel_reset_state(s, "injected");
+    }
 }
 
 void gmem_inject_class_init(ObjectClass *klass)
 {
     object_class_property_add_str(klass, "inject", NULL, gmem_set_inject);
     object_class_property_set_description(klass, "inject",
-        "inject a fault (write-only): dma-error,queue=N");
+        "inject a fault (write-only): " GMEM_INJECT_KINDS);
 }

@@ -60,6 +60,7 @@ static QDict *gmem_queue_dict(GmemQueue *q, unsigned qid)
     qdict_put_int(d, "head", q->head);
     qdict_put_int(d, "tail", q->tail);
     qdict_put_int(d, "completed", q->completed);
+    qdict_put_int(d, "steps", q->steps);
     if (q->busy) {
         qdict_put_str(d, "command", gmem_op_name(q->cmd.opcode));
         qdict_put_int(d, "progress", q->progress);
@@ -98,6 +99,7 @@ static QDict *gmem_state_dict(GmemAccelState *s)
     qdict_put_int(d, "kicks-deferred", s->kicks_deferred);
     qdict_put_int(d, "engine-pauses", s->engine_pauses);
     qdict_put_int(d, "inject-dma-error", s->inject_dma_error);
+    qdict_put_int(d, "inject-hang", s->inject_hang);
     for (unsigned c = 0; c < GMEM_NUM_CONTEXTS; c++) {
         if (s->ctx[c].ctrl || s->ctx[c].root) {     /* ever programmed */
             qlist_append(ctxs, gmem_context_dict(s, c));

@@ -108,7 +108,11 @@ void gmem_queue_enable(GmemAccelState *s, unsigned qid, hwaddr addr,
                        "and ENTRIES_LOG2 in 1..16");
         return;
     }
-    /* Both ways the ring starts empty: the command in progress is dropped. */
+    /*
+     * Both ways the ring starts empty: the command in progress is dropped,
+     * and a hung engine (injected) is reset with it.
+     */
+    s->inject_hang &= ~BIT(qid);
     *q = (GmemQueue) {
         .base = q->base,
         .entries_log2 = q->entries_log2,

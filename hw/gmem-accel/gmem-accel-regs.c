@@ -69,7 +69,7 @@ static const uint8_t gmem_cq_regs[] = {
     REG(GMEM_CQ_BASE_LO, RW), REG(GMEM_CQ_BASE_HI, RW),
     REG(GMEM_CQ_ENTRIES_LOG2, RW), REG(GMEM_CQ_CTRL, RW),
     REG(GMEM_CQ_TAIL, RW), REG(GMEM_CQ_HEAD, RO), REG(GMEM_CQ_STATE, RO),
-    REG(GMEM_CQ_COMPLETED, RO),
+    REG(GMEM_CQ_COMPLETED, RO), REG(GMEM_CQ_STEPS, RO),
 };
 
 static const uint8_t gmem_counter_regs[] = { GMEM_REG_RO, GMEM_REG_RO };
@@ -295,6 +295,8 @@ static uint32_t gmem_cq_read(GmemAccelState *s, unsigned qid, hwaddr reg)
         return q->state;
     case GMEM_CQ_COMPLETED:
         return q->completed;
+    case GMEM_CQ_STEPS:
+        return q->steps;
     }
     return 0;
 }

@@ -38,6 +38,7 @@ typedef struct GmemQueue {
     uint32_t tail;
     uint32_t state;         /* GMEM_CQ_STATE_* */
     uint32_t completed;
+    uint32_t steps;         /* progress a watchdog can see; not migrated */
 
     /* the command at HEAD, once fetched */
     bool busy;
@@ -97,6 +98,7 @@ struct GmemAccelState {
     uint32_t inline_max_commands;   /* most one MMIO write started */
     uint64_t kicks_deferred;        /* writes from another engine's work */
     uint32_t inject_dma_error;      /* queues whose next access fails */
+    uint32_t inject_hang;           /* queues whose engine stopped */
     uint64_t engine_pauses;         /* turns that left work for a pause */
 
     /* guest-error log rate limit (gmem-accel-error.c), not migrated */

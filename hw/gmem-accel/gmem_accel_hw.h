@@ -84,7 +84,7 @@
 
 #define GMEM_ID_MAGIC               0x4d454d47  /* "GMEM" little-endian */
 #define GMEM_VERSION_MAJOR          0
-#define GMEM_VERSION_MINOR          3
+#define GMEM_VERSION_MINOR          4
 #define GMEM_VERSION ((GMEM_VERSION_MAJOR << 16) | GMEM_VERSION_MINOR)
 #define GMEM_VERSION_MAJOR_OF(v)    (((v) >> 16) & 0xffff)
 #define GMEM_VERSION_MINOR_OF(v)    ((v) & 0xffff)
@@ -193,6 +193,7 @@
 #define GMEM_CQ_HEAD                0x14    /* RO */
 #define GMEM_CQ_STATE               0x18    /* RO: GMEM_CQ_STATE_* */
 #define GMEM_CQ_COMPLETED           0x1c    /* RO: commands completed */
+#define GMEM_CQ_STEPS               0x20    /* RO: engine steps taken (wraps) */
 
 #define GMEM_CQ_CTRL_ENABLE         (1u << 0)   /* 0 -> 1 zeroes HEAD/TAIL */
 #define GMEM_CQ_STATE_DISABLED      0

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: recovery. A watchdog looks at the device every hang_timeout_ms / 4:
+ * - an engine with work to do that took no step (its queue's HEAD and STEPS stood still) for
+ *   hang_timeout_ms is hung: its queue is reset, that is disabled, which makes the device drop
+ *   what was in it, and enabled again;
+ * - a SCRATCH register without the driver's cookie means the device was reset under the
+ *   driver: contexts, the fault queue and every ring are programmed again.
+ * Either way each batch that was in a reset ring fails with ECANCELED and its fence passes,
+ * so no one waits for ever; the other queues' work goes on. HBM keeps its data.
+ */
+#include <linux/moduleparam.h>
+#include <linux/workqueue.h>
+
+#include "gmem_accel.h"
+#include "gmem_accel_trace.h"
+
+static unsigned int hang_timeout_ms = 5000;
+module_param(hang_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(hang_timeout_ms,
+		 "an engine that takes no step for this long with work to do is reset; 0: never (default 5000)");
+
+static unsigned long gmem_watchdog_period(void)
+{
+	return msecs_to_jiffies(clamp(READ_ONCE(hang_timeout_ms) / 4, 50u, 1000u));
+}
+
+/*
+ * Fail every command still in @q's ring with ECANCELED (or the status the device did write
+ * for it) and pass its fences: the device dropped them. Called with q->lock held, the queue
+ * disabled.
+ */
+static void gmem_queue_cancel(struct gmem_accel *g, struct gmem_queue *q)
+{
+	u32 mask = (1u << GMEM_CQ_LOG2) - 1;
+	unsigned int n = 0;
+
+	lockdep_assert_held(&q->lock);
+	dma_rmb();
+	for (u32 slot = q->reaped; slot != q->tail; slot = (slot + 1) & mask) {
+		struct gmem_ctx *ctx = q->slot_ctx[slot];
+		u32 st = le32_to_cpu(q->ring[slot].status);
+		int err = st == GMEM_CMD_ST_PENDING ? -ECANCELED : gmem_status_errno(q, slot, st);
+
+		if (err && ctx &&
+		    xa_insert(&ctx->errors, q->slot_fence[slot], xa_mk_value(-err),
+			      GFP_KERNEL) == -ENOMEM)
+			dev_warn_ratelimited(&g->dev, "lost the error of batch %llu\n",
+					     q->slot_fence[slot]);
+		q->slot_ctx[slot] = NULL;
+		WRITE_ONCE(q->slot_err[slot], 0);
+		WRITE_ONCE(q->slot_stalls[slot], 0);
+		n++;
+	}
+	q->reaped = 0;
+	q->tail = 0;
+	/* The FENCEs dropped with their batches would have written these. */
+	WRITE_ONCE(*q->fence, q->next_seq - 1);
+	trace_gmem_accel_queue_reset(q->id, n);
+}
+
+/* Reset queue @q (a hung engine, or a device reset): see the top of this file. */
+static void gmem_queue_reset(struct gmem_accel *g, struct gmem_queue *q)
+{
+	mutex_lock(&q->lock);
+	gmem_queue_reap(g, q);		/* what completed keeps its status */
+	gmem_write(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_CTRL), 0);
+	gmem_queue_cancel(g, q);
+	gmem_queue_program(g, q);
+	q->wd_head = 0;
+	q->wd_steps = 0;
+	q->wd_since = jiffies;
+	mutex_unlock(&q->lock);
+	wake_up_all(&q->wq);
+}
+
+/* Does @q have batches whose fence has not passed? */
+static bool gmem_queue_pending(struct gmem_queue *q)
+{
+	return READ_ONCE(*q->fence) + 1 < READ_ONCE(q->next_seq);
+}
+
+/* Has @q's engine taken no step for hang_timeout_ms with work to do? */
+static bool gmem_queue_hung(struct gmem_accel *g, struct gmem_queue *q)
+{
+	u32 state = gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_STATE));
+	u32 head = gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_HEAD));
+	/* A device before 0.4 has no STEPS: a command must then finish within the timeout. */
+	u32 steps = GMEM_VERSION_MINOR_OF(g->info.version) >= 4 ?
+		    gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_STEPS)) : 0;
+
+	if (state == GMEM_CQ_STATE_BROKEN)
+		return true;	/* its ring could not be read: only a reset helps */
+	/* A stalled engine waits for the driver's fault answer, not for itself. */
+	if (state != GMEM_CQ_STATE_RUNNING || !gmem_queue_pending(q) ||
+	    head != q->wd_head || steps != q->wd_steps) {
+		q->wd_head = head;
+		q->wd_steps = steps;
+		q->wd_since = jiffies;
+		return false;
+	}
+	return time_after(jiffies, q->wd_since + msecs_to_jiffies(hang_timeout_ms));
+}
+
+/* The device was reset under the driver: set it up again as gmem_hw_init() did. */
+static void gmem_device_recover(struct gmem_accel *g)
+{
+	dev_warn(&g->pdev->dev,
+		 "the device was reset under the driver: setting it up again; work in flight fails with ECANCELED\n");
+	gmem_dev_count(g, GMEM_DEV_DEVICE_RESETS, 1);
+	/* Queue 0 first: the fault worker may be waiting on it with fault_lock held. */
+	gmem_queue_reset(g, &g->queue[0]);
+	mutex_lock(&g->ctx_lock);
+	for (unsigned int id = 1; id < GMEM_NUM_CONTEXTS; id++) {
+		struct gmem_ctx *ctx = g->ctx[id];
+
+		if (!ctx)
+			continue;
+		gmem_write64(g, GMEM_REG_CTX(id, GMEM_CTX_ROOT_LO), ctx->root.dma);
+		gmem_write(g, GMEM_REG_CTX(id, GMEM_CTX_CTRL), GMEM_CTX_CTRL_ENABLE);
+	}
+	mutex_unlock(&g->ctx_lock);
+	mutex_lock(&g->fault_lock);
+	gmem_fq_program(g);
+	mutex_unlock(&g->fault_lock);
+	for (unsigned int i = 1; i < GMEM_NUM_QUEUES; i++)
+		gmem_queue_reset(g, &g->queue[i]);
+	gmem_write(g, GMEM_REG_SCRATCH, GMEM_DRIVER_COOKIE);
+}
+
+void gmem_watchdog(struct work_struct *work)
+{
+	struct gmem_accel *g = container_of(to_delayed_work(work), struct gmem_accel, watchdog);
+
+	if (!READ_ONCE(hang_timeout_ms))
+		goto again;
+	if (gmem_read(g, GMEM_REG_SCRATCH) != GMEM_DRIVER_COOKIE) {
+		gmem_device_recover(g);
+		goto again;
+	}
+	for (unsigned int i = 0; i < GMEM_NUM_QUEUES; i++) {
+		struct gmem_queue *q = &g->queue[i];
+
+		if (!gmem_queue_hung(g, q))
+			continue;
+		dev_err(&g->pdev->dev,
+			"queue %u: the engine took no step for %u ms: resetting it; its batches fail with ECANCELED\n",
+			q->id, hang_timeout_ms);
+		gmem_dev_count(g, GMEM_DEV_ENGINE_RESETS, 1);
+		gmem_queue_reset(g, q);
+	}
+again:
+	queue_delayed_work(system_unbound_wq, &g->watchdog, gmem_watchdog_period());
+}
+
+/* Start watching a bound device (stopped by gmem_hw_fini()). */
+void gmem_watchdog_start(struct gmem_accel *g)
+{
+	queue_delayed_work(system_unbound_wq, &g->watchdog, gmem_watchdog_period());
+}
