@@ -111,6 +111,8 @@ enum gmem_dev_counter {
 	GMEM_DEV_EVICTIONS,		/* chunks evicted to make room */
 	GMEM_DEV_ENGINE_RESETS,		/* hung engines the watchdog reset */
 	GMEM_DEV_DEVICE_RESETS,		/* resets under the driver it recovered from */
+	GMEM_DEV_FAULT_QUEUE_OVERFLOWS,	/* groups that waited for room */
+	GMEM_DEV_HBM_PAGES_POISONED,	/* HBM pages the device cannot read any more */
 	GMEM_DEV_NR_COUNTERS
 };
 
@@ -132,8 +134,9 @@ enum gmem_ctx_counter {
 /* 2 MiB of HBM: the unit the allocator hands out and evicts. */
 struct gmem_chunk {
 	struct list_head link;		/* on gmem_hbm.free or gmem_hbm.lru */
-	unsigned int used;
-	DECLARE_BITMAP(busy, GMEM_WINDOW_PAGES);
+	unsigned int used;		/* pages holding data (busy, not poisoned) */
+	DECLARE_BITMAP(busy, GMEM_WINDOW_PAGES);	/* in use, or poisoned */
+	DECLARE_BITMAP(poisoned, GMEM_WINDOW_PAGES);	/* never handed out again */
 };
 
 /* Source and destination of one migration window, with the data's DMA mappings. */
@@ -218,6 +221,7 @@ struct gmem_accel {
 	struct gmem_fault_record *fq;
 	dma_addr_t fq_dma;
 	u32 fq_head;
+	bool fq_overflowed;		/* a group waits for room: write FQ_HEAD again */
 	unsigned long *fault_req;	/* the drainer's hmm input flags and results, */
 	unsigned long *fault_pfns;	/* one 2 MiB block each */
 	struct work_struct fault_work;
@@ -242,6 +246,7 @@ struct gmem_accel {
 	u32 inv_seq;
 
 	struct delayed_work watchdog;	/* hung engines, resets under the driver */
+	bool reset_requested;		/* by the driver itself: gmem_device_reset() */
 
 	atomic64_t stats[GMEM_DEV_NR_COUNTERS];
 	struct dentry *debugfs;
@@ -399,11 +404,12 @@ int gmem_hw_init(struct gmem_accel *g);
 void gmem_hw_fini(struct gmem_accel *g);
 void gmem_queue_program(struct gmem_accel *g, struct gmem_queue *q);
 void gmem_fq_program(struct gmem_accel *g);
-int gmem_tlb_invalidate(struct gmem_accel *g, unsigned int ctx, u64 va, u64 size);
+void gmem_tlb_invalidate(struct gmem_accel *g, unsigned int ctx, u64 va, u64 size);
 
 /* gmem_accel_reset.c: the watchdog; hung engines and resets under the driver */
 void gmem_watchdog(struct work_struct *work);
 void gmem_watchdog_start(struct gmem_accel *g);
+void gmem_device_reset(struct gmem_accel *g, const char *why);
 
 /* gmem_accel_queue.c: command submission and fences */
 int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
@@ -446,6 +452,8 @@ void gmem_hbm_fini(struct gmem_accel *g);
 bool gmem_hbm_page(struct gmem_accel *g, struct page *page, u64 *offset);
 void gmem_hbm_touch(struct gmem_accel *g, struct page *page);
 struct page *gmem_hbm_take(struct gmem_accel *g);
+void gmem_hbm_poison(struct gmem_accel *g, struct page *page);
+bool gmem_hbm_poisoned(struct gmem_accel *g, struct page *page);
 unsigned long gmem_chunk_pfn(struct gmem_hbm *hbm, struct gmem_chunk *c);
 struct gmem_owner *gmem_page_owner_get(struct gmem_hbm *hbm, struct page *page);
 struct gmem_accel *gmem_hbm_owner(struct page *page);
@@ -469,6 +477,7 @@ int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
 int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
 		     u32 timeout_ms);
 void gmem_fault_work(struct work_struct *work);
+void gmem_fault_overflow(struct gmem_accel *g);
 bool gmem_fault_serve(struct gmem_accel *g);
 void gmem_fault_serve_begin(struct gmem_accel *g);
 void gmem_fault_serve_end(struct gmem_accel *g);

@@ -38,6 +38,8 @@ static const char * const gmem_dev_counter_names[GMEM_DEV_NR_COUNTERS] = {
 	[GMEM_DEV_EVICTIONS] = "evictions",
 	[GMEM_DEV_ENGINE_RESETS] = "engine_resets",
 	[GMEM_DEV_DEVICE_RESETS] = "device_resets",
+	[GMEM_DEV_FAULT_QUEUE_OVERFLOWS] = "fault_queue_overflows",
+	[GMEM_DEV_HBM_PAGES_POISONED] = "hbm_pages_poisoned",
 };
 
 static int stats_show(struct seq_file *m, void *unused)

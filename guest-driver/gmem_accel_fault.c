@@ -397,7 +397,22 @@ static unsigned int gmem_fault_drain(struct gmem_accel *g)
 		/* Consumed: a group waiting for room in the queue can be posted now. */
 		gmem_write(g, GMEM_REG_FQ_HEAD, g->fq_head);
 	}
+	/* The device looks for room again when FQ_HEAD is written, moved or not. */
+	if (g->regs && xchg(&g->fq_overflowed, false))
+		gmem_write(g, GMEM_REG_FQ_HEAD, g->fq_head);
 	return groups;
+}
+
+/*
+ * A fault group waits for room in the fault queue (error FAULT_OVERFLOW, or FQ_STATUS seen by
+ * the watchdog): the worker drains the queue and writes FQ_HEAD, which the device waits for.
+ * Any context.
+ */
+void gmem_fault_overflow(struct gmem_accel *g)
+{
+	if (!xchg(&g->fq_overflowed, true))
+		gmem_dev_count(g, GMEM_DEV_FAULT_QUEUE_OVERFLOWS, 1);
+	queue_work(g->wq, &g->fault_work);
 }
 
 void gmem_fault_work(struct work_struct *work)

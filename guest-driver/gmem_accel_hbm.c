@@ -49,7 +49,9 @@ struct page *gmem_hbm_take(struct gmem_accel *g)
 
 	spin_lock(&hbm->lock);
 	c = hbm->fill;
-	if (!c || c->used == GMEM_WINDOW_PAGES) {
+	/* (a poisoned page stays busy: a chunk can have fewer free pages than unused ones) */
+	i = c ? find_first_zero_bit(c->busy, GMEM_WINDOW_PAGES) : GMEM_WINDOW_PAGES;
+	while (i == GMEM_WINDOW_PAGES) {
 		c = list_first_entry_or_null(&hbm->free, struct gmem_chunk, link);
 		if (!c) {
 			spin_unlock(&hbm->lock);
@@ -58,8 +60,8 @@ struct page *gmem_hbm_take(struct gmem_accel *g)
 		list_move_tail(&c->link, &hbm->lru);
 		hbm->fill = c;
 		gmem_dev_count(g, GMEM_DEV_HBM_CHUNKS_NOW, 1);
+		i = find_first_zero_bit(c->busy, GMEM_WINDOW_PAGES);
 	}
-	i = find_first_zero_bit(c->busy, GMEM_WINDOW_PAGES);
 	__set_bit(i, c->busy);
 	c->used++;
 	spin_unlock(&hbm->lock);
@@ -133,7 +135,8 @@ void gmem_hbm_page_free(struct page *page)
 	spin_lock(&hbm->lock);
 	owner = page->zone_device_data;
 	page->zone_device_data = NULL;
-	__clear_bit((pfn - hbm->pfn_first) % GMEM_WINDOW_PAGES, c->busy);
+	if (!test_bit((pfn - hbm->pfn_first) % GMEM_WINDOW_PAGES, c->poisoned))
+		__clear_bit((pfn - hbm->pfn_first) % GMEM_WINDOW_PAGES, c->busy);
 	if (!--c->used) {
 		if (c == hbm->fill)
 			hbm->fill = NULL;
@@ -143,6 +146,38 @@ void gmem_hbm_page_free(struct page *page)
 	spin_unlock(&hbm->lock);
 	gmem_owner_put(owner);
 	gmem_dev_count(g, GMEM_DEV_HBM_PAGES_NOW, -1);
+}
+
+/*
+ * The device cannot read HBM page @page any more (an engine step on it failed with POISON):
+ * it stays busy once freed, so it is never handed out again. Its data is lost; whoever maps
+ * it gets SIGBUS (gmem_accel_migrate.c).
+ */
+void gmem_hbm_poison(struct gmem_accel *g, struct page *page)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+	unsigned long pfn = page_to_pfn(page);
+	struct gmem_chunk *c = gmem_chunk_of(hbm, pfn);
+	bool was;
+
+	spin_lock(&hbm->lock);
+	was = __test_and_set_bit((pfn - hbm->pfn_first) % GMEM_WINDOW_PAGES, c->poisoned);
+	spin_unlock(&hbm->lock);
+	if (!was) {
+		gmem_dev_count(g, GMEM_DEV_HBM_PAGES_POISONED, 1);
+		dev_err(&g->pdev->dev,
+			"HBM page at %#llx is poisoned: its owner gets SIGBUS, the page is not used again\n",
+			(u64)(pfn - hbm->pfn_first) << PAGE_SHIFT);
+	}
+}
+
+bool gmem_hbm_poisoned(struct gmem_accel *g, struct page *page)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+	unsigned long pfn = page_to_pfn(page);
+
+	return test_bit((pfn - hbm->pfn_first) % GMEM_WINDOW_PAGES,
+			gmem_chunk_of(hbm, pfn)->poisoned);
 }
 
 /*

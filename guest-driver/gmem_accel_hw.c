@@ -51,6 +51,8 @@ static irqreturn_t gmem_error_irq(int irq, void *data)
 			    gmem_read(g, GMEM_REG_ERROR_ADDR_HI),
 			    gmem_read(g, GMEM_REG_ERROR_ADDR_LO));
 	gmem_write(g, GMEM_REG_ERROR_CODE, 0);
+	if (code == GMEM_ERR_FAULT_OVERFLOW)
+		gmem_fault_overflow(g);
 	return IRQ_HANDLED;
 }
 
@@ -169,9 +171,10 @@ void gmem_hw_fini(struct gmem_accel *g)
 
 /*
  * Drop the device TLB's translations of [va, va + size) in context @ctx and wait until the
- * device says they are gone. Takes effect between two steps of any command in flight.
+ * device says they are gone, or reset it: they are gone then too.
+ * Takes effect between two steps of any command in flight.
  */
-int gmem_tlb_invalidate(struct gmem_accel *g, unsigned int ctx, u64 va, u64 size)
+void gmem_tlb_invalidate(struct gmem_accel *g, unsigned int ctx, u64 va, u64 size)
 {
 	u32 seq, done;
 	int ret;
@@ -183,12 +186,14 @@ int gmem_tlb_invalidate(struct gmem_accel *g, unsigned int ctx, u64 va, u64 size
 	gmem_write(g, GMEM_REG_INV_CTX, ctx);
 	gmem_write(g, GMEM_REG_INV_TRIGGER, seq);
 	ret = readl_poll_timeout(g->regs + GMEM_REG_INV_DONE, done, done == seq, 1, 100000);
+	/*
+	 * The TLB may still hold what the CPU just took away: only a reset empties it for sure,
+	 * before the caller lets the page go. The watchdog then sets the device up again.
+	 */
+	if (ret)
+		gmem_device_reset(g, "a TLB invalidation did not complete in 100 ms");
 	mutex_unlock(&g->inv_lock);
 	gmem_dev_count(g, ret ? GMEM_DEV_TLB_INVALIDATION_TIMEOUTS : GMEM_DEV_TLB_INVALIDATIONS,
 		       1);
 	trace_gmem_accel_tlb_invalidate(ctx, va, size, seq, ret);
-	if (ret)
-		dev_err(&g->pdev->dev, "TLB invalidation %u of context %u did not complete\n",
-			seq, ctx);
-	return ret;
 }

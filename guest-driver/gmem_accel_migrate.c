@@ -112,11 +112,49 @@ static bool gmem_map_sys(struct gmem_migration *m, unsigned long i, struct page 
 	return true;
 }
 
-/* Run the copies; on failure give the new pages back so nothing migrates. */
-static int gmem_migration_copy(struct gmem_migration *m, unsigned long npages)
+/*
+ * Copies out of HBM failed on a poisoned page (EHWPOISON): copy page by page, and leave each
+ * page that fails so where it is, marked (gmem_hbm_poison()); the rest come out.
+ */
+static int gmem_copy_out_each(struct gmem_migration *m, unsigned long npages)
+{
+	struct device *dev = &m->g->pdev->dev;
+	int ret = 0;
+
+	for (unsigned long i = 0; i < npages && !ret; i++) {
+		struct page *spage = migrate_pfn_to_page(m->src[i]);
+		struct page *dpage = migrate_pfn_to_page(m->dst[i]);
+		u64 off;
+
+		if (!dpage || !spage || !gmem_hbm_page(m->g, spage, &off))
+			continue;
+		m->ndesc = 0;
+		gmem_add_copy(m, GMEM_ADDR_SYS, m->dma[i], GMEM_ADDR_HBM, off);
+		ret = gmem_kernel_run(m->g, m->desc, m->ndesc);
+		if (ret != -EHWPOISON)
+			continue;
+		gmem_hbm_poison(m->g, spage);
+		dma_unmap_page(dev, m->dma[i], PAGE_SIZE, DMA_BIDIRECTIONAL);
+		m->dma[i] = 0;
+		unlock_page(dpage);
+		put_page(dpage);
+		m->dst[i] = 0;
+		ret = 0;
+	}
+	return ret;
+}
+
+/*
+ * Run the copies (@out: out of HBM); on failure give the new pages back so nothing migrates,
+ * but for poisoned HBM pages, which alone stay.
+ */
+static int gmem_migration_copy(struct gmem_migration *m, unsigned long npages, bool out)
 {
 	struct device *dev = &m->g->pdev->dev;
 	int ret = m->ndesc ? gmem_kernel_run(m->g, m->desc, m->ndesc) : 0;
+
+	if (ret == -EHWPOISON && out)
+		ret = gmem_copy_out_each(m, npages);
 
 	for (unsigned long i = 0; i < npages; i++) {
 		struct page *dpage = migrate_pfn_to_page(m->dst[i]);
@@ -151,8 +189,9 @@ static int gmem_copy_to_ram(struct gmem_migration *m, unsigned long npages,
 
 		m->dst[i] = 0;
 		m->dma[i] = 0;
+		/* (a poisoned page stays: its data is lost, its owner gets SIGBUS) */
 		if (!spage || !(m->src[i] & MIGRATE_PFN_MIGRATE) ||
-		    !gmem_hbm_page(m->g, spage, &off) ||
+		    !gmem_hbm_page(m->g, spage, &off) || gmem_hbm_poisoned(m->g, spage) ||
 		    (owner && spage->zone_device_data != owner))
 			continue;
 		dpage = vma ? alloc_page_vma(GFP_HIGHUSER_MOVABLE, vma, start + i * PAGE_SIZE)
@@ -170,7 +209,7 @@ static int gmem_copy_to_ram(struct gmem_migration *m, unsigned long npages,
 		}
 		gmem_add_copy(m, GMEM_ADDR_SYS, m->dma[i], GMEM_ADDR_HBM, off);
 	}
-	return gmem_migration_copy(m, npages);
+	return gmem_migration_copy(m, npages, true);
 }
 
 static unsigned long gmem_count_migrated(struct gmem_migration *m, unsigned long npages)
@@ -335,20 +374,26 @@ static int gmem_window_to_ram(struct gmem_accel *g, struct gmem_migration *m,
 static vm_fault_t gmem_hbm_migrate_to_ram(struct vm_fault *vmf)
 {
 	struct gmem_accel *g = gmem_hbm_owner(vmf->page);
-	struct gmem_migration *m = kvzalloc(sizeof(*m), GFP_KERNEL);
+	struct gmem_migration *m;
 	unsigned long moved = 0;
 	u64 start, end;
 	int ret;
 
+	gmem_dev_count(g, GMEM_DEV_CPU_FAULTS, 1);
+	/* Its data is lost: SIGBUS (BUS_MCEERR_AR), as memory_failure() gives a poisoned page. */
+	if (gmem_hbm_poisoned(g, vmf->page))
+		return VM_FAULT_HWPOISON;
+	m = kvzalloc(sizeof(*m), GFP_KERNEL);
 	if (!m)
 		return VM_FAULT_OOM;
 	gmem_window(vmf->vma, vmf->address, &start, &end);
 	m->g = g;
-	gmem_dev_count(g, GMEM_DEV_CPU_FAULTS, 1);
 	ret = gmem_window_to_ram(g, m, vmf->vma, start, end, vmf->page, &moved);
 	kvfree(m);
 	if (ret == -ENOMEM)
 		return VM_FAULT_OOM;
+	if (gmem_hbm_poisoned(g, vmf->page))	/* found so just now */
+		return VM_FAULT_HWPOISON;
 	return ret ? VM_FAULT_SIGBUS : 0;
 }
 
@@ -413,7 +458,7 @@ static int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 			m->dst[i] = 0;
 		}
 	}
-	ret = gmem_migration_copy(m, npages);
+	ret = gmem_migration_copy(m, npages, false);
 	migrate_vma_pages(&args);
 	*moved = gmem_count_migrated(m, npages);
 	gmem_pt_map_migrated(ctx, start, m->src, m->dst, npages, seq);

@@ -134,6 +134,8 @@ int gmem_status_errno(struct gmem_queue *q, u32 slot, u32 st)
 		return 0;
 	case GMEM_CMD_ST_FAULT:
 		return READ_ONCE(q->slot_err[slot]) ?: -EFAULT;
+	case GMEM_CMD_ST_POISON:
+		return -EHWPOISON;
 	default:
 		return -EIO;
 	}

@@ -4,8 +4,11 @@
  * - an engine with work to do that took no step (its queue's HEAD and STEPS stood still) for
  *   hang_timeout_ms is hung: its queue is reset, that is disabled, which makes the device drop
  *   what was in it, and enabled again;
- * - a SCRATCH register without the driver's cookie means the device was reset under the
- *   driver: contexts, the fault queue and every ring are programmed again.
+ * - a SCRATCH register without the driver's cookie means the device was reset, under the
+ *   driver or by it (gmem_device_reset()): contexts, the fault queue and every ring are
+ *   programmed again;
+ * - a fault group waiting for room in the fault queue (FQ_STATUS OVERFLOW) whose error
+ *   interrupt was missed gets the fault worker going.
  * Either way each batch that was in a reset ring fails with ECANCELED and its fence passes,
  * so no one waits for ever; the other queues' work goes on. HBM keeps its data.
  */
@@ -22,7 +25,8 @@ MODULE_PARM_DESC(hang_timeout_ms,
 
 static unsigned long gmem_watchdog_period(void)
 {
-	return msecs_to_jiffies(clamp(READ_ONCE(hang_timeout_ms) / 4, 50u, 1000u));
+	/* Resets under the driver are looked for every second even with no hang timeout. */
+	return msecs_to_jiffies(clamp((READ_ONCE(hang_timeout_ms) ?: 4000) / 4, 50u, 1000u));
 }
 
 /*
@@ -102,12 +106,25 @@ static bool gmem_queue_hung(struct gmem_accel *g, struct gmem_queue *q)
 	return time_after(jiffies, q->wd_since + msecs_to_jiffies(hang_timeout_ms));
 }
 
-/* The device was reset under the driver: set it up again as gmem_hw_init() did. */
+/*
+ * Reset the device now (the watchdog sets it up again at once): for a state only a reset
+ * clears, such as TLB entries the device would not drop. Any context; takes no lock.
+ */
+void gmem_device_reset(struct gmem_accel *g, const char *why)
+{
+	dev_err(&g->pdev->dev, "%s: resetting the device; work in flight fails with ECANCELED\n",
+		why);
+	WRITE_ONCE(g->reset_requested, true);
+	gmem_write(g, GMEM_REG_RESET, GMEM_RESET_MAGIC);
+	mod_delayed_work(system_unbound_wq, &g->watchdog, 0);
+}
+
+/* The device was reset: set it up again as gmem_hw_init() did. */
 static void gmem_device_recover(struct gmem_accel *g)
 {
-	dev_warn(&g->pdev->dev,
-		 "the device was reset under the driver: setting it up again; work in flight fails with ECANCELED\n");
-	gmem_dev_count(g, GMEM_DEV_DEVICE_RESETS, 1);
+	if (!xchg(&g->reset_requested, false))
+		dev_warn(&g->pdev->dev,
+			 "the device was reset under the driver: setting it up again; work in flight fails with ECANCELED\n");
 	/* Queue 0 first: the fault worker may be waiting on it with fault_lock held. */
 	gmem_queue_reset(g, &g->queue[0]);
 	mutex_lock(&g->ctx_lock);
@@ -126,19 +143,24 @@ static void gmem_device_recover(struct gmem_accel *g)
 	for (unsigned int i = 1; i < GMEM_NUM_QUEUES; i++)
 		gmem_queue_reset(g, &g->queue[i]);
 	gmem_write(g, GMEM_REG_SCRATCH, GMEM_DRIVER_COOKIE);
+	gmem_dev_count(g, GMEM_DEV_DEVICE_RESETS, 1);	/* counted once it works again */
 }
 
 void gmem_watchdog(struct work_struct *work)
 {
 	struct gmem_accel *g = container_of(to_delayed_work(work), struct gmem_accel, watchdog);
 
-	if (!READ_ONCE(hang_timeout_ms))
-		goto again;
+	/* Unbind stops the device under its own rules (and cancels this again at the end). */
+	if (READ_ONCE(g->unbinding))
+		return;
 	if (gmem_read(g, GMEM_REG_SCRATCH) != GMEM_DRIVER_COOKIE) {
 		gmem_device_recover(g);
 		goto again;
 	}
-	for (unsigned int i = 0; i < GMEM_NUM_QUEUES; i++) {
+	/* In case the FAULT_OVERFLOW error was overwritten by another before it was read. */
+	if (gmem_read(g, GMEM_REG_FQ_STATUS) & GMEM_FQ_STATUS_OVERFLOW)
+		gmem_fault_overflow(g);
+	for (unsigned int i = 0; i < GMEM_NUM_QUEUES && READ_ONCE(hang_timeout_ms); i++) {
 		struct gmem_queue *q = &g->queue[i];
 
 		if (!gmem_queue_hung(g, q))
@@ -146,8 +168,8 @@ void gmem_watchdog(struct work_struct *work)
 		dev_err(&g->pdev->dev,
 			"queue %u: the engine took no step for %u ms: resetting it; its batches fail with ECANCELED\n",
 			q->id, hang_timeout_ms);
-		gmem_dev_count(g, GMEM_DEV_ENGINE_RESETS, 1);
 		gmem_queue_reset(g, q);
+		gmem_dev_count(g, GMEM_DEV_ENGINE_RESETS, 1);
 	}
 again:
 	queue_delayed_work(system_unbound_wq, &g->watchdog, gmem_watchdog_period());

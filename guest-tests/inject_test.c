@@ -6,6 +6,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +102,8 @@ TEST_F_TIMEOUT(inject, dma_error_fails_one_command, 600)
 	EXPECT_EQ(-EINVAL, gmem_inject(0, "dma-error,queue=9"));
 	EXPECT_EQ(-EINVAL, gmem_inject(0, "hang"));
 	EXPECT_EQ(-EINVAL, gmem_inject(0, "reset,queue=1"));
+	EXPECT_EQ(-EINVAL, gmem_inject(0, "inv-stuck,queue=1"));
+	EXPECT_EQ(-EINVAL, gmem_inject(0, "fq-full,queue=1"));
 	pattern(src, LEN, 7);
 	ASSERT_EQ(0, dev_copy(fd, dst, src, LEN));
 
@@ -200,6 +204,193 @@ TEST_F_TIMEOUT(inject, surprise_reset_recovers, 600)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("the other process: failures or setup error");
+	close(fd);
+}
+
+/*
+ * A TLB invalidation that never completes: the driver cannot know that the device dropped the
+ * translation, so it resets the device before the CPU lets the page go. The device never
+ * reads the old page: after MADV_DONTNEED it copies zeros, not the old data.
+ */
+TEST_F_TIMEOUT(inject, lost_tlb_invalidation_resets_device, 600)
+{
+	uint8_t *src = map_anon(LEN, PROT_READ | PROT_WRITE);
+	uint8_t *dst = map_anon(LEN, PROT_READ | PROT_WRITE);
+	int fd = gmem_open(0, O_RDWR), status;
+	int64_t resets, timeouts;
+	size_t nonzero = 0;
+	pid_t pid;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "device_resets", &resets));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "tlb_invalidation_timeouts", &timeouts));
+	pattern(src, LEN, 13);
+	ASSERT_EQ(0, dev_copy(fd, dst, src, LEN));	/* the device TLB now maps src */
+	pid = start_copier(ctx_stats(fd).queue, -ECANCELED);
+	ASSERT_LT(0, pid) TH_LOG("the other process did not start");
+
+	ASSERT_EQ(0, gmem_inject(0, "inv-stuck"));
+	ASSERT_EQ(0, madvise(src, LEN, MADV_DONTNEED));
+	EXPECT_EQ(timeouts + 1, gmem_wait_stat(0, "tlb_invalidation_timeouts", timeouts + 1,
+						 10000));
+	EXPECT_EQ(resets + 1, gmem_wait_stat(0, "device_resets", resets + 1, 30000));
+	memset(dst, 0xff, LEN);
+	EXPECT_EQ(0, dev_copy(fd, dst, src, LEN));
+	for (size_t i = 0; i < LEN; i++)
+		nonzero += dst[i] != 0;
+	EXPECT_EQ(0, nonzero) TH_LOG("the device read the page the CPU had dropped");
+
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("the other process: failures or setup error");
+	close(fd);
+}
+
+/*
+ * A fault queue with no room: the device holds the group back (FAULT_OVERFLOW) until the
+ * driver writes FQ_HEAD, which its error interrupt (or watchdog) makes it do. The faulting
+ * copy completes byte-exact, and so does another process's on another queue.
+ */
+TEST_F_TIMEOUT(inject, fault_queue_overflow_is_drained, 600)
+{
+	uint8_t *src = map_anon(LEN, PROT_READ | PROT_WRITE);
+	uint8_t *dst = map_anon(LEN, PROT_READ | PROT_WRITE);
+	int fd = gmem_open(0, O_RDWR), status;
+	int64_t overflows;
+	pid_t pid;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_queue_overflows", &overflows));
+	pattern(src, LEN, 14);
+	pid = start_copier(ctx_stats(fd).queue, 0);
+	ASSERT_LT(0, pid) TH_LOG("the other process did not start");
+
+	ASSERT_EQ(0, gmem_inject(0, "fq-full"));
+	memset(dst, 0, LEN);		/* the copy faults: none of it is mapped on the device */
+	EXPECT_EQ(0, dev_copy(fd, dst, src, LEN));
+	EXPECT_EQ(0, memcmp(dst, src, LEN));
+	EXPECT_LE(overflows + 1, gmem_wait_stat(0, "fault_queue_overflows", overflows + 1,
+						10000));
+
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("the other process: failures or setup error");
+	close(fd);
+}
+
+static sigjmp_buf sigbus_jmp;
+static siginfo_t sigbus_info;
+
+static void on_sigbus(int sig, siginfo_t *info, void *ctx)
+{
+	sigbus_info = *info;
+	siglongjmp(sigbus_jmp, 1);
+}
+
+/* Read @p's first byte; 0 if it reads, else the SIGBUS si_code (address in sigbus_info). */
+static int read_or_sigbus(const volatile uint8_t *p, uint8_t *val)
+{
+	if (sigsetjmp(sigbus_jmp, 1))
+		return sigbus_info.si_code;
+	*val = *p;
+	return 0;
+}
+
+/*
+ * A poisoned HBM page, on gmem_accel1 (no other test here uses it): the device cannot read it
+ * any more. A device command on it fails with EHWPOISON, its owner gets SIGBUS (BUS_MCEERR_AR,
+ * as memory_failure() gives) at that page and at no other, every other page comes home
+ * byte-exact, and the page is never handed out again: HBM filled anew takes device commands
+ * everywhere.
+ */
+TEST_F_TIMEOUT(inject, poisoned_hbm_page_sigbus, 900)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	struct gmem_accel_info info = { 0 };
+	int fd = gmem_open(1, O_RDWR), bad_piece = -1, npoisoned = 0, code;
+	uint8_t *buf, *piece = map_anon(LEN, PROT_READ | PROT_WRITE), *want, v;
+	uint8_t *poisoned_page = NULL;
+	int64_t poisoned0, poisoned;
+	size_t len, pages_wrong = 0;
+
+	ASSERT_LE(0, fd) TH_LOG("needs gmem_accel1 with HBM");
+	ASSERT_EQ(0, ioctl(fd, GMEM_ACCEL_IOC_GET_INFO, &info));
+	len = info.hbm_size;		/* all of HBM: the poisoned page is sure to be ours */
+	buf = map_anon(len, PROT_READ | PROT_WRITE);
+	want = map_anon(LEN, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, piece);
+	ASSERT_NE(NULL, want);
+	ASSERT_EQ(0, gmem_debugfs_stat(1, "hbm_pages_poisoned", &poisoned0));
+	for (size_t off = 0; off < len; off += LEN)
+		pattern(buf + off, LEN, 20 + off / LEN);
+	ASSERT_EQ((long)(len / getpagesize()),
+		  dev_migrate(fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	ASSERT_EQ(0, gmem_inject(1, "poison,offset=0x123456"));
+
+	/* The device reads it all: one piece, the poisoned page's, fails. */
+	for (size_t off = 0; off < len; off += LEN) {
+		int ret = dev_copy(fd, piece, buf + off, LEN);
+
+		if (ret == -EHWPOISON && bad_piece < 0)
+			bad_piece = off / LEN;
+		else
+			EXPECT_EQ(0, ret) TH_LOG("piece %zu", off / LEN);
+	}
+	ASSERT_LE(0, bad_piece) TH_LOG("no device command met the poisoned page");
+
+	/* The CPU: SIGBUS at that one page, its other pages come home byte-exact. */
+	ASSERT_EQ(0, sigaction(SIGBUS, &sa, NULL));
+	pattern(want, LEN, 20 + bad_piece);
+	for (size_t off = 0; off < LEN; off += getpagesize()) {
+		uint8_t *p = buf + (size_t)bad_piece * LEN + off;
+
+		code = read_or_sigbus(p, &v);
+		if (code) {
+			EXPECT_EQ(BUS_MCEERR_AR, code);
+			EXPECT_EQ((void *)p, sigbus_info.si_addr);
+			poisoned_page = p;
+			npoisoned++;
+			continue;
+		}
+		pages_wrong += memcmp(p, want + off, getpagesize()) != 0;
+	}
+	EXPECT_EQ(1, npoisoned);
+	EXPECT_EQ(0, pages_wrong);
+	ASSERT_NE(NULL, poisoned_page);
+	code = read_or_sigbus(poisoned_page, &v);
+	signal(SIGBUS, SIG_DFL);
+	EXPECT_EQ(BUS_MCEERR_AR, code) TH_LOG("a second touch must fail the same way");
+	ASSERT_EQ(0, gmem_debugfs_stat(1, "hbm_pages_poisoned", &poisoned));
+	EXPECT_EQ(poisoned0 + 1, poisoned);
+	for (size_t off = 0; off < len; off += LEN) {
+		if (off / LEN == bad_piece)
+			continue;
+		pattern(want, LEN, 20 + off / LEN);
+		pages_wrong += memcmp(buf + off, want, LEN) != 0;
+	}
+	EXPECT_EQ(0, pages_wrong) TH_LOG("pieces not byte-exact after coming home");
+
+	/* Freed, the page stays out of use: all of HBM again, and no command meets poison. */
+	ASSERT_EQ(0, munmap(buf, len));
+	buf = map_anon(len, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, buf);
+	memset(buf, 0x5a, len);
+	/* (one page short: a chunk may stay behind, or be evicted to make room) */
+	EXPECT_LE((long)((len - (2ul << 20)) / getpagesize()),
+		  dev_migrate(fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	for (size_t off = 0; off < len; off += LEN) {
+		int ret = dev_copy(fd, piece, buf + off, LEN);
+
+		EXPECT_EQ(0, ret) TH_LOG("piece %zu", off / LEN);
+	}
+	ASSERT_EQ(0, gmem_debugfs_stat(1, "hbm_pages_poisoned", &poisoned));
+	EXPECT_EQ(poisoned0 + 1, poisoned);
+	munmap(buf, len);
 	close(fd);
 }
 

@@ -810,6 +810,103 @@ static void test_inject_hang_and_reset(void)
     env_quit(e);
 }
 
+/*
+ * inv-stuck: register invalidations stop completing (INV_DONE stays, the TLB keeps the
+ * stale translation) until a reset. fq-full: the next group waits as for a full fault
+ * queue (OVERFLOW, FAULT_OVERFLOW) until FQ_HEAD is written, moved or not.
+ */
+static void test_inject_inv_stuck_and_fq_full(void)
+{
+    const uint64_t va = 0x60000000ull;
+    Env *e = env_start(NULL);
+    GmemCmd rd = copy_cmd(GMEM_ADDR_HBM, 0x1000, GMEM_ADDR_VA, va, 8);
+    uint32_t a;
+    Rec r;
+
+    inject(e, "inv-stuck,queue=1", "unknown parameter 'queue' for inv-stuck");
+    qtest_writeq(e->qt, SYS_DATA, 0xaaaa);
+    qtest_writeq(e->qt, SYS_DATA + 4096, 0xbbbb);
+    map4k(e, va, SYS_DATA, RW);
+    g_assert_cmpuint(run(e, 0, rd), ==, GMEM_CMD_ST_OK);
+    map4k(e, va, SYS_DATA + 4096, RW);
+    inject(e, "inv-stuck", NULL);
+    gq_set_reg64(e->g, GMEM_REG_INV_VA_LO, va);
+    gq_set_reg64(e->g, GMEM_REG_INV_SIZE_LO, 4096);
+    gq_set_reg(e->g, GMEM_REG_INV_CTX, CTX);
+    gq_set_reg(e->g, GMEM_REG_INV_TRIGGER, 7);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_INV_DONE), ==, 0);
+    g_assert_cmpuint(run(e, 0, rd), ==, GMEM_CMD_ST_OK);     /* stale */
+    g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + 0x1000), ==, 0xaaaa);
+    gq_set_reg(e->g, GMEM_REG_RESET, GMEM_RESET_MAGIC);
+    g_assert_false(gq_state(e->g, "gmem0", "inject-inv-stuck"));
+    gq_set_reg(e->g, GMEM_REG_INV_TRIGGER, 8);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_INV_DONE), ==, 8);
+
+    /* fq-full, from scratch after the reset */
+    gq_set_reg64(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_ROOT_LO), e->root);
+    gq_set_reg(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_CTRL), GMEM_CTX_CTRL_ENABLE);
+    queue_setup(e, 0);
+    fq_setup(e, 4);
+    inject(e, "fq-full", NULL);
+    a = submit(e, 0, copy_cmd(GMEM_ADDR_HBM, 0, GMEM_ADDR_VA, 0x90000000, 8));
+    wait_state(e, 0, GMEM_CQ_STATE_STALLED);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_STATUS), ==,
+                     GMEM_FQ_STATUS_ENABLED | GMEM_FQ_STATUS_OVERFLOW);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_TAIL), ==, 0);
+    gq_expect_error(e->g, GMEM_ERR_FAULT_OVERFLOW, 0);
+    gq_set_reg(e->g, GMEM_REG_FQ_HEAD, 0);      /* not moved: room all the same */
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_STATUS), ==,
+                     GMEM_FQ_STATUS_ENABLED);
+    g_assert_cmpuint(fq_take(e, &r, 1), ==, 1);
+    g_assert_cmphex(r.va, ==, 0x90000000);
+    respond(e, r.group, GMEM_RESP_CANCEL);
+    g_assert_cmpuint(wait_done(e, 0, a), ==, GMEM_CMD_ST_FAULT);
+    g_assert_false(gq_state(e->g, "gmem0", "inject-fq-full"));
+    env_quit(e);
+}
+
+/*
+ * A poisoned HBM page fails every engine step that reads or writes any of
+ * it (status POISON, error POISON with its offset), and only those; a reset
+ * clears the poison.
+ */
+static void test_inject_poison(void)
+{
+    Env *e = env_start(NULL);
+    GmemCmd rd = copy_cmd(GMEM_ADDR_SYS, SYS_DATA, GMEM_ADDR_HBM, 0x2000, 64);
+    GmemCmd wr = copy_cmd(GMEM_ADDR_HBM, 0x2ff8, GMEM_ADDR_SYS, SYS_DATA, 8);
+    GmemCmd span = copy_cmd(GMEM_ADDR_SYS, SYS_DATA, GMEM_ADDR_HBM, 0x1000,
+                            0x2000);
+    GmemCmd next = copy_cmd(GMEM_ADDR_SYS, SYS_DATA, GMEM_ADDR_HBM, 0x3000, 64);
+
+    inject(e, "poison", "poison needs offset=X");
+    inject(e, "poison,offset=0x4000000", "an HBM byte offset below 0x4000000");
+    inject(e, "poison,offset=0x2000,queue=1", "unknown parameter 'queue'");
+    inject(e, "poison,offset=0x2123", NULL);    /* the page of it */
+    g_assert_cmpint(gq_state(e->g, "gmem0", "inject-poisoned-pages"), ==, 1);
+    g_assert_cmpuint(run(e, 1, rd), ==, GMEM_CMD_ST_POISON);
+    gq_expect_error(e->g, GMEM_ERR_POISON, 1);
+    g_assert_cmpuint(run(e, 2, wr), ==, GMEM_CMD_ST_POISON);
+    gq_expect_error(e->g, GMEM_ERR_POISON, 2);
+    g_assert_cmpuint(run(e, 2, span), ==, GMEM_CMD_ST_POISON);
+    g_assert_cmphex(gq_reg64(e->g, GMEM_REG_ERROR_ADDR_LO), ==, 0x2000);
+    gq_expect_error(e->g, GMEM_ERR_POISON, 2);
+    g_assert_cmpuint(run(e, 1, next), ==, GMEM_CMD_ST_OK);
+
+    for (unsigned p = 1; p < 16; p++) {
+        g_autofree char *what = g_strdup_printf("poison,offset=%u", p << 20);
+
+        inject(e, what, NULL);
+    }
+    inject(e, "poison,offset=0x2000", NULL);    /* already: no new entry */
+    inject(e, "poison,offset=0x3000000", "16 pages are poisoned already");
+    gq_set_reg(e->g, GMEM_REG_RESET, GMEM_RESET_MAGIC);
+    g_assert_cmpint(gq_state(e->g, "gmem0", "inject-poisoned-pages"), ==, 0);
+    queue_setup(e, 1);
+    g_assert_cmpuint(run(e, 1, rd), ==, GMEM_CMD_ST_OK);
+    env_quit(e);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -838,5 +935,8 @@ int main(int argc, char **argv)
                     test_inject_dma_error);
     g_test_add_func("/gmem-accel/engine/inject-hang-and-reset",
                     test_inject_hang_and_reset);
+    g_test_add_func("/gmem-accel/engine/inject-inv-stuck-and-fq-full",
+                    test_inject_inv_stuck_and_fq_full);
+    g_test_add_func("/gmem-accel/engine/inject-poison", test_inject_poison);
     return g_test_run();
 }

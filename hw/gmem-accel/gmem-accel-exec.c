@@ -277,6 +277,22 @@ static bool gmem_engine_hung(GmemAccelState *s, unsigned qid)
     return s->inject_hang & BIT(qid);
 }
 
+/* The first poisoned HBM page @step touches (injected), or -1. */
+static int64_t gmem_step_poisoned(GmemAccelState *s, const GmemStep *step,
+                                  const GmemTarget *tgt)
+{
+    for (unsigned i = 0; i < 2; i++) {
+        for (unsigned p = 0; tgt[i].hbm && step->op[i].len && p < s->npoison;
+             p++) {
+            if (s->poison[p] < tgt[i].addr + step->op[i].len &&
+                s->poison[p] + GMEM_PAGE_SIZE > tgt[i].addr) {
+                return s->poison[p];
+            }
+        }
+    }
+    return -1;
+}
+
 /* Run the command at HEAD until it completes, stalls or uses @budget. */
 static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
 {
@@ -292,6 +308,7 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
     while (q->progress < len) {
         GmemStep step;
         GmemTarget tgt[2];
+        int64_t poisoned = -1;
         uint32_t st;
 
         if (!*budget) {
@@ -305,8 +322,15 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
         }
         if (st == GMEM_CMD_ST_OK) {
             gmem_step_merge(s, &q->cmd, &step, tgt);
+            poisoned = gmem_step_poisoned(s, &step, tgt);
         }
-        if (st == GMEM_CMD_ST_OK &&
+        if (poisoned >= 0) {
+            gmem_accel_set_error(s, GMEM_ERR_POISON, qid, poisoned,
+                                 "queue %u: %s command: HBM page 0x%" PRIx64
+                                 " is poisoned", qid,
+                                 gmem_op_name(q->cmd.opcode), poisoned);
+            st = GMEM_CMD_ST_POISON;
+        } else if (st == GMEM_CMD_ST_OK &&
             (gmem_injected_dma_error(s, qid) ||
              !gmem_step_exec(s, q, q->progress, &step, tgt))) {
             gmem_accel_set_error(s, GMEM_ERR_DMA, qid, tgt[1].addr,
@@ -433,6 +457,9 @@ void gmem_engine_reset(GmemAccelState *s)
     s->inv_done = 0;
     s->inject_dma_error = 0;
     s->inject_hang = 0;
+    s->inject_inv_stuck = false;
+    s->inject_fq_full = false;
+    s->npoison = 0;
     memset(s->counters, 0, sizeof(s->counters));
 }
 

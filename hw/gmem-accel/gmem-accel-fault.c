@@ -51,7 +51,7 @@ static bool gmem_fault_post(GmemAccelState *s, unsigned qid)
     uint32_t mask = gmem_ring_mask(s->fq_entries_log2);
     uint32_t room = (s->fq_head - s->fq_tail - 1) & mask;
 
-    if (room < q->nfaults) {
+    if (room < q->nfaults || s->inject_fq_full) {
         if (!s->fq_overflow) {
             gmem_accel_set_error(s, GMEM_ERR_FAULT_OVERFLOW, q->group,
                                  s->fq_base, "fault queue full: group %u of "

@@ -96,6 +96,9 @@ void gmem_inv_trigger(GmemAccelState *s, uint32_t seq)
                        "INV_CTX is neither a context nor ALL");
         return;
     }
+    if (s->inject_inv_stuck) {
+        return;     /* injected: the TLB keeps it, INV_DONE stays */
+    }
     gmem_invalidate(s, s->inv_ctx, s->inv_va, s->inv_size);
     s->inv_done = seq;
 }

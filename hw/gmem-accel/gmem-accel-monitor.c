@@ -100,6 +100,9 @@ static QDict *gmem_state_dict(GmemAccelState *s)
     qdict_put_int(d, "engine-pauses", s->engine_pauses);
     qdict_put_int(d, "inject-dma-error", s->inject_dma_error);
     qdict_put_int(d, "inject-hang", s->inject_hang);
+    qdict_put_bool(d, "inject-inv-stuck", s->inject_inv_stuck);
+    qdict_put_bool(d, "inject-fq-full", s->inject_fq_full);
+    qdict_put_int(d, "inject-poisoned-pages", s->npoison);
     for (unsigned c = 0; c < GMEM_NUM_CONTEXTS; c++) {
         if (s->ctx[c].ctrl || s->ctx[c].root) {     /* ever programmed */
             qlist_append(ctxs, gmem_context_dict(s, c));

@@ -242,6 +242,7 @@ static void gmem_fq_write(GmemAccelState *s, unsigned n, hwaddr reg,
             break;
         }
         s->fq_head = val;
+        s->inject_fq_full = false;
         if (s->fq_overflow) {
             gmem_fault_retry(s);
         }

@@ -29,6 +29,9 @@ typedef struct GmemFault {
     uint8_t reason;
 } GmemFault;
 
+/* Poisoned HBM pages a device holds at once (injected) */
+#define GMEM_POISON_MAX 16
+
 typedef struct GmemQueue {
     /* registers */
     uint64_t base;
@@ -99,6 +102,10 @@ struct GmemAccelState {
     uint64_t kicks_deferred;        /* writes from another engine's work */
     uint32_t inject_dma_error;      /* queues whose next access fails */
     uint32_t inject_hang;           /* queues whose engine stopped */
+    bool inject_inv_stuck;          /* TLB invalidations never complete */
+    bool inject_fq_full;            /* no room for groups until FQ_HEAD */
+    uint64_t poison[GMEM_POISON_MAX];   /* HBM pages engines cannot access */
+    unsigned npoison;
     uint64_t engine_pauses;         /* turns that left work for a pause */
 
     /* guest-error log rate limit (gmem-accel-error.c), not migrated */

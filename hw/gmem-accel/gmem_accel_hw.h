@@ -125,6 +125,7 @@
 #define GMEM_ERR_BAD_RESPONSE       12  /* value written to FAULT_RESPONSE */
 #define GMEM_ERR_DMA                13  /* queue; addr bus/HBM address */
 #define GMEM_ERR_FAULT_OVERFLOW     14  /* group; fault queue full */
+#define GMEM_ERR_POISON             15  /* queue; addr the poisoned HBM page */
 
 /* HBM size limits (BAR2 is a power of two) */
 #define GMEM_HBM_MIN_SIZE           (2ull << 20)
@@ -400,5 +401,6 @@ GMEM_USE_STRIDES | GMEM_USE_WIDE | GMEM_USE_ELEMENTS)
 #define GMEM_CMD_ST_BAD_CONTEXT     5   /* out of range or disabled */
 #define GMEM_CMD_ST_BAD_ADDRESS     6   /* HBM/system address unusable */
 #define GMEM_CMD_ST_PT_ERROR        7   /* malformed page table */
+#define GMEM_CMD_ST_POISON          8   /* touched a poisoned HBM page */
 
 #endif /* GMEM_ACCEL_HW_H */
