@@ -5,7 +5,8 @@
  * with edge values, and anywhere), descriptors in rings (valid templates
  * with one field broken, or random bytes), page tables (valid, reserved
  * bits, loops, HBM), fault-queue answers (right, stale, garbage), resets,
- * MSI-X vectors aimed at device registers, and migrations into a new QEMU.
+ * MSI-X vectors aimed at device registers, faults injected from the host
+ * (the device's 'inject'), and migrations into a new QEMU.
  * After each case QEMU must still answer. Everything follows from the case
  * seed, which a failure prints: run that case alone with --seed S --cases 1.
  *
@@ -26,7 +27,7 @@
 
 static uint64_t rng;
 static uint64_t case_seed;
-static uint64_t qtest_ops, migrations;
+static uint64_t qtest_ops, migrations, injections;
 
 static uint64_t rnd(void)
 {
@@ -257,6 +258,46 @@ static void op_msi_aim(Env *e, bool peer)
     qtest_ops += 3;
 }
 
+/* A fault injected from the host (the device's 'inject'), now and then a bad one. */
+static void op_inject(Env *e)
+{
+    g_autofree char *what = NULL;
+    g_autofree char *cmd = NULL;
+    unsigned q = pick(8) ? pick(GMEM_NUM_QUEUES) : rnd();
+
+    switch (pick(7)) {
+    case 0:
+        what = g_strdup_printf("dma-error,queue=%u", q);
+        break;
+    case 1:
+        what = g_strdup_printf("hang,queue=%u", q);
+        break;
+    case 2:
+        what = g_strdup("inv-stuck");
+        break;
+    case 3:
+        what = g_strdup("fq-full");
+        break;
+    case 4:
+        what = g_strdup_printf("poison,offset=%" PRIu64,
+                               pick(8) ? pick(HBM_SIZE) : edgy());
+        break;
+    case 5:
+        what = g_strdup("reset");
+        break;
+    default:
+        what = g_strdup_printf("hang,queue=%u,when=%u", q, (unsigned)rnd());
+        break;
+    }
+    cmd = g_strdup_printf("{\"execute\": \"qom-set\", \"arguments\": "
+                          "{\"path\": \"/machine/peripheral/gmem0\", "
+                          "\"property\": \"inject\", \"value\": \"%s\"}}",
+                          what);
+    g_free(gq_qmp(e->g, cmd));
+    qtest_ops++;
+    injections++;
+}
+
 static void op_migrate(Env *e, const char *props, const char *extra)
 {
     g_autofree char *dir = g_dir_make_tmp("gmem-fuzz-XXXXXX", NULL);
@@ -324,7 +365,9 @@ static void run_case(uint64_t seed)
             }
             break;
         default:
-            if (pick(8) == 0) {
+            if (pick(8) == 1) {
+                op_inject(e);
+            } else if (pick(8) == 0) {
                 wr(e, GMEM_REG_RESET, pick(2) ? GMEM_RESET_MAGIC : rnd());
                 for (unsigned q = 0; q < GMEM_NUM_QUEUES; q++) {
                     queue_setup(e, q);
@@ -404,8 +447,8 @@ static void test_fuzz(gconstpointer data)
         cases++;
     }
     printf("# %" PRIu64 " cases, %" PRIu64 " qtest operations, %" PRIu64
-           " migrations, seed %" PRIu64 "\n", cases, qtest_ops, migrations,
-           arg[1]);
+           " migrations, %" PRIu64 " injections, seed %" PRIu64 "\n", cases,
+           qtest_ops, migrations, injections, arg[1]);
     g_assert_cmpuint(cases, >, 0);
 }
 
