@@ -8,6 +8,8 @@
 #   qtests (meson's outputs).
 #   --sanitize: the ASan+UBSan variant the fuzzer runs (scripts/run-fuzz.sh, the fuzz smoke):
 #   its own build directory, the binary only; with --install, LINK points at it alone.
+#   --libfuzzer: QEMU's own fuzzer, qemu-fuzz-x86_64 (clang, libFuzzer, ASan), for
+#   scripts/run-fuzz.sh --generic; likewise.
 #   Prints the path of the built binary on the last line.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,11 +23,18 @@ CONFIGURE_ARGS=(
 	--disable-werror --enable-tcg --enable-kvm --enable-trace-backends=log
 	--with-devices-x86_64=gmem-accel
 )
-sanitize=
+sanitize= target=qemu-system-x86_64
 if [ "${1:-}" = --sanitize ]; then
-	sanitize=1
+	sanitize="ASan+UBSan"
 	shift
 	CONFIGURE_ARGS+=(--enable-asan --enable-ubsan)
+elif [ "${1:-}" = --libfuzzer ]; then
+	sanitize="libFuzzer, ASan"
+	target=qemu-fuzz-x86_64
+	shift
+	command -v clang >/dev/null && command -v clang++ >/dev/null ||
+		die "QEMU's fuzzer needs clang: apt-get install clang"
+	CONFIGURE_ARGS+=(--cc=clang --cxx=clang++ --enable-fuzzing --enable-asan)
 fi
 
 fetch_debian_source() {
@@ -90,7 +99,7 @@ key=$(hash_of "$src" "${CONFIGURE_ARGS[*]}" "$repo/hw/gmem-accel/gmem-accel.mak"
 build="$GMEM_CACHE/qemu-$version-$key"
 mkdir -p "$build"
 if [ ! -f "$build/build.ninja" ]; then
-	step "configuring QEMU $version (x86_64-softmmu, trimmed${sanitize:+, ASan+UBSan}) in $build"
+	step "configuring QEMU $version (x86_64-softmmu, trimmed${sanitize:+, $sanitize}) in $build"
 	(cd "$build" && "$src/configure" "${CONFIGURE_ARGS[@]}" >configure.log 2>&1) ||
 		{ tail -n 30 "$build/configure.log" >&2; rm -f "$build/build.ninja"; die "QEMU configure failed; full log: $build/configure.log"; }
 fi
@@ -102,18 +111,18 @@ if [ "$(cat "$build/.gmem-overlay-src" 2>/dev/null)" != "$repo" ]; then
 	rm -rf "$build/tests/qtest/gmem-accel"
 	echo "$repo" >"$build/.gmem-overlay-src"
 fi
-step "building QEMU $version with gmem-accel${sanitize:+ (ASan+UBSan)} (incremental; a cold build takes ~5-7 min on 2 cores)"
+step "building $target $version with gmem-accel${sanitize:+ ($sanitize)} (incremental; a cold build takes ~5-10 min on 2 cores)"
 set -o pipefail
 qtests=(gmem-accel-qtest-registers gmem-accel-qtest-engine gmem-accel-qtest-monitor
 	gmem-accel-qtest-hostile gmem-accel-qtest-fuzz)
 [ -z "$sanitize" ] || qtests=()
-ninja -C "$build" qemu-system-x86_64 "${qtests[@]/#/tests/qtest/gmem-accel/}" 2>&1 |
+ninja -C "$build" "$target" "${qtests[@]/#/tests/qtest/gmem-accel/}" 2>&1 |
 	tee "$build/ninja.log" | progress_filter "qemu" ||
 	{ grep -B2 -A12 -m3 'error' "$build/ninja.log" >&2 || tail -n 40 "$build/ninja.log" >&2; die "QEMU build failed; full log: $build/ninja.log"; }
 if [ "${1:-}" = --install ]; then
-	ln -sfn "$build/qemu-system-x86_64" "$2"
+	ln -sfn "$build/$target" "$2"
 	for t in "${qtests[@]}"; do
 		ln -sfn "$build/tests/qtest/gmem-accel/$t" "$(dirname "$2")/$t"
 	done
 fi
-echo "$build/qemu-system-x86_64"
+echo "$build/$target"
