@@ -166,7 +166,7 @@ void gmem_hbm_poison(struct gmem_accel *g, struct page *page)
 	if (!was) {
 		gmem_dev_count(g, GMEM_DEV_HBM_PAGES_POISONED, 1);
 		dev_err(&g->pdev->dev,
-			"HBM page at %#llx is poisoned: its owner gets SIGBUS, the page is not used again\n",
+			"HBM page at %#llx is poisoned: never used again; whoever had data there gets SIGBUS\n",
 			(u64)(pfn - hbm->pfn_first) << PAGE_SHIFT);
 	}
 }

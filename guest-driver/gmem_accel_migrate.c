@@ -113,10 +113,11 @@ static bool gmem_map_sys(struct gmem_migration *m, unsigned long i, struct page 
 }
 
 /*
- * Copies out of HBM failed on a poisoned page (EHWPOISON): copy page by page, and leave each
- * page that fails so where it is, marked (gmem_hbm_poison()); the rest come out.
+ * The copies (@out: out of HBM, else into it) failed on a poisoned HBM page (EHWPOISON): copy
+ * page by page, and leave each page whose copy fails so where it is, its HBM page marked
+ * (gmem_hbm_poison()): never handed out again. The rest move.
  */
-static int gmem_copy_out_each(struct gmem_migration *m, unsigned long npages)
+static int gmem_copy_each(struct gmem_migration *m, unsigned long npages, bool out)
 {
 	struct device *dev = &m->g->pdev->dev;
 	int ret = 0;
@@ -124,17 +125,24 @@ static int gmem_copy_out_each(struct gmem_migration *m, unsigned long npages)
 	for (unsigned long i = 0; i < npages && !ret; i++) {
 		struct page *spage = migrate_pfn_to_page(m->src[i]);
 		struct page *dpage = migrate_pfn_to_page(m->dst[i]);
+		struct page *hbm_page = out ? spage : dpage;
 		u64 off;
 
-		if (!dpage || !spage || !gmem_hbm_page(m->g, spage, &off))
+		if (!dpage || !hbm_page || !gmem_hbm_page(m->g, hbm_page, &off))
 			continue;
 		m->ndesc = 0;
-		gmem_add_copy(m, GMEM_ADDR_SYS, m->dma[i], GMEM_ADDR_HBM, off);
+		if (out)
+			gmem_add_copy(m, GMEM_ADDR_SYS, m->dma[i], GMEM_ADDR_HBM, off);
+		else if (m->dma[i])
+			gmem_add_copy(m, GMEM_ADDR_HBM, off, GMEM_ADDR_SYS, m->dma[i]);
+		else
+			gmem_add_zero(m, off);
 		ret = gmem_kernel_run(m->g, m->desc, m->ndesc);
 		if (ret != -EHWPOISON)
 			continue;
-		gmem_hbm_poison(m->g, spage);
-		dma_unmap_page(dev, m->dma[i], PAGE_SIZE, DMA_BIDIRECTIONAL);
+		gmem_hbm_poison(m->g, hbm_page);
+		if (m->dma[i])
+			dma_unmap_page(dev, m->dma[i], PAGE_SIZE, DMA_BIDIRECTIONAL);
 		m->dma[i] = 0;
 		unlock_page(dpage);
 		put_page(dpage);
@@ -146,15 +154,15 @@ static int gmem_copy_out_each(struct gmem_migration *m, unsigned long npages)
 
 /*
  * Run the copies (@out: out of HBM); on failure give the new pages back so nothing migrates,
- * but for poisoned HBM pages, which alone stay.
+ * but for poisoned HBM pages, which alone stay where they were.
  */
 static int gmem_migration_copy(struct gmem_migration *m, unsigned long npages, bool out)
 {
 	struct device *dev = &m->g->pdev->dev;
 	int ret = m->ndesc ? gmem_kernel_run(m->g, m->desc, m->ndesc) : 0;
 
-	if (ret == -EHWPOISON && out)
-		ret = gmem_copy_out_each(m, npages);
+	if (ret == -EHWPOISON)
+		ret = gmem_copy_each(m, npages, out);
 
 	for (unsigned long i = 0; i < npages; i++) {
 		struct page *dpage = migrate_pfn_to_page(m->dst[i]);

@@ -305,7 +305,8 @@ static int read_or_sigbus(const volatile uint8_t *p, uint8_t *val)
  * any more. A device command on it fails with EHWPOISON, its owner gets SIGBUS (BUS_MCEERR_AR,
  * as memory_failure() gives) at that page and at no other, every other page comes home
  * byte-exact, and the page is never handed out again: HBM filled anew takes device commands
- * everywhere.
+ * everywhere. A page poisoned while free fails the copy into it: that page's data stays in
+ * system memory, the rest moves.
  */
 TEST_F_TIMEOUT(inject, poisoned_hbm_page_sigbus, 900)
 {
@@ -390,6 +391,23 @@ TEST_F_TIMEOUT(inject, poisoned_hbm_page_sigbus, 900)
 	}
 	ASSERT_EQ(0, gmem_debugfs_stat(1, "hbm_pages_poisoned", &poisoned));
 	EXPECT_EQ(poisoned0 + 1, poisoned);
+
+	/* A page poisoned while free: the copy into it fails, its data stays home. */
+	ASSERT_EQ(0, munmap(buf, len));
+	buf = map_anon(len, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, gmem_inject(1, "poison,offset=0x456000"));
+	memset(buf, 0x6b, len);
+	EXPECT_LE((long)((len - (2ul << 20)) / getpagesize()),
+		  dev_migrate(fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	ASSERT_EQ(0, gmem_debugfs_stat(1, "hbm_pages_poisoned", &poisoned));
+	EXPECT_EQ(poisoned0 + 2, poisoned);
+	for (size_t off = 0; off < len; off += LEN) {
+		int ret = dev_copy(fd, piece, buf + off, LEN);
+
+		EXPECT_EQ(0, ret) TH_LOG("piece %zu", off / LEN);
+		EXPECT_EQ(0x6b6b6b6b6b6b6b6bull, *(uint64_t *)(piece + LEN - 8));
+	}
 	munmap(buf, len);
 	close(fd);
 }
