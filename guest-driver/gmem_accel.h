@@ -20,6 +20,7 @@
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
+#include "gmem_accel_compat.h"
 #include "gmem_accel_hw.h"
 #include "gmem_accel_uapi.h"
 
@@ -137,6 +138,7 @@ struct gmem_chunk {
 	unsigned int used;		/* pages holding data (busy, not poisoned) */
 	DECLARE_BITMAP(busy, GMEM_WINDOW_PAGES);	/* in use, or poisoned */
 	DECLARE_BITMAP(poisoned, GMEM_WINDOW_PAGES);	/* never handed out again */
+	bool huge;			/* handed out whole, one 2 MiB folio (7.3) */
 };
 
 /* Source and destination of one migration window, with the data's DMA mappings. */
@@ -145,6 +147,8 @@ struct gmem_migration {
 	unsigned long src[GMEM_WINDOW_PAGES];
 	unsigned long dst[GMEM_WINDOW_PAGES];
 	dma_addr_t dma[GMEM_WINDOW_PAGES];	/* the system page of each entry, or 0 */
+	DECLARE_BITMAP(dma_huge, GMEM_WINDOW_PAGES);	/* ... mapped as a whole 2 MiB folio */
+	struct gmem_ctx *ctx;			/* the context that asked, if one did */
 	struct gmem_cmd_desc desc[GMEM_WINDOW_PAGES];
 	unsigned int ndesc;
 };
@@ -358,6 +362,8 @@ struct gmem_ctx {
 	struct maple_tree advice;
 	gmem_fault_hook_fn fault_hook;
 	void *hook_data;
+	/* test_hmm's HMM_DMIRROR_FLAG_FAIL_ALLOC: the next 2 MiB folio this context asks fails */
+	bool fail_next_huge;
 	bool busy;
 	bool shut_down;
 };
@@ -452,12 +458,14 @@ void gmem_hbm_fini(struct gmem_accel *g);
 bool gmem_hbm_page(struct gmem_accel *g, struct page *page, u64 *offset);
 void gmem_hbm_touch(struct gmem_accel *g, struct page *page);
 struct page *gmem_hbm_take(struct gmem_accel *g);
+struct page *gmem_hbm_take_huge(struct gmem_accel *g);
 void gmem_hbm_poison(struct gmem_accel *g, struct page *page);
+bool gmem_hbm_any_poisoned(struct gmem_accel *g, struct page *page, unsigned long nr);
 bool gmem_hbm_poisoned(struct gmem_accel *g, struct page *page);
 unsigned long gmem_chunk_pfn(struct gmem_hbm *hbm, struct gmem_chunk *c);
-struct gmem_owner *gmem_page_owner_get(struct gmem_hbm *hbm, struct page *page);
+struct gmem_owner *gmem_page_owner_get(struct gmem_hbm *hbm, struct page *page,
+				       unsigned long *nr);
 struct gmem_accel *gmem_hbm_owner(struct page *page);
-void gmem_hbm_page_free(struct page *page);
 struct gmem_owner *gmem_owner_create(struct mm_struct *mm);
 void gmem_owner_put(struct gmem_owner *owner);
 void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m);

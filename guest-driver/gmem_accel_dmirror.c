@@ -278,6 +278,18 @@ static long gmem_dmirror_cmd(struct gmem_file *f, unsigned int op, struct hmm_dm
 	case HMM_DMIRROR_RELEASE:
 		gmem_hbm_evict_all(f->g);
 		return 0;
+#ifdef HMM_DMIRROR_FLAGS	/* the uAPI of 7.3's lib/test_hmm_uapi.h */
+	case HMM_DMIRROR_FLAGS:
+		if (cmd->npages & ~HMM_DMIRROR_FLAG_FAIL_ALLOC)
+			return -EINVAL;
+		/* FAIL_ALLOC: the next 2 MiB folio fails, the THP moves as pages */
+		WRITE_ONCE(f->ctx->fail_next_huge, cmd->npages & HMM_DMIRROR_FLAG_FAIL_ALLOC);
+		return 0;
+	case HMM_DMIRROR_READ_UNLOCKED:
+		/* Device faults never hold the mmap lock where a fault may drop it on 7.3. */
+		cmd->cpages = cmd->npages;
+		return gmem_dmirror_copy(f, cmd->ptr, cmd->addr, size, true, &cmd->faults);
+#endif
 	default:
 		return -ENOTTY;
 	}

@@ -18,13 +18,12 @@
 
 static_assert((GMEM_PTE_SW_EXCLUSIVE & GMEM_PTE_SW_HOOK_MASK) == GMEM_PTE_SW_EXCLUSIVE);
 
-/* Scratch for one window of 2 MiB: hmm_range_fault input/output, exclusive pages. */
+/* Scratch for one window of 2 MiB: hmm_range_fault input/output, migrate_vma arrays. */
 struct gmem_dmirror_window {
 	unsigned long req[GMEM_WINDOW_PAGES];
 	unsigned long pfns[GMEM_WINDOW_PAGES];
 	unsigned long src[GMEM_WINDOW_PAGES];
 	unsigned long dst[GMEM_WINDOW_PAGES];
-	struct page *pages[GMEM_WINDOW_PAGES];
 	u8 prot[GMEM_WINDOW_PAGES];
 };
 
@@ -173,12 +172,9 @@ int gmem_dmirror_mirror(struct gmem_ctx *ctx, u64 start, u64 end, u8 __user *out
 }
 
 /*
- * make_device_exclusive_range() on 6.12 refuses every tail page of a large folio: its GUP
- * splits a THP's PMD mapping (FOLL_SPLIT_PMD) but not the folio, so a range backed by THPs
- * (THP "always") fails — test_hmm then returns -EBUSY. Split the folios first, while the
- * PMD still maps them: migrate_vma_setup() does (split_folio()), and is the only way a
- * module can. Selecting only this device's private pages, it takes no system page; the
- * ones it takes, migrate_vma_finalize() puts back as they were.
+ * Split the THPs of [start, end) while the PMD still maps them (gmem_accel_compat.h,
+ * GMEM_SPLIT_THP_SELECT, says why and how): migrate_vma_setup() splits them, and
+ * migrate_vma_finalize() puts back every page it took, as it was.
  */
 static void gmem_dmirror_split_thp(struct gmem_ctx *ctx, struct gmem_dmirror_window *w,
 				   struct vm_area_struct *vma, u64 start, u64 end)
@@ -190,7 +186,7 @@ static void gmem_dmirror_split_thp(struct gmem_ctx *ctx, struct gmem_dmirror_win
 		.src = w->src,
 		.dst = w->dst,
 		.pgmap_owner = ctx->g,
-		.flags = MIGRATE_VMA_SELECT_DEVICE_PRIVATE,
+		.flags = GMEM_SPLIT_THP_SELECT,
 	};
 
 	memset(w->dst, 0, sizeof(w->dst));
@@ -199,41 +195,59 @@ static void gmem_dmirror_split_thp(struct gmem_ctx *ctx, struct gmem_dmirror_win
 }
 
 /*
- * Map @npages pages from @va that make_device_exclusive_range() gave the device (locked,
- * CPU mappings replaced by device-exclusive entries): readable, writable, atomic, and marked
- * so that CHECK_EXCLUSIVE sees them until a CPU access revokes them (the notifier then zaps
- * the entries). Called with ctx->lock held; returns as gmem_pt_map() does.
+ * Take the page at @va exclusively for the device and map it: readable, writable, atomic, and
+ * marked so that CHECK_EXCLUSIVE sees it until a CPU access revokes it (the notifier then zaps
+ * the entry). Inside the notifier's read_begin/read_retry section, the page locked until it is
+ * mapped: a CPU access revokes the mapping only after it exists. A page at a time: 7.3's
+ * make_device_exclusive() hands back the page's whole folio locked, where the next page of a
+ * THP would wait. The mmap lock is held.
  */
-static int gmem_dmirror_map_exclusive(struct gmem_ctx *ctx, u64 va, struct page **pages,
-				      unsigned long npages)
+static int gmem_dmirror_exclusive_page(struct gmem_ctx *ctx, u64 va)
 {
-	int replaced = 0;
+	unsigned long timeout = jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
+	int ret = -EBUSY;
 
-	lockdep_assert_held(&ctx->lock);
-	for (unsigned long i = 0; i < npages; i++) {
-		unsigned long pfn = page_to_pfn(pages[i]) | HMM_PFN_VALID | HMM_PFN_WRITE;
-		int ret = gmem_pt_map(ctx, va + i * PAGE_SIZE, &pfn, 1);
+	while (!time_after(jiffies, timeout)) {
+		unsigned long seq = mmu_interval_read_begin(&ctx->notifier);
+		unsigned long pfn;
+		struct page *page;
+		bool retry;
 
-		if (ret < 0)
-			return ret;
-		replaced += ret;
-		gmem_pt_mark(ctx, va + i * PAGE_SIZE, GMEM_PTE_SW_EXCLUSIVE);
+		/* Tables before the page is locked and ctx->lock taken. */
+		if (gmem_pt_reserve(ctx, va, va + PAGE_SIZE))
+			return -ENOMEM;
+		page = gmem_make_device_exclusive(ctx->mm, va, ctx);
+		if (IS_ERR(page))
+			return PTR_ERR(page);	/* busy, shared, or not anonymous */
+		mutex_lock(&ctx->lock);
+		retry = mmu_interval_read_retry(&ctx->notifier, seq);
+		if (!retry) {
+			pfn = page_to_pfn(page) | HMM_PFN_VALID | HMM_PFN_WRITE;
+			ret = gmem_pt_map(ctx, va, &pfn, 1);
+			if (ret >= 0)
+				gmem_pt_mark(ctx, va, GMEM_PTE_SW_EXCLUSIVE);
+		}
+		mutex_unlock(&ctx->lock);
+		if (ret > 0 || ret == -EAGAIN)
+			gmem_tlb_invalidate(ctx->g, ctx->id, va, PAGE_SIZE);
+		if (ret == -EAGAIN) {	/* spare tables gone: reserve again */
+			retry = true;
+			ret = -EBUSY;
+		}
+		unlock_page(page);
+		put_page(page);
+		if (!retry)
+			break;
 	}
-	return replaced;
+	return ret < 0 ? ret : 0;
 }
 
-/*
- * Take one window [start, end) exclusively for the device and map it, inside the notifier's
- * read_begin/read_retry section: the pages stay locked until they are mapped, so a CPU
- * access revokes the mapping only after it exists.
- */
+/* Take one window [start, end) exclusively for the device and map it, page by page. */
 static int gmem_dmirror_exclusive_window(struct gmem_ctx *ctx, struct gmem_dmirror_window *w,
 					 u64 start, u64 end)
 {
-	unsigned long timeout = jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
-	long npages = (end - start) >> PAGE_SHIFT;
 	struct vm_area_struct *vma;
-	int ret = -EBUSY;
+	int ret = 0;
 
 	mmap_read_lock(ctx->mm);
 	vma = vma_lookup(ctx->mm, start);
@@ -242,49 +256,10 @@ static int gmem_dmirror_exclusive_window(struct gmem_ctx *ctx, struct gmem_dmirr
 		return -EINVAL;
 	}
 	gmem_dmirror_split_thp(ctx, w, vma, start, end);
-	while (!time_after(jiffies, timeout)) {
-		unsigned long seq = mmu_interval_read_begin(&ctx->notifier);
-		bool all = true, retry = false;
-		long got;
-
-		/* Tables before the pages are locked and ctx->lock taken. */
-		if (gmem_pt_reserve(ctx, start, end)) {
-			ret = -ENOMEM;
-			break;
-		}
-		got = make_device_exclusive_range(ctx->mm, start, end, w->pages, ctx);
-		if (got < 0) {
-			ret = got;
-			break;
-		}
-		for (long i = 0; i < npages; i++)
-			all &= i < got && w->pages[i];
-		if (all) {
-			mutex_lock(&ctx->lock);
-			retry = mmu_interval_read_retry(&ctx->notifier, seq);
-			if (!retry)
-				ret = gmem_dmirror_map_exclusive(ctx, start, w->pages, npages);
-			mutex_unlock(&ctx->lock);
-			if (ret > 0 || ret == -EAGAIN)
-				gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
-			if (ret == -EAGAIN) {	/* spare tables gone: reserve again */
-				retry = true;
-				ret = -EBUSY;
-			}
-		}
-		for (long i = 0; i < got; i++) {
-			if (w->pages[i]) {
-				unlock_page(w->pages[i]);
-				put_page(w->pages[i]);
-			}
-		}
-		if (!all)
-			ret = -EBUSY;	/* a page was busy, shared, or not anonymous */
-		if (!retry)
-			break;
-	}
+	for (u64 va = start; va < end && !ret; va += PAGE_SIZE)
+		ret = gmem_dmirror_exclusive_page(ctx, va);
 	mmap_read_unlock(ctx->mm);
-	return ret < 0 ? ret : 0;
+	return ret;
 }
 
 /* Take [start, end) exclusively for the device, a window at a time, and map it. */

@@ -71,10 +71,7 @@ int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
 		if (gmem_owner_dying(ctx))
 			return -EINTR;
 		memcpy(range->hmm_pfns, req, npages * sizeof(*req));
-		range->notifier_seq = mmu_interval_read_begin(range->notifier);
-		mmap_read_lock(ctx->mm);
-		ret = hmm_range_fault(range);
-		mmap_read_unlock(ctx->mm);
+		ret = gmem_hmm_range_fault(range);
 		if (ret == -EBUSY)
 			continue;
 		if (ret)

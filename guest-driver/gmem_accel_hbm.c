@@ -18,13 +18,13 @@
 
 struct gmem_accel *gmem_hbm_owner(struct page *page)
 {
-	return container_of(page->pgmap, struct gmem_accel, hbm.pgmap);
+	return container_of(gmem_page_pgmap(page), struct gmem_accel, hbm.pgmap);
 }
 
 /* Is @page one of @g's HBM pages? Its byte offset in HBM goes to @offset. */
 bool gmem_hbm_page(struct gmem_accel *g, struct page *page, u64 *offset)
 {
-	if (!is_zone_device_page(page) || page->pgmap != &g->hbm.pgmap)
+	if (!is_zone_device_page(page) || gmem_page_pgmap(page) != &g->hbm.pgmap)
 		return false;
 	*offset = (u64)(page_to_pfn(page) - g->hbm.pfn_first) << PAGE_SHIFT;
 	return true;
@@ -70,6 +70,32 @@ struct page *gmem_hbm_take(struct gmem_accel *g)
 }
 
 /*
+ * A whole free chunk, handed out as one 2 MiB folio (its first page; 7.3 migrates THPs whole);
+ * NULL if no chunk without a poisoned page is free.
+ */
+struct page *gmem_hbm_take_huge(struct gmem_accel *g)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+	struct gmem_chunk *c;
+
+	spin_lock(&hbm->lock);
+	list_for_each_entry(c, &hbm->free, link) {
+		if (!bitmap_empty(c->poisoned, GMEM_WINDOW_PAGES))
+			continue;
+		list_move_tail(&c->link, &hbm->lru);
+		bitmap_fill(c->busy, GMEM_WINDOW_PAGES);
+		c->used = GMEM_WINDOW_PAGES;
+		c->huge = true;
+		spin_unlock(&hbm->lock);
+		gmem_dev_count(g, GMEM_DEV_HBM_CHUNKS_NOW, 1);
+		gmem_dev_count(g, GMEM_DEV_HBM_PAGES_NOW, GMEM_WINDOW_PAGES);
+		return pfn_to_page(gmem_chunk_pfn(hbm, c));
+	}
+	spin_unlock(&hbm->lock);
+	return NULL;
+}
+
+/*
  * The device is about to use @page (its fault maps it): its chunk becomes the most recently
  * used, the last to be evicted. The device reports no accesses, so this and filling a chunk
  * are what "recently used" means.
@@ -80,7 +106,8 @@ void gmem_hbm_touch(struct gmem_accel *g, struct page *page)
 	struct gmem_chunk *c = gmem_chunk_of(hbm, page_to_pfn(page));
 
 	spin_lock(&hbm->lock);
-	if (c->used && c != hbm->fill)
+	/* (the fill chunk too: 2 MiB folios handed out since are newer than its start) */
+	if (c->used)
 		list_move_tail(&c->link, &hbm->lru);
 	spin_unlock(&hbm->lock);
 }
@@ -111,12 +138,24 @@ void gmem_owner_put(struct gmem_owner *owner)
 		kref_put(&owner->ref, gmem_owner_release);
 }
 
-/* The owner of HBM page @page, referenced; NULL if the page is free. */
-struct gmem_owner *gmem_page_owner_get(struct gmem_hbm *hbm, struct page *page)
+/*
+ * The owner of HBM page @page, referenced; NULL if the page is free. *@nr: how many pages
+ * from @page on are known to share it (the rest of a 2 MiB folio; else 1).
+ */
+struct gmem_owner *gmem_page_owner_get(struct gmem_hbm *hbm, struct page *page,
+				       unsigned long *nr)
 {
+	unsigned long pfn = page_to_pfn(page);
+	struct gmem_chunk *c = gmem_chunk_of(hbm, pfn);
 	struct gmem_owner *owner;
 
-	spin_lock(&hbm->lock);	/* page_free() drops the page's reference under it */
+	spin_lock(&hbm->lock);	/* folio_free() drops the page's reference under it */
+	*nr = 1;
+	if (c->huge) {
+		/* A tail page's zone_device_data is folio metadata: the head's says. */
+		*nr = GMEM_WINDOW_PAGES - (pfn - hbm->pfn_first) % GMEM_WINDOW_PAGES;
+		page = pfn_to_page(gmem_chunk_pfn(hbm, c));
+	}
 	owner = page->zone_device_data;
 	if (owner)
 		kref_get(&owner->ref);
@@ -124,20 +163,28 @@ struct gmem_owner *gmem_page_owner_get(struct gmem_hbm *hbm, struct page *page)
 	return owner;
 }
 
-void gmem_hbm_page_free(struct page *page)
+void gmem_hbm_folio_free(struct folio *folio)
 {
+	struct page *page = folio_page(folio, 0);
 	struct gmem_accel *g = gmem_hbm_owner(page);
 	struct gmem_hbm *hbm = &g->hbm;
-	unsigned long pfn = page_to_pfn(page);
+	unsigned long pfn = page_to_pfn(page), nr = folio_nr_pages(folio);
+	unsigned long first = (pfn - hbm->pfn_first) % GMEM_WINDOW_PAGES;
 	struct gmem_chunk *c = gmem_chunk_of(hbm, pfn);
 	struct gmem_owner *owner;
 
 	spin_lock(&hbm->lock);
 	owner = page->zone_device_data;
-	page->zone_device_data = NULL;
-	if (!test_bit((pfn - hbm->pfn_first) % GMEM_WINDOW_PAGES, c->poisoned))
-		__clear_bit((pfn - hbm->pfn_first) % GMEM_WINDOW_PAGES, c->busy);
-	if (!--c->used) {
+	/* A free page has none (a 2 MiB folio's tails held folio metadata there). */
+	for (unsigned long i = 0; i < nr; i++)
+		folio_page(folio, i)->zone_device_data = NULL;
+	c->huge = false;
+	/* (a poisoned page stays busy) */
+	for (unsigned long i = first; i < first + nr && i < GMEM_WINDOW_PAGES; i++)
+		if (!test_bit(i, c->poisoned))
+			__clear_bit(i, c->busy);
+	c->used -= min_t(unsigned long, nr, c->used);
+	if (!c->used) {
 		if (c == hbm->fill)
 			hbm->fill = NULL;
 		list_move_tail(&c->link, &hbm->free);
@@ -145,7 +192,32 @@ void gmem_hbm_page_free(struct page *page)
 	}
 	spin_unlock(&hbm->lock);
 	gmem_owner_put(owner);
-	gmem_dev_count(g, GMEM_DEV_HBM_PAGES_NOW, -1);
+	gmem_dev_count(g, GMEM_DEV_HBM_PAGES_NOW, -(long)nr);
+}
+
+/*
+ * The kernel splits a 2 MiB HBM folio (a partial munmap, mprotect or fork of it; 7.3): each
+ * new folio @tail takes the owner, with a reference of its own, and what the core leaves to
+ * the driver (dev_pagemap_ops.folio_split); @tail NULL: the split is done, the chunk holds
+ * pages now.
+ */
+void gmem_hbm_folio_split(struct folio *head, struct folio *tail)
+{
+	struct page *page = folio_page(head, 0);
+	struct gmem_hbm *hbm = &gmem_hbm_owner(page)->hbm;
+	struct gmem_owner *owner;
+
+	spin_lock(&hbm->lock);
+	if (!tail) {
+		gmem_chunk_of(hbm, page_to_pfn(page))->huge = false;
+	} else {
+		owner = page->zone_device_data;
+		if (owner)
+			kref_get(&owner->ref);
+		folio_page(tail, 0)->zone_device_data = owner;
+		gmem_folio_split_init(head, tail);
+	}
+	spin_unlock(&hbm->lock);
 }
 
 /*
@@ -169,6 +241,16 @@ void gmem_hbm_poison(struct gmem_accel *g, struct page *page)
 			"HBM page at %#llx is poisoned: never used again; whoever had data there gets SIGBUS\n",
 			(u64)(pfn - hbm->pfn_first) << PAGE_SHIFT);
 	}
+}
+
+/* Is any of the @nr pages from @page (inside one chunk) poisoned? */
+bool gmem_hbm_any_poisoned(struct gmem_accel *g, struct page *page, unsigned long nr)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+	unsigned long pfn = page_to_pfn(page);
+	unsigned long first = (pfn - hbm->pfn_first) % GMEM_WINDOW_PAGES;
+
+	return find_next_bit(gmem_chunk_of(hbm, pfn)->poisoned, first + nr, first) < first + nr;
 }
 
 bool gmem_hbm_poisoned(struct gmem_accel *g, struct page *page)

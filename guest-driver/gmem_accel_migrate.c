@@ -19,20 +19,35 @@ static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned l
 			     struct gmem_owner *only, struct mm_struct *held);
 
 /*
- * An HBM page for context @ctx, locked and referenced as migrate_vma wants it. When HBM is
- * full the least recently used chunk is evicted to system memory; NULL if nothing could
- * be freed (every page in use is pinned or mid-migration).
+ * A window that is a whole aligned 2 MiB moves a THP whole (7.3; 0 on 6.12), into private HBM
+ * only: 7.3 collects a PMD-mapped THP for a migration of system memory alone, so a coherent
+ * one (mapped like system memory) could not come back.
  */
-static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx)
+static unsigned long gmem_select_compound(struct gmem_accel *g, unsigned long start,
+					  unsigned long end)
+{
+	return g->hbm.pgmap.type == MEMORY_DEVICE_PRIVATE && IS_ALIGNED(start, GMEM_HUGE_SIZE) &&
+	       end - start == GMEM_HUGE_SIZE ? GMEM_SELECT_COMPOUND : 0;
+}
+
+/*
+ * An HBM page for context @ctx — with @huge, a whole 2 MiB folio — locked and referenced as
+ * migrate_vma wants it. When HBM is full the least recently used chunk is evicted to system
+ * memory (once for a folio, which otherwise moves as pages); NULL if nothing could be freed
+ * (every page in use is pinned or mid-migration).
+ */
+static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx, bool huge)
 {
 	struct gmem_accel *g = ctx->g;
 	struct gmem_hbm *hbm = &g->hbm;
+	unsigned int order = huge ? GMEM_HUGE_SHIFT - PAGE_SHIFT : 0;
 	struct page *page;
 
-	for (unsigned int tries = 0; !(page = gmem_hbm_take(g)); tries++) {
+	for (unsigned int tries = 0;
+	     !(page = huge ? gmem_hbm_take_huge(g) : gmem_hbm_take(g)); tries++) {
 		struct gmem_chunk *victim;
 
-		if (tries == hbm->nchunks)
+		if (tries == (huge ? 1 : hbm->nchunks))
 			return NULL;
 		spin_lock(&hbm->lock);
 		victim = list_first_entry_or_null(&hbm->lru, struct gmem_chunk, link);
@@ -44,110 +59,138 @@ static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx)
 		gmem_dev_count(g, GMEM_DEV_EVICTIONS, 1);
 		gmem_evict_range(g, gmem_chunk_pfn(hbm, victim), GMEM_WINDOW_PAGES, NULL, ctx->mm);
 	}
-	zone_device_page_init(page);
+	gmem_zone_device_init(page, &g->hbm.pgmap, order);
 	kref_get(&ctx->owner->ref);
 	page->zone_device_data = ctx->owner;
 	return page;
 }
 
 /*
- * Grow the last descriptor by a page if it is an @op with @flags that ends just before @dst
+ * Grow the last descriptor by @size if it is an @op with @flags that ends just before @dst
  * (and @src): pages that sit in a row on both sides (an HBM chunk, a split THP) move with
  * one command instead of one each.
  */
-static bool gmem_extend_last(struct gmem_migration *m, u8 op, u8 flags, u64 dst, u64 src)
+static bool gmem_extend_last(struct gmem_migration *m, u8 op, u8 flags, u64 dst, u64 src,
+			     u64 size)
 {
 	struct gmem_cmd_desc *d;
-	u64 size;
+	u64 last;
 
 	if (!m->ndesc)
 		return false;
 	d = &m->desc[m->ndesc - 1];
 	if (d->opcode != op || d->flags != flags)
 		return false;
-	size = le64_to_cpu(d->size);
-	if (le64_to_cpu(d->dst) + size != dst ||
-	    (op == GMEM_OP_COPY && le64_to_cpu(d->src) + size != src))
+	last = le64_to_cpu(d->size);
+	if (le64_to_cpu(d->dst) + last != dst ||
+	    (op == GMEM_OP_COPY && le64_to_cpu(d->src) + last != src))
 		return false;
-	d->size = cpu_to_le64(size + PAGE_SIZE);
+	d->size = cpu_to_le64(last + size);
 	return true;
 }
 
-/* Append a one-page @op (COPY or FILL with zeroes) to the window's batch. */
-static void gmem_add_desc(struct gmem_migration *m, u8 op, u8 flags, u64 dst, u64 src)
+/* Append an @op (COPY or FILL with zeroes) of @size bytes to the window's batch. */
+static void gmem_add_desc(struct gmem_migration *m, u8 op, u8 flags, u64 dst, u64 src,
+			  u64 size)
 {
-	if (gmem_extend_last(m, op, flags, dst, src))
+	if (gmem_extend_last(m, op, flags, dst, src, size))
 		return;
 	m->desc[m->ndesc++] = (struct gmem_cmd_desc) {
 		.opcode = op,
 		.flags = flags,
 		.dst = cpu_to_le64(dst),
 		.src = cpu_to_le64(src),
-		.size = cpu_to_le64(PAGE_SIZE),
+		.size = cpu_to_le64(size),
 	};
 }
 
 static void gmem_add_copy(struct gmem_migration *m, u8 dst_kind, u64 dst, u8 src_kind,
-			  u64 src)
+			  u64 src, u64 size)
 {
 	gmem_add_desc(m, GMEM_OP_COPY, GMEM_CMD_F_DST(dst_kind) | GMEM_CMD_F_SRC(src_kind), dst,
-		      src);
+		      src, size);
 }
 
-static void gmem_add_zero(struct gmem_migration *m, u64 hbm_offset)
+static void gmem_add_zero(struct gmem_migration *m, u64 hbm_offset, u64 size)
 {
-	gmem_add_desc(m, GMEM_OP_FILL, GMEM_CMD_F_DST(GMEM_ADDR_HBM), hbm_offset, 0);
+	gmem_add_desc(m, GMEM_OP_FILL, GMEM_CMD_F_DST(GMEM_ADDR_HBM), hbm_offset, 0, size);
 }
 
-/* DMA-map system page @page as entry @i's; false if it cannot be. */
-static bool gmem_map_sys(struct gmem_migration *m, unsigned long i, struct page *page)
+/* DMA-map system memory @page (a page, or with @huge its 2 MiB folio) as entry @i's. */
+static bool gmem_map_sys(struct gmem_migration *m, unsigned long i, struct page *page,
+			 bool huge)
 {
 	struct device *dev = &m->g->pdev->dev;
 
-	m->dma[i] = dma_map_page(dev, page, 0, PAGE_SIZE, DMA_BIDIRECTIONAL);
+	m->dma[i] = dma_map_page(dev, page, 0, huge ? GMEM_HUGE_SIZE : PAGE_SIZE,
+				 DMA_BIDIRECTIONAL);
 	if (dma_mapping_error(dev, m->dma[i])) {
 		m->dma[i] = 0;
 		return false;
 	}
+	__assign_bit(i, m->dma_huge, huge);
 	return true;
+}
+
+static void gmem_unmap_sys(struct gmem_migration *m, unsigned long i)
+{
+	if (!m->dma[i])
+		return;
+	dma_unmap_page(&m->g->pdev->dev, m->dma[i],
+		       test_bit(i, m->dma_huge) ? GMEM_HUGE_SIZE : PAGE_SIZE, DMA_BIDIRECTIONAL);
+	m->dma[i] = 0;
+}
+
+/* How many pages entry @i of @m moves: a whole THP's, or one. */
+static unsigned long gmem_entry_pages(const struct gmem_migration *m, unsigned long i)
+{
+	return (m->dst[i] & GMEM_PFN_COMPOUND) ? GMEM_WINDOW_PAGES : 1;
 }
 
 /*
  * The copies (@out: out of HBM, else into it) failed on a poisoned HBM page (EHWPOISON): copy
- * page by page, and leave each page whose copy fails so where it is, its HBM page marked
- * (gmem_hbm_poison()): never handed out again. The rest move.
+ * page by page, mark each page whose copy fails (gmem_hbm_poison(): never handed out again)
+ * and leave its entry where it is — a 2 MiB one whole, which moves as pages next time
+ * (gmem_copy_to_ram()). The rest move.
  */
 static int gmem_copy_each(struct gmem_migration *m, unsigned long npages, bool out)
 {
-	struct device *dev = &m->g->pdev->dev;
 	int ret = 0;
 
 	for (unsigned long i = 0; i < npages && !ret; i++) {
 		struct page *spage = migrate_pfn_to_page(m->src[i]);
 		struct page *dpage = migrate_pfn_to_page(m->dst[i]);
 		struct page *hbm_page = out ? spage : dpage;
+		unsigned long nr = gmem_entry_pages(m, i);
+		bool lost = false;
 		u64 off;
 
 		if (!dpage || !hbm_page || !gmem_hbm_page(m->g, hbm_page, &off))
 			continue;
-		m->ndesc = 0;
-		if (out)
-			gmem_add_copy(m, GMEM_ADDR_SYS, m->dma[i], GMEM_ADDR_HBM, off);
-		else if (m->dma[i])
-			gmem_add_copy(m, GMEM_ADDR_HBM, off, GMEM_ADDR_SYS, m->dma[i]);
-		else
-			gmem_add_zero(m, off);
-		ret = gmem_kernel_run(m->g, m->desc, m->ndesc);
-		if (ret != -EHWPOISON)
+		for (unsigned long j = 0; j < nr && !ret; j++) {
+			u64 hbm = off + j * PAGE_SIZE, sys = m->dma[i] + j * PAGE_SIZE;
+
+			m->ndesc = 0;
+			if (out)
+				gmem_add_copy(m, GMEM_ADDR_SYS, sys, GMEM_ADDR_HBM, hbm, PAGE_SIZE);
+			else if (m->dma[i])
+				gmem_add_copy(m, GMEM_ADDR_HBM, hbm, GMEM_ADDR_SYS, sys, PAGE_SIZE);
+			else
+				gmem_add_zero(m, hbm, PAGE_SIZE);
+			ret = gmem_kernel_run(m->g, m->desc, m->ndesc);
+			if (ret != -EHWPOISON)
+				continue;
+			gmem_hbm_poison(m->g, pfn_to_page(page_to_pfn(hbm_page) + j));
+			lost = true;
+			ret = 0;
+		}
+		if (!lost)
 			continue;
-		gmem_hbm_poison(m->g, hbm_page);
-		if (m->dma[i])
-			dma_unmap_page(dev, m->dma[i], PAGE_SIZE, DMA_BIDIRECTIONAL);
-		m->dma[i] = 0;
+		gmem_unmap_sys(m, i);
 		unlock_page(dpage);
 		put_page(dpage);
 		m->dst[i] = 0;
-		ret = 0;
+		i += nr - 1;
 	}
 	return ret;
 }
@@ -158,7 +201,6 @@ static int gmem_copy_each(struct gmem_migration *m, unsigned long npages, bool o
  */
 static int gmem_migration_copy(struct gmem_migration *m, unsigned long npages, bool out)
 {
-	struct device *dev = &m->g->pdev->dev;
 	int ret = m->ndesc ? gmem_kernel_run(m->g, m->desc, m->ndesc) : 0;
 
 	if (ret == -EHWPOISON)
@@ -167,9 +209,7 @@ static int gmem_migration_copy(struct gmem_migration *m, unsigned long npages, b
 	for (unsigned long i = 0; i < npages; i++) {
 		struct page *dpage = migrate_pfn_to_page(m->dst[i]);
 
-		if (m->dma[i])
-			dma_unmap_page(dev, m->dma[i], PAGE_SIZE, DMA_BIDIRECTIONAL);
-		m->dma[i] = 0;
+		gmem_unmap_sys(m, i);
 		if (ret && dpage) {
 			unlock_page(dpage);
 			put_page(dpage);
@@ -179,6 +219,43 @@ static int gmem_migration_copy(struct gmem_migration *m, unsigned long npages, b
 	if (ret)
 		dev_err_ratelimited(&m->g->pdev->dev, "HBM migration copy failed: %d\n", ret);
 	return ret;
+}
+
+/*
+ * Test hook: does the context that asked for @m want its next 2 MiB folio to fail
+ * (HMM_DMIRROR_FLAG_FAIL_ALLOC)? Asking uses the wish up.
+ */
+static bool gmem_fail_huge(struct gmem_ctx *ctx)
+{
+	return ctx && READ_ONCE(ctx->fail_next_huge) && xchg(&ctx->fail_next_huge, false);
+}
+
+/*
+ * A new system page for entry @i (with @huge, a 2 MiB THP), near @addr of @vma if given, for
+ * the data at HBM offset @off: locked, DMA-mapped, its copy queued. false if none.
+ */
+static bool gmem_sys_dst(struct gmem_migration *m, unsigned long i, struct vm_area_struct *vma,
+			 unsigned long addr, u64 off, unsigned long write, bool huge)
+{
+	unsigned int order = huge ? GMEM_HUGE_SHIFT - PAGE_SHIFT : 0;
+	gfp_t gfp = GFP_HIGHUSER_MOVABLE | (huge ? __GFP_NOWARN | __GFP_NORETRY : 0);
+	struct folio *folio;
+
+	if (huge && gmem_fail_huge(m->ctx))
+		return false;
+	folio = vma ? gmem_vma_alloc_folio(gfp, order, vma, addr) : folio_alloc(gfp, order);
+	if (!folio)
+		return false;
+	folio_lock(folio);
+	if (!gmem_map_sys(m, i, folio_page(folio, 0), huge)) {
+		folio_unlock(folio);
+		folio_put(folio);
+		return false;
+	}
+	m->dst[i] = migrate_pfn(folio_pfn(folio)) | write | (huge ? GMEM_PFN_COMPOUND : 0);
+	gmem_add_copy(m, GMEM_ADDR_SYS, m->dma[i], GMEM_ADDR_HBM, off,
+		      huge ? GMEM_HUGE_SIZE : PAGE_SIZE);
+	return true;
 }
 
 /*
@@ -192,30 +269,34 @@ static int gmem_copy_to_ram(struct gmem_migration *m, unsigned long npages,
 	m->ndesc = 0;
 	for (unsigned long i = 0; i < npages; i++) {
 		struct page *spage = migrate_pfn_to_page(m->src[i]);
-		struct page *dpage;
+		unsigned long write = m->src[i] & MIGRATE_PFN_WRITE, nr = 1;
 		u64 off;
 
 		m->dst[i] = 0;
 		m->dma[i] = 0;
-		/* (a poisoned page stays: its data is lost, its owner gets SIGBUS) */
 		if (!spage || !(m->src[i] & MIGRATE_PFN_MIGRATE) ||
-		    !gmem_hbm_page(m->g, spage, &off) || gmem_hbm_poisoned(m->g, spage) ||
+		    !gmem_hbm_page(m->g, spage, &off) ||
 		    (owner && spage->zone_device_data != owner))
 			continue;
-		dpage = vma ? alloc_page_vma(GFP_HIGHUSER_MOVABLE, vma, start + i * PAGE_SIZE)
-			    : alloc_page(GFP_HIGHUSER_MOVABLE);
-		if (!dpage)
-			continue;
-		lock_page(dpage);
-		m->dst[i] = migrate_pfn(page_to_pfn(dpage)) |
-			    (m->src[i] & MIGRATE_PFN_WRITE);
-		if (!gmem_map_sys(m, i, dpage)) {
-			unlock_page(dpage);
-			put_page(dpage);
-			m->dst[i] = 0;
-			continue;
+		/* A 2 MiB folio moves whole, unless a page of it is poisoned or no THP is free. */
+		if ((m->src[i] & GMEM_PFN_COMPOUND) && i + GMEM_WINDOW_PAGES <= npages) {
+			nr = GMEM_WINDOW_PAGES;
+			if (!gmem_hbm_any_poisoned(m->g, spage, nr) &&
+			    gmem_sys_dst(m, i, vma, start + i * PAGE_SIZE, off, write, true)) {
+				i += nr - 1;
+				continue;
+			}
 		}
-		gmem_add_copy(m, GMEM_ADDR_SYS, m->dma[i], GMEM_ADDR_HBM, off);
+		/* (migrate_vma_pages() splits a THP whose pages go to pages) */
+		for (unsigned long j = 0; j < nr; j++) {
+			m->dst[i + j] = 0;
+			m->dma[i + j] = 0;
+			/* (a poisoned page stays: its data is lost, its owner gets SIGBUS) */
+			if (!gmem_hbm_poisoned(m->g, pfn_to_page(page_to_pfn(spage) + j)))
+				gmem_sys_dst(m, i + j, vma, start + (i + j) * PAGE_SIZE,
+					     off + j * PAGE_SIZE, write, false);
+		}
+		i += nr - 1;
 	}
 	return gmem_migration_copy(m, npages, true);
 }
@@ -225,7 +306,8 @@ static unsigned long gmem_count_migrated(struct gmem_migration *m, unsigned long
 	unsigned long n = 0;
 
 	for (unsigned long i = 0; i < npages; i++)
-		n += m->dst[i] && (m->src[i] & MIGRATE_PFN_MIGRATE);
+		if (m->dst[i] && (m->src[i] & MIGRATE_PFN_MIGRATE))
+			n += gmem_entry_pages(m, i);
 	return n;
 }
 
@@ -331,9 +413,9 @@ static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned l
 		return;
 	m->g = g;
 	for (unsigned long i = 0, run; i < npages; i += run) {
-		struct gmem_owner *owner = gmem_page_owner_get(hbm, pfn_to_page(pfn + i));
+		struct gmem_owner *owner = gmem_page_owner_get(hbm, pfn_to_page(pfn + i), &run);
 
-		for (run = 1; i + run < npages; run++)
+		for (run = min(run, npages - i); i + run < npages; run++)
 			if (READ_ONCE(pfn_to_page(pfn + i + run)->zone_device_data) != owner)
 				break;
 		if (owner && (!only || owner == only))
@@ -356,8 +438,9 @@ static int gmem_window_to_ram(struct gmem_accel *g, struct gmem_migration *m,
 		.src = m->src,
 		.dst = m->dst,
 		.pgmap_owner = g,
-		.flags = g->hbm.pgmap.type == MEMORY_DEVICE_COHERENT ?
-			 MIGRATE_VMA_SELECT_DEVICE_COHERENT : MIGRATE_VMA_SELECT_DEVICE_PRIVATE,
+		.flags = (g->hbm.pgmap.type == MEMORY_DEVICE_COHERENT ?
+			  MIGRATE_VMA_SELECT_DEVICE_COHERENT : MIGRATE_VMA_SELECT_DEVICE_PRIVATE) |
+			 gmem_select_compound(g, start, end),
 		.fault_page = fault_page,
 	};
 	unsigned long npages = (end - start) >> PAGE_SHIFT;
@@ -406,6 +489,35 @@ static vm_fault_t gmem_hbm_migrate_to_ram(struct vm_fault *vmf)
 }
 
 /*
+ * An HBM page for entry @i (with @huge, a 2 MiB folio) holding system page @spage's data
+ * (zeroes if NULL): queued for the copy. false if HBM has none (for a page: is full of pages
+ * that cannot move); the entry is then left in system memory.
+ */
+static bool gmem_hbm_dst(struct gmem_ctx *ctx, struct gmem_migration *m, unsigned long i,
+			 struct page *spage, unsigned long write, bool huge)
+{
+	u64 size = huge ? GMEM_HUGE_SIZE : PAGE_SIZE;
+	struct page *dpage;
+	u64 off;
+
+	dpage = huge && gmem_fail_huge(ctx) ? NULL : gmem_hbm_alloc(ctx, huge);
+	if (!dpage)
+		return false;
+	if (spage && !gmem_map_sys(m, i, spage, huge)) {
+		unlock_page(dpage);
+		put_page(dpage);
+		return !huge;	/* (a page that cannot be mapped stays; HBM is not full) */
+	}
+	gmem_hbm_page(ctx->g, dpage, &off);
+	m->dst[i] = migrate_pfn(page_to_pfn(dpage)) | write | (huge ? GMEM_PFN_COMPOUND : 0);
+	if (spage)
+		gmem_add_copy(m, GMEM_ADDR_HBM, off, GMEM_ADDR_SYS, m->dma[i], size);
+	else		/* never touched, or the zero page */
+		gmem_add_zero(m, off, size);
+	return true;
+}
+
+/*
  * Move [start, end) of @vma (one window) into HBM. The context's own mapping of the range
  * is removed here (its notifier skips migrations this context starts) and set up again,
  * pointing at HBM, once the pages have moved.
@@ -421,7 +533,7 @@ static int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 		.src = m->src,
 		.dst = m->dst,
 		.pgmap_owner = ctx,
-		.flags = MIGRATE_VMA_SELECT_SYSTEM,
+		.flags = MIGRATE_VMA_SELECT_SYSTEM | gmem_select_compound(ctx->g, start, end),
 	};
 	unsigned long npages = (end - start) >> PAGE_SHIFT;
 	unsigned long seq;
@@ -444,27 +556,29 @@ static int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 
 	for (unsigned long i = 0; i < npages; i++) {
 		struct page *spage = migrate_pfn_to_page(m->src[i]);
-		struct page *dpage;
-		u64 off;
+		unsigned long write = 0, nr = 1;
+		bool full = false;
 
 		if (!(m->src[i] & MIGRATE_PFN_MIGRATE))
 			continue;
-		dpage = gmem_hbm_alloc(ctx);
-		if (!dpage)
-			break;		/* HBM is full of pages that cannot move */
-		gmem_hbm_page(ctx->g, dpage, &off);
-		m->dst[i] = migrate_pfn(page_to_pfn(dpage));
 		if ((m->src[i] & MIGRATE_PFN_WRITE) || (!spage && (vma->vm_flags & VM_WRITE)))
-			m->dst[i] |= MIGRATE_PFN_WRITE;
-		if (!spage) {		/* never touched, or the zero page */
-			gmem_add_zero(m, off);
-		} else if (gmem_map_sys(m, i, spage)) {
-			gmem_add_copy(m, GMEM_ADDR_HBM, off, GMEM_ADDR_SYS, m->dma[i]);
-		} else {
-			unlock_page(dpage);
-			put_page(dpage);
-			m->dst[i] = 0;
+			write = MIGRATE_PFN_WRITE;
+		/* A THP (or an empty 2 MiB) moves whole into a 2 MiB folio, if one is free. */
+		if ((m->src[i] & GMEM_PFN_COMPOUND) && i + GMEM_WINDOW_PAGES <= npages) {
+			nr = GMEM_WINDOW_PAGES;
+			if (gmem_hbm_dst(ctx, m, i, spage, write, true)) {
+				i += nr - 1;
+				continue;
+			}
 		}
+		/* (migrate_vma_pages() splits a THP whose pages go to pages) */
+		for (unsigned long j = 0; j < nr && !full; j++)
+			full = !gmem_hbm_dst(ctx, m, i + j,
+					     spage ? pfn_to_page(page_to_pfn(spage) + j) : NULL,
+					     write, false);
+		if (full)
+			break;		/* HBM is full of pages that cannot move */
+		i += nr - 1;
 	}
 	ret = gmem_migration_copy(m, npages, false);
 	migrate_vma_pages(&args);
@@ -521,6 +635,7 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool 
 		return -ENOMEM;
 	}
 	m->g = g;
+	m->ctx = ctx;
 	/* Moving in may evict this process's own pages (gmem_evict_owned()). */
 	if (to_device)
 		gmem_mmap_lock_settled(ctx->mm);
@@ -576,6 +691,7 @@ void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
 
 	if (!m)
 		return;
+	m->ctx = ctx;
 	gmem_mmap_lock_settled(ctx->mm);	/* it may evict (gmem_evict_owned()) */
 	vma = vma_lookup(ctx->mm, start);
 	/* Only memory the process may read: the fault's own check comes after this. */
@@ -601,6 +717,7 @@ void gmem_fault_unshare(struct gmem_ctx *ctx, u64 start, u64 end)
 	lockdep_assert_held(&ctx->g->fault_lock);
 	if (!m)
 		return;
+	m->ctx = ctx;
 	mmap_read_lock(ctx->mm);
 	vma = vma_lookup(ctx->mm, start);
 	if (vma && end <= vma->vm_end)
@@ -610,13 +727,14 @@ void gmem_fault_unshare(struct gmem_ctx *ctx, u64 start, u64 end)
 }
 
 const struct dev_pagemap_ops gmem_hbm_private_ops = {
-	.page_free = gmem_hbm_page_free,
+	GMEM_PGMAP_FREE_OP,
+	GMEM_PGMAP_SPLIT_OP
 	.migrate_to_ram = gmem_hbm_migrate_to_ram,
 };
 
 /* The CPU reaches coherent HBM itself: no migration on CPU access. */
 const struct dev_pagemap_ops gmem_hbm_coherent_ops = {
-	.page_free = gmem_hbm_page_free,
+	GMEM_PGMAP_FREE_OP,
 };
 
 /* Move every page in use out of HBM (unbind; HMM_DMIRROR_RELEASE). */

@@ -313,6 +313,41 @@ static int gmem_pt_set_hbm(struct gmem_ctx *ctx, u64 va, u64 off, bool write)
 	return replaced;
 }
 
+/*
+ * Point the 2 MiB at @va (aligned) at HBM offset @off (aligned: a 2 MiB folio) with one leaf,
+ * dropping a table of 4 KiB entries there. Returns as gmem_pt_set_hbm() does.
+ */
+static int gmem_pt_set_hbm_huge(struct gmem_ctx *ctx, u64 va, u64 off, bool write)
+{
+	struct gmem_pt *pt = gmem_pt_table(ctx, va, 2, true);
+	u64 entry = gmem_leaf_pte(off, write, true) | GMEM_PTE_HUGE;
+	unsigned int idx = GMEM_PT_INDEX(va, 2);
+	int replaced = 0;
+	u64 *pte;
+
+	if (!pt)
+		return -EAGAIN;
+	pte = &pt->pte[idx];
+	if (READ_ONCE(*pte) == entry)
+		return 0;
+	if (pt->child[idx]) {
+		struct gmem_pt *old = pt->child[idx];
+
+		replaced = gmem_pt_zap(ctx, va, va + GMEM_HUGE_SIZE) > 0;
+		WRITE_ONCE(*pte, 0);
+		pt->child[idx] = NULL;
+		gmem_pt_free(ctx, old, 1);
+		kfree(old);
+	}
+	if (READ_ONCE(*pte) & GMEM_PTE_VALID)
+		replaced = 1;
+	if (READ_ONCE(*pte) & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE))
+		gmem_leaf_release(ctx, pte, 2);
+	WRITE_ONCE(*pte, entry);
+	gmem_ctx_count(ctx, GMEM_CTX_PAGES_MAPPED, GMEM_WINDOW_PAGES);
+	return replaced;
+}
+
 /* Remove the context's device mappings of [start, end) (a migration of its own starts). */
 void gmem_pt_unmap(struct gmem_ctx *ctx, u64 start, u64 end)
 {
@@ -334,14 +369,21 @@ void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src
 	if (!mmu_interval_read_retry(&ctx->notifier, seq)) {
 		for (unsigned long i = 0; i < npages; i++) {
 			struct page *page = migrate_pfn_to_page(dst[i]);
+			bool write = dst[i] & MIGRATE_PFN_WRITE;
+			int ret;
 			u64 off;
 
 			if (!page || !(src[i] & MIGRATE_PFN_MIGRATE) ||
 			    !gmem_hbm_page(ctx->g, page, &off))
 				continue;
-			/* The range was zapped: nothing valid is replaced. */
-			if (gmem_pt_set_hbm(ctx, va + i * PAGE_SIZE, off,
-					    dst[i] & MIGRATE_PFN_WRITE) < 0)
+			/* The range was zapped: nothing valid is replaced. A THP: one leaf. */
+			if (dst[i] & GMEM_PFN_COMPOUND) {
+				ret = gmem_pt_set_hbm_huge(ctx, va + i * PAGE_SIZE, off, write);
+				i += GMEM_WINDOW_PAGES - 1;
+			} else {
+				ret = gmem_pt_set_hbm(ctx, va + i * PAGE_SIZE, off, write);
+			}
+			if (ret < 0)
 				break;
 		}
 	}
@@ -386,7 +428,15 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 			 */
 			if (gmem_hbm_page(ctx->g, hmm_pfn_to_page(pfn), &off)) {
 				gmem_hbm_touch(ctx->g, hmm_pfn_to_page(pfn));
-				ret = gmem_pt_set_hbm(ctx, addr, off, write);
+				/* A 2 MiB HBM folio the CPU maps whole: one leaf (7.3). */
+				if (hmm_pfn_to_map_order(pfn) >= GMEM_HUGE_SHIFT - PAGE_SHIFT &&
+				    IS_ALIGNED(addr, GMEM_HUGE_SIZE) && npages - i >= 512 &&
+				    IS_ALIGNED(off, GMEM_HUGE_SIZE)) {
+					ret = gmem_pt_set_hbm_huge(ctx, addr, off, write);
+					i += 511;
+				} else {
+					ret = gmem_pt_set_hbm(ctx, addr, off, write);
+				}
 				if (ret < 0)
 					return ret;
 				replaced += ret;

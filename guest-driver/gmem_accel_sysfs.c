@@ -32,11 +32,23 @@ static ssize_t num_vectors_show(struct device *dev, struct device_attribute *att
 }
 static DEVICE_ATTR_RO(num_vectors);
 
+/*
+ * 1 if a THP moves to HBM and back whole, as one 2 MiB folio: the kernel allows it (7.3), into
+ * device-private HBM (gmem_select_compound()).
+ */
+static ssize_t thp_migration_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", GMEM_SELECT_COMPOUND != 0 &&
+			  to_gmem_accel(dev)->hbm.pgmap.type == MEMORY_DEVICE_PRIVATE);
+}
+static DEVICE_ATTR_RO(thp_migration);
+
 static struct attribute *gmem_accel_attrs[] = {
 	&dev_attr_hbm_size.attr,
 	&dev_attr_version.attr,
 	&dev_attr_capabilities.attr,
 	&dev_attr_num_vectors.attr,
+	&dev_attr_thp_migration.attr,
 	NULL,
 };
 
