@@ -8,9 +8,28 @@ dev=$1
 [ -n "$dev" ] || { echo "bench: no device-private gmem-accel device"; exit 1; }
 echo "BENCH-INFO guest_kernel $(uname -r)"
 echo "BENCH-INFO thp $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled)"
+# hmm-tests' own benchmark_thp_migration (7.3's tree has it): its table as lines
+#   BENCH-THP <who> <MiB> <to device THP ms> <to device 4K ms> <to system THP ms> <to system 4K ms>
+thp_bench() {
+	/usr/libexec/gmem-accel/hmm-tests -r hmm.hmm_device_private.benchmark_thp_migration 2>&1 |
+		awk -v who="$1" '
+			/^=== .* MB\) ===/ { gsub(/.*\(|MB\).*/, ""); mib = $0 }
+			/^Sys->Dev Migration/ { split($0, f, "|"); s_thp = f[2] + 0; s_4k = f[3] + 0 }
+			/^Dev->Sys Migration/ { split($0, f, "|");
+				printf "BENCH-THP %s %s %s %s %s %s\n", who, mib, s_thp, s_4k, f[2] + 0, f[3] + 0 }'
+}
+has_thp_bench() {
+	/usr/libexec/gmem-accel/hmm-tests -l 2>/dev/null | grep -q benchmark_thp_migration
+}
 "$bench" gmem-accel /dev/gmem_dmirror"$dev" "$dev" || exit 1
+if has_thp_bench; then
+	ln -sfn gmem_dmirror"$dev" /dev/hmm_dmirror0
+	thp_bench gmem-accel
+	rm -f /dev/hmm_dmirror0
+fi
 insmod /lib/modules/test_hmm.ko || exit 1
 "$bench" test_hmm /dev/hmm_dmirror0
 status=$?
+has_thp_bench && thp_bench test_hmm
 rmmod test_hmm
 exit $status

@@ -4,13 +4,13 @@
 # eviction and the kernel log, on a device-private and a coherent device of that size. The
 # suite's own VM uses 256 MiB, where a range released short by the rounding still matches.
 . "$(dirname "$0")/../scripts/lib/tap.sh"
-: "${REPO:?set REPO to the checkout}"
+: "${GMEM_KERNEL:?set GMEM_KERNEL to the guest kernel (7.3, 6.12)}" "${REPO:?set REPO to the checkout}"
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 t=/tests k=/usr/libexec/gmem-accel
 plan 4
-"$REPO/scripts/run-vm.sh" --no-build --devices 2 --coherent 1 --hbm-size 64M --timeout 1800 \
+"$REPO/scripts/run-vm.sh" --no-build --kernel "$GMEM_KERNEL" --devices 2 --coherent 1 --hbm-size 64M --timeout 1800 \
 	--run "$t/module_test; echo MODULE_TEST \$?; $t/hbm_test; echo HBM_TEST \$?;
 	       $k/kernel_log.sh; echo KERNEL_LOG \$?" >"$dir/vm.log" 2>&1
 status=$?

@@ -4,13 +4,13 @@
 # the other device keeps working, the new device binds and works, and the kernel log stays
 # clean. The guest's half is guest-tests/hotplug_hold.c.
 . "$(dirname "$0")/../scripts/lib/tap.sh"
-: "${REPO:?set REPO to the checkout}" "${GMEM_BUILD_DIR:?set GMEM_BUILD_DIR to the build}"
+: "${GMEM_KERNEL:?set GMEM_KERNEL to the guest kernel (7.3, 6.12)}" "${REPO:?set REPO to the checkout}" "${GMEM_BUILD_DIR:?set GMEM_BUILD_DIR to the build}"
 
 dir=$(mktemp -d)
 trap 'kill "$vm" 2>/dev/null; wait; rm -rf "$dir"' EXIT
 mkdir "$dir/extra"
 cp "$GMEM_BUILD_DIR/guest-tests/hotplug_hold" "$dir/extra/"
-"$REPO/scripts/run-vm.sh" --no-build --devices 2 --coherent 0 --timeout 600 --extra "$dir/extra" \
+"$REPO/scripts/run-vm.sh" --no-build --kernel "$GMEM_KERNEL" --devices 2 --coherent 0 --timeout 600 --extra "$dir/extra" \
 	--run '/extra/hotplug_hold; s=$?; /usr/libexec/gmem-accel/kernel_log.sh; exit $s' \
 	>"$dir/vm.log" 2>&1 &
 vm=$!

@@ -4,17 +4,17 @@
 # driver's SNAPSHOT; this script reads the same context's page table over the VM's QMP socket
 # with scripts/gmem-monitor and compares.
 . "$(dirname "$0")/../scripts/lib/tap.sh"
-: "${REPO:?set REPO to the checkout}" "${GMEM_BUILD_DIR:?set GMEM_BUILD_DIR to the build}"
+: "${GMEM_KERNEL:?set GMEM_KERNEL to the guest kernel (7.3, 6.12)}" "${REPO:?set REPO to the checkout}" "${GMEM_BUILD_DIR:?set GMEM_BUILD_DIR to the build}"
 
 dir=$(mktemp -d)
 trap 'kill "$vm" 2>/dev/null; wait; rm -rf "$dir"' EXIT
 mkdir "$dir/extra"
 cp "$GMEM_BUILD_DIR/guest-tests/xcheck_hold" "$dir/extra/"
-"$REPO/scripts/run-vm.sh" --no-build --devices 1 --timeout 300 --extra "$dir/extra" \
+"$REPO/scripts/run-vm.sh" --no-build --kernel "$GMEM_KERNEL" --devices 1 --timeout 300 --extra "$dir/extra" \
 	--run /extra/xcheck_hold >"$dir/vm.log" 2>&1 &
 vm=$!
 
-plan 3
+plan 4
 line="" qmp=""
 for _ in $(seq 1200); do
 	line=$(grep -a -m1 '^XCHECK ' "$dir/vm.log" | tr -d '\r')
@@ -28,6 +28,7 @@ if [ -z "$line" ] || [ -z "$qmp" ]; then
 	tail -n 20 "$dir/vm.log" | diag
 	not_ok "the monitor's page table matches it page by page"
 	not_ok "the pattern has writable, read-only, 2 MiB and HBM pages"
+	not_ok "the THP moved to HBM is mapped as the kernel moved it"
 	tap_done
 fi
 ok "the guest program printed its view"
@@ -63,11 +64,21 @@ kinds = set(view)
 print(f"{len(bad)} differ; kinds {sorted(kinds)}")
 if {READ, READ | WRITE, READ | WRITE | HUGE, READ | WRITE | HBM} <= kinds:
     print("has read-only, writable, 2 MiB and HBM pages")
+thp = set(dev[1024:1536])                    # the third 2 MiB: a THP moved to HBM
+print("HBM THP: " + ("one 2 MiB leaf" if thp == {READ | WRITE | HUGE | HBM} else
+                     "512 4 KiB leaves" if thp == {READ | WRITE | HBM} else f"{sorted(thp)}"))
 PY
 )
 check "the monitor's page table matches it page by page" grep -q '^0 differ' <<<"$result"
 check "the pattern has writable, read-only, 2 MiB and HBM pages" \
 	grep -q 'has read-only, writable, 2 MiB and HBM' <<<"$result"
+# Linux 7.3 moves a THP whole (the driver's thp_migration), 6.12 page by page.
+case "$GMEM_KERNEL" in
+6.12) thp_leaf="512 4 KiB leaves" ;;
+*) thp_leaf="one 2 MiB leaf" ;;
+esac
+check "the THP moved to HBM is mapped as the kernel moved it: $thp_leaf" \
+	grep -q "^HBM THP: $thp_leaf\$" <<<"$result"
 printf '%s\n' "$result" | diag
 python3 -c 'import json,socket,sys
 s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f=s.makefile("r"); f.readline()

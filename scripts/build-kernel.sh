@@ -1,54 +1,92 @@
 #!/bin/bash
-# Build the guest kernel (bzImage + lib/test_hmm.ko) from tinyconfig + images/kernel.config.
-#   Source: $GMEM_KERNEL_SRC (a Linux 6.12 tree of your own), else Debian's linux-source-6.12.
-#   --variant debug (first): also merge images/kernel-debug.config (KASAN, lockdep, kmemleak...);
-#   the variant's outputs are named bzImage-debug, test_hmm-debug.ko, kernel-build-dir-debug.
-#   --print-source: prepare the source tree and print its path (meson uses it at setup).
-#   --install DIR: copy bzImage and test_hmm.ko into DIR and write DIR/kernel-build-dir (the
+# Build a guest kernel (bzImage + lib/test_hmm.ko) from tinyconfig + images/kernel.config (+
+# images/kernel-VERSION.config, what that version needs besides).
+#   --kernel 6.12|7.3 (first): which kernel (default 7.3). Source: $GMEM_KERNEL_SRC if it is a
+#   tree of that version, else Debian's linux-source-VERSION.
+#   --variant debug: also merge images/kernel-debug.config (KASAN, lockdep, kmemleak...).
+#   Outputs are named bzImage-VERSION[-debug], test_hmm-VERSION[-debug].ko and
+#   kernel-build-dir-VERSION[-debug].
+#   --print-source: prepare the source tree and print its path (meson uses it at setup);
+#   --print-uapi: the same for the kernel's uAPI headers (make headers; an include directory).
+#   --install DIR: copy bzImage and test_hmm.ko into DIR and write DIR/kernel-build-dir-... (the
 #   O= directory, for out-of-tree modules), touching only files whose content changed.
 #   Prints the kernel build directory on the last line.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$repo/scripts/lib/log.sh"
 . "$repo/scripts/lib/cache.sh"
+# The guest kernels gmem-accel supports, newest first (the default).
+KERNELS=(7.3 6.12)
+kver=${KERNELS[0]}
+if [ "${1:-}" = --kernel ]; then
+	kver=${2:-}
+	[[ " ${KERNELS[*]} " == *" $kver "* ]] ||
+		die "build-kernel.sh: --kernel '$kver': give one of ${KERNELS[*]}"
+	shift 2
+fi
 fragments=("$repo/images/kernel.config")
-variant="" sfx=""
+[ ! -f "$repo/images/kernel-$kver.config" ] || fragments+=("$repo/images/kernel-$kver.config")
+variant=""
 if [ "${1:-}" = --variant ]; then
 	case "${2:-}" in
-	debug) fragments+=("$repo/images/kernel-debug.config") variant=debug sfx=-debug ;;
+	debug) fragments+=("$repo/images/kernel-debug.config") variant=debug ;;
 	*) die "build-kernel.sh: --variant '${2:-}': the only variant is 'debug'" ;;
 	esac
 	shift 2
 fi
+sfx=-$kver${variant:+-$variant}
 
+# Debian's linux-source-VERSION, unpacked once per package version into the cache.
+pkgver=""
 debian_source() {
-	local tarball=/usr/src/linux-source-6.12.tar.xz pkgver dir="$GMEM_CACHE/src/linux"
-	[ -f "$tarball" ] || die "$tarball is missing: apt-get install linux-source-6.12 (scripts/lib/host-deps.sh does), or set GMEM_KERNEL_SRC."
-	pkgver=$(dpkg-query -W -f='${Version}' linux-source-6.12)
-	if [ "$(cat "$dir/.gmem-unpacked" 2>/dev/null)" != "$pkgver" ]; then
-		step "unpacking linux-source-6.12 $pkgver into $dir" >&2
-		rm -rf "$dir"
+	local tarball=/usr/src/linux-source-$kver.tar.xz dir="$GMEM_CACHE/src/linux"
+	[ -f "$tarball" ] || die "$tarball is missing: apt-get install linux-source-$kver (scripts/lib/host-deps.sh does), or set GMEM_KERNEL_SRC."
+	pkgver=$(dpkg-query -W -f='${Version}' "linux-source-$kver")
+	if [ "$(cat "$dir/linux-source-$kver/.gmem-unpacked" 2>/dev/null)" != "$pkgver" ]; then
+		step "unpacking linux-source-$kver $pkgver into $dir" >&2
+		rm -rf "$dir/linux-source-$kver"
 		mkdir -p "$dir"
-		tar -C "$dir" -xf "$tarball"
-		echo "$pkgver" >"$dir/.gmem-unpacked"
+		tar -C "$dir" -xf "$tarball" "linux-source-$kver"
+		echo "$pkgver" >"$dir/linux-source-$kver/.gmem-unpacked"
 	fi
-	echo "$dir/linux-source-6.12"
+	echo "$dir/linux-source-$kver"
 }
 
+src=""
 if [ -n "${GMEM_KERNEL_SRC:-}" ]; then
 	src=$(cd "$GMEM_KERNEL_SRC" && pwd) || die "GMEM_KERNEL_SRC=$GMEM_KERNEL_SRC is not a directory."
 	[ -f "$src/Makefile" ] && [ -f "$src/lib/test_hmm.c" ] ||
 		die "GMEM_KERNEL_SRC=$src does not look like a Linux tree with lib/test_hmm.c."
-else
+	# A tree of another version is for the other kernel: this one comes from Debian.
+	case "$(make -s -C "$src" kernelversion)" in "$kver" | "$kver".*) ;; *) src="" ;; esac
+fi
+user_tree=1
+if [ -z "$src" ]; then
+	user_tree=0
 	src=$(debian_source)
+	pkgver=$(cat "$src/.gmem-unpacked")
 fi
 if [ "${1:-}" = --print-source ]; then
 	echo "$src"
 	exit 0
 fi
+# The kernel's uAPI headers (make headers), which user space built for it includes before the
+# host's (the guest tests and the kernel's own selftests: kselftest's KHDR_INCLUDES).
+if [ "${1:-}" = --print-uapi ]; then
+	hdr="$GMEM_CACHE/uapi-$kver-$(hash_of "$src" "$pkgver")"
+	if [ ! -f "$hdr/.gmem-headers" ] || [ "$user_tree" = 1 ]; then
+		step "installing the uAPI headers of Linux $kver into $hdr" >&2
+		mkdir -p "$hdr"
+		make -s -C "$src" O="$hdr" headers >"$hdr/headers.log" 2>&1 ||
+			{ tail -n 20 "$hdr/headers.log" >&2; die "make headers failed for $src; log: $hdr/headers.log"; }
+		touch "$hdr/.gmem-headers"
+	fi
+	echo "$hdr/usr/include"
+	exit 0
+fi
 
 version=$(make -s -C "$src" kernelversion)
-key=$(hash_of "$src" "$version" "${fragments[@]}" "$(cat "$src/../.gmem-unpacked" 2>/dev/null || true)")
+key=$(hash_of "$src" "$version" "${fragments[@]}" "$pkgver")
 out="$GMEM_CACHE/linux-$version${variant:+-$variant}-$key"
 # A kernel tree of the user's may change under us: always run make there; ours is immutable.
 install_outputs() {
@@ -62,7 +100,7 @@ install_outputs() {
 	echo "$out" >"$tmp"
 	if cmp -s "$tmp" "$dest/kernel-build-dir$sfx"; then rm -f "$tmp"; else mv "$tmp" "$dest/kernel-build-dir$sfx"; fi
 }
-if [ -f "$out/.gmem-built" ] && [ -z "${GMEM_KERNEL_SRC:-}" ]; then
+if [ -f "$out/.gmem-built" ] && [ "$user_tree" = 0 ]; then
 	install_outputs "$@"
 	echo "$out"
 	exit 0
@@ -74,10 +112,19 @@ if [ ! -f "$out/.gmem-configured" ]; then
 	make -s -C "$src" O="$out" tinyconfig >"$out/config.log" 2>&1
 	"$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "${fragments[@]}" >>"$out/config.log" 2>&1
 	make -s -C "$src" O="$out" olddefconfig >>"$out/config.log" 2>&1
-	# Every option of the fragment must have survived dependency resolution.
-	lost=$(cat "${fragments[@]}" | grep -E '^CONFIG_[A-Z0-9_]+=' | while read -r line; do
-		grep -qx "$line" "$out/.config" || echo "${line%%=*}"
-	done)
+	# Every option of the fragments must have survived dependency resolution, save those this
+	# version does not have at all (renamed; the version's own fragment names the new one).
+	lost="" unknown=""
+	while read -r line; do
+		grep -qx "$line" "$out/.config" && continue
+		opt=${line%%=*}
+		if grep -rqE --include='Kconfig*' "^\s*(menu)?config ${opt#CONFIG_}\s*$" "$src"; then
+			lost="$lost $opt"
+		else
+			unknown="$unknown $opt"
+		fi
+	done < <(cat "${fragments[@]}" | grep -E '^CONFIG_[A-Z0-9_]+=')
+	[ -z "$unknown" ] || note "Linux $version has no$unknown (options of another version): left out"
 	[ -z "$lost" ] || die "options of ${fragments[*]#"$repo"/} dropped by Kconfig (missing dependencies?): $(echo $lost). Fix the fragment."
 	touch "$out/.gmem-configured"
 fi

@@ -1,8 +1,8 @@
 #!/bin/bash
-# Benchmarks: build what is missing, boot the VM, run the same hmm-bench against gmem-accel and
-# lib/test_hmm.ko, measure host memcpy in the same run, print one table and write it to
-# docs/benchmarks.md (regenerated here, never edited by hand). Installs the Debian packages it
-# needs. No figure is asserted anywhere.
+# Benchmarks: build what is missing, boot a VM per guest kernel, run the same hmm-bench against
+# gmem-accel and lib/test_hmm.ko, measure host memcpy in the same run, print a table per kernel
+# and write them to docs/benchmarks.md (regenerated here, never edited by hand). Installs the
+# Debian packages it needs. No figure is asserted anywhere.
 #   scripts/run-bench.sh [--no-write] [run-vm.sh options, e.g. --accel kvm]
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,21 +23,26 @@ done
 results=$(mktemp -d "${TMPDIR:-/tmp}/gmem-accel-bench.XXXXXX")
 trap 'rm -rf "$results"' EXIT
 
-gmem_build
-step "benchmarks in the guest (gmem-accel, then test_hmm.ko; a few minutes under TCG)"
-"$repo/scripts/run-vm.sh" --no-build "${args[@]}" --run /usr/libexec/gmem-accel/bench.sh \
-	>"$results/vm.log" 2>&1 || { tail -n 30 "$results/vm.log" >&2; die "the guest benchmark failed (output above)"; }
+gmem_build "${GMEM_KERNELS[@]}"
 step "host memcpy (the physical limit)"
-"$GMEM_BUILD/host-tests/memcpy-bench" 64 >>"$results/vm.log"
-grep -E '^BENCH' "$results/vm.log" >"$results/bench.txt"
-{
-	echo "BENCH-INFO date $(date -u +%Y-%m-%d)"
-	echo "BENCH-INFO accel $accel"
-	echo "BENCH-INFO cpu $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores"
-	echo "BENCH-INFO host $(. /etc/os-release && echo "$PRETTY_NAME"), Linux $(uname -r)"
-	echo "BENCH-INFO qemu $("$GMEM_BUILD/qemu-system-x86_64" --version | head -n 1)"
-} >>"$results/bench.txt"
-table=$(/usr/bin/python3 "$repo/scripts/lib/bench_table.py" "$results/bench.txt")
+"$GMEM_BUILD/host-tests/memcpy-bench" 64 >"$results/memcpy.log"
+files=()
+for k in "${GMEM_KERNELS[@]}"; do
+	step "benchmarks in the guest on Linux $k (gmem-accel, then test_hmm.ko; a few minutes under TCG)"
+	"$repo/scripts/run-vm.sh" --no-build --kernel "$k" "${args[@]}" \
+		--run /usr/libexec/gmem-accel/bench.sh >"$results/vm-$k.log" 2>&1 ||
+		{ tail -n 30 "$results/vm-$k.log" >&2; die "the guest benchmark on Linux $k failed (output above)"; }
+	{
+		grep -hE '^BENCH' "$results/vm-$k.log" "$results/memcpy.log"
+		echo "BENCH-INFO date $(date -u +%Y-%m-%d)"
+		echo "BENCH-INFO accel $accel"
+		echo "BENCH-INFO cpu $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores"
+		echo "BENCH-INFO host $(. /etc/os-release && echo "$PRETTY_NAME"), Linux $(uname -r)"
+		echo "BENCH-INFO qemu $("$GMEM_BUILD/qemu-system-x86_64" --version | head -n 1)"
+	} >"$results/bench-$k.txt"
+	files+=("$results/bench-$k.txt")
+done
+table=$(/usr/bin/python3 "$repo/scripts/lib/bench_table.py" "${files[@]}")
 echo "$table"
 if [ "$write" = 1 ]; then
 	printf '%s\n' "$table" >"$repo/docs/benchmarks.md"

@@ -18,6 +18,7 @@ Modes (default: the guest test suite):
   --shell              interactive shell on the guest console; 'exit' powers off
   --run CMD            run CMD in the guest (sh -c) and return its exit status
 Options:
+  --kernel 7.3|6.12    guest kernel (default 7.3, today's; 6.12 is the LTS one)
   --extra DIR          add DIR's files to the guest under /extra (which is on PATH)
   --devices N          number of gmem-accel devices, 1-16 (default 4: hmm-tests wants two
                        device-private and two coherent ones)
@@ -41,7 +42,7 @@ Options:
   --results FILE       keep the guest's TAP results in FILE (suite mode)
   --no-build           boot what was built last, do not build
   -h, --help           this text
-Environment: GMEM_QEMU_SRC (your QEMU 10.0 tree), GMEM_KERNEL_SRC (your Linux 6.12 tree),
+Environment: GMEM_QEMU_SRC (your QEMU 10.0 tree), GMEM_KERNEL_SRC (your Linux 7.3 or 6.12 tree),
 GMEM_CACHE (build cache, default ~/.cache/gmem-accel), GMEM_BUILD_DIR (default ./build).
 While the VM runs, its QMP and HMP monitor sockets are printed; connect with e.g.
   socat - UNIX-CONNECT:<hmp socket>
@@ -68,11 +69,13 @@ parse_size() {
 need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || bad_option "$1 needs a value"; }
 
 mode=suite run_cmd="" extra="" devices=4 hbm_size=256M accel=tcg smp=2 memory=2G coherent=""
-qemu_args="" append_extra="" timeout="" results="" build=1 numa=2 iommu=1 variant="" sfx=""
+qemu_args="" append_extra="" timeout="" results="" build=1 numa=2 iommu=1 variant=""
+kver=${GMEM_KERNELS[0]}
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--shell) mode=shell ;;
 	--run) need_arg "$@"; mode=run run_cmd=$2; shift ;;
+	--kernel) need_arg "$@"; kver=$2; shift ;;
 	--extra) need_arg "$@"; extra=$2; shift ;;
 	--devices) need_arg "$@"; devices=$2; shift ;;
 	--hbm-size) need_arg "$@"; hbm_size=$2; shift ;;
@@ -82,7 +85,7 @@ while [ $# -gt 0 ]; do
 	--memory) need_arg "$@"; memory=$2; shift ;;
 	--numa) need_arg "$@"; numa=$2; shift ;;
 	--no-iommu) iommu=0 ;;
-	--debug-kernel) variant=debug sfx=-debug ;;
+	--debug-kernel) variant=debug ;;
 	--qemu-args) need_arg "$@"; qemu_args=$2; shift ;;
 	--append) need_arg "$@"; append_extra=$2; shift ;;
 	--timeout) need_arg "$@"; timeout=$2; shift ;;
@@ -94,6 +97,9 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
+[[ " ${GMEM_KERNELS[*]} " == *" $kver "* ]] ||
+	bad_option "--kernel '$kver': give one of ${GMEM_KERNELS[*]}"
+sfx=-$kver${variant:+-$variant}
 [[ $devices =~ ^[0-9]+$ ]] && [ "$devices" -ge 1 ] && [ "$devices" -le 16 ] ||
 	bad_option "--devices '$devices': give a number from 1 to 16"
 if [ -z "$coherent" ]; then
@@ -129,12 +135,12 @@ fi
 read -ra extra_qemu <<<"$qemu_args"
 
 if [ "$build" = 1 ]; then
-	gmem_build $variant
+	gmem_build "$kver" $variant
 fi
 qemu="$GMEM_BUILD/qemu-system-x86_64"
 kernel="$GMEM_BUILD/bzImage$sfx"
 for f in "$qemu" "$kernel" "$GMEM_BUILD/initramfs$sfx.cpio"; do
-	[ -e "$f" ] || die "$f is missing: run scripts/run-vm.sh${variant:+ --debug-kernel} without --no-build."
+	[ -e "$f" ] || die "$f is missing: run scripts/run-vm.sh --kernel $kver${variant:+ --debug-kernel} without --no-build."
 done
 
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/gmem-accel-vm.XXXXXX")
@@ -198,7 +204,7 @@ cmd=("$qemu" -machine q35 "${accel_args[@]}" -smp "$smp_arg" -m "$((mem_bytes >>
 	-mon chardev=hostctlqmp,mode=control
 	"${machine_args[@]}" "${device_args[@]}" "${extra_qemu[@]}")
 
-step "booting q35 ($accel, $smp CPUs, $memory in $numa NUMA node(s)$([ "$iommu" = 1 ] && echo ", intel-iommu")${variant:+, $variant kernel}) with $devices gmem-accel device(s), HBM $hbm_size each, $coherent of them coherent"
+step "booting q35 ($accel, $smp CPUs, $memory in $numa NUMA node(s)$([ "$iommu" = 1 ] && echo ", intel-iommu"), Linux $kver${variant:+ $variant kernel}) with $devices gmem-accel device(s), HBM $hbm_size each, $coherent of them coherent"
 note "QMP monitor: $qmp"
 note "HMP monitor: $hmp   (socat - UNIX-CONNECT:$hmp)"
 note "run directory: $run_dir"

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Derive the extra Debian suites gmem-accel needs (bookworm-backports for meson >= 1.5,
-# trixie for the QEMU 10.0 source package, deb-src for `apt-get source`) from the machine's own
-# Debian sources, so no archive host is ever named here. trixie is pinned low so nothing on the
-# host is upgraded to it by accident.
+# trixie for the QEMU 10.0 source package, trixie-backports for linux-source-7.3, deb-src for
+# `apt-get source`) from the machine's own Debian sources, so no archive host is ever named
+# here. trixie is pinned low so nothing on the host is upgraded to it by accident.
 set -euo pipefail
 
 SRC_FILE=${GMEM_APT_SOURCES:-/etc/apt/sources.list.d/debian.sources}
@@ -32,7 +32,7 @@ cat >"$new" <<SRC
 # Written by gmem-accel scripts/lib/apt-sources.sh, derived from $SRC_FILE.
 Types: deb deb-src
 URIs: $mirror
-Suites: bookworm-backports trixie
+Suites: bookworm-backports trixie trixie-backports
 Components: main
 Signed-By: $keyring
 

@@ -1,32 +1,45 @@
-# Build everything the VM needs through the top-level meson.build (sourced by run-vm.sh and
-# run-tests.sh). Sets GMEM_BUILD (the meson build directory).
+# Build everything the VM needs through the top-level meson.build (sourced by run-vm.sh,
+# run-tests.sh and run-bench.sh). Sets GMEM_BUILD (the meson build directory).
 GMEM_BUILD=${GMEM_BUILD_DIR:-$repo/build}
+# The guest kernels (scripts/build-kernel.sh's KERNELS), newest first: the default.
+GMEM_KERNELS=(7.3 6.12)
 
-# gmem_build [debug] [sanitize]: everything the VM needs; with "debug", the debug kernel
-# variant too; with "sanitize", the ASan+UBSan QEMU the fuzzer runs.
+# gmem_build [VERSION...] [debug] [sanitize]: QEMU and, for each guest kernel VERSION (none
+# given: all of them), its kernel, module, tests and initramfs; with "debug", each one's debug
+# variant (KASAN, lockdep, kmemleak...) too; with "sanitize", the ASan+UBSan QEMU the fuzzer
+# runs.
 gmem_build() {
-	local ksrc
+	local a k kernels=() targets=() srcs=() debug=0 sanitize=0 want have
+	for a in "$@"; do
+		case "$a" in
+		debug) debug=1 ;;
+		sanitize) sanitize=1 ;;
+		*) kernels+=("$a") ;;
+		esac
+	done
+	[ ${#kernels[@]} -gt 0 ] || kernels=("${GMEM_KERNELS[@]}")
 	"$repo/scripts/lib/host-deps.sh"
-	ksrc=$("$repo/scripts/build-kernel.sh" --print-source)
+	for k in "${GMEM_KERNELS[@]}"; do
+		srcs+=("$k=$("$repo/scripts/build-kernel.sh" --kernel "$k" --print-source)")
+	done
+	want=$(IFS=,; echo "${srcs[*]}")
 	if [ ! -f "$GMEM_BUILD/build.ninja" ]; then
 		step "configuring the gmem-accel build in $GMEM_BUILD"
-		meson setup "$GMEM_BUILD" "$repo" -Dkernel_src="$ksrc" >"$GMEM_BUILD.setup.log" 2>&1 ||
+		meson setup "$GMEM_BUILD" "$repo" -Dkernel_srcs="$want" >"$GMEM_BUILD.setup.log" 2>&1 ||
 			{ cat "$GMEM_BUILD.setup.log" >&2; die "meson setup failed (log above)"; }
 		rm -f "$GMEM_BUILD.setup.log"
-	elif [ "$(meson introspect "$GMEM_BUILD" --buildoptions 2>/dev/null |
-		/usr/bin/python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "kernel_src"))' 2>/dev/null)" != "$ksrc" ]; then
-		meson configure "$GMEM_BUILD" -Dkernel_src="$ksrc" >/dev/null
+	else
+		have=$(meson introspect "$GMEM_BUILD" --buildoptions 2>/dev/null |
+			/usr/bin/python3 -c 'import json,sys; print(",".join(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "kernel_srcs")))' 2>/dev/null || true)
+		[ "$have" = "$want" ] || meson configure "$GMEM_BUILD" -Dkernel_srcs="$want" >/dev/null ||
+			die "meson configure -Dkernel_srcs=$want failed: remove $GMEM_BUILD and run again."
 	fi
-	step "building (QEMU, guest kernel, driver, guest tests, initramfs; only what changed)"
+	for k in "${kernels[@]}"; do
+		targets+=("initramfs-$k.cpio")
+		[ "$debug" = 0 ] || targets+=("initramfs-$k-debug.cpio")
+	done
+	[ "$sanitize" = 0 ] || targets+=(qemu-san)
+	step "building QEMU$([ "$sanitize" = 1 ] && echo " (and its ASan+UBSan variant, ~7 min cold)"), guest kernel(s) ${kernels[*]}$([ "$debug" = 1 ] && echo " with their debug variants (KASAN, lockdep, kmemleak...)"), driver, guest tests, initramfs; only what changed"
 	meson compile -C "$GMEM_BUILD" || die "build failed; the messages above name the step."
-	if [[ " $* " == *" debug "* ]]; then
-		step "building the debug guest kernel (KASAN, lockdep, kmemleak...), its driver and initramfs"
-		meson compile -C "$GMEM_BUILD" initramfs-debug.cpio ||
-			die "debug build failed; the messages above name the step."
-	fi
-	if [[ " $* " == *" sanitize "* ]]; then
-		step "building QEMU with ASan and UBSan (the fuzzer's; a cold build takes ~7 min)"
-		meson compile -C "$GMEM_BUILD" qemu-san ||
-			die "sanitizer build failed; the messages above name the step."
-	fi
+	meson compile -C "$GMEM_BUILD" "${targets[@]}" || die "build failed; the messages above name the step."
 }

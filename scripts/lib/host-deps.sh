@@ -12,8 +12,8 @@ PACKAGES=(
 	libglib2.0-dev libpixman-1-dev zlib1g-dev flex bison
 	# QEMU run time: firmware for -L
 	seabios qemu-system-data/bookworm-backports
-	# guest kernel
-	linux-source-6.12 bc libelf-dev libssl-dev cpio xz-utils kmod
+	# guest kernels: 6.12 LTS (bookworm-security) and 7.3 (trixie-backports)
+	linux-source-6.12 linux-source-7.3/trixie-backports bc libelf-dev libssl-dev cpio xz-utils kmod
 	# guest user space: static test binaries and a busybox initramfs
 	gcc libc6-dev busybox-static
 	# host tests
@@ -36,7 +36,7 @@ fi
 if [ "$(id -u)" -ne 0 ]; then
 	die "missing Debian packages: ${missing[*]}; run this as root (or install them with sudo apt-get install)."
 fi
-step "adding Debian suites bookworm-backports, trixie and deb-src (derived from this machine's sources)"
+step "adding Debian suites bookworm-backports, trixie, trixie-backports and deb-src (derived from this machine's sources)"
 "$here/apt-sources.sh"
 step "apt-get update"
 apt-get update -q >/dev/null
