@@ -250,6 +250,73 @@ TEST_F_TIMEOUT(hbm, transparent_huge_page, 120)
 	munmap(raw, 2 * HUGE);
 }
 
+/* AnonHugePages of the mapping holding @addr, in bytes (/proc/self/smaps); -1 if not found. */
+static long anon_huge_bytes(void *addr)
+{
+	unsigned long start, end, a = (unsigned long)addr;
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[256];
+	bool in = false;
+	long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2)
+			in = a >= start && a < end;
+		else if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return kb < 0 ? -1 : kb << 10;
+}
+
+/*
+ * Where the kernel allows (thp_migration in sysfs: Linux 7.3), a THP moves whole: a 64 MiB
+ * THP-backed buffer goes into HBM with one 2 MiB DMA command per THP, the device maps each
+ * with one 2 MiB leaf in HBM, and back in system memory the CPU maps 2 MiB THPs again.
+ */
+TEST_F_TIMEOUT(hbm, thp_moves_whole, 600)
+{
+	size_t len = 64ul << 20;
+	unsigned long npages = len / PAGE, huge_hbm = 0;
+	uint8_t *raw = map_anon(len + HUGE, RW), *buf, *want = malloc(len), *view = malloc(npages);
+	struct gmem_accel_snapshot snap = { .npages = npages };
+	char path[96];
+	uint64_t thp = 0;
+	int64_t cmds;
+
+	snprintf(path, sizeof(path), "/sys/class/gmem_accel/gmem_accel%d/thp_migration", self->dev);
+	ASSERT_EQ(0, read_sysfs_u64(path, &thp));
+	if (!thp)
+		SKIP(return, "THPs move page by page here (thp_migration 0: Linux 6.12, or coherent HBM)");
+	ASSERT_NE(NULL, raw);
+	buf = (uint8_t *)(((uintptr_t)raw + HUGE - 1) & ~(HUGE - 1));
+	ASSERT_EQ(0, madvise(buf, len, MADV_HUGEPAGE));
+	pattern_with_copy(buf, want, len, 9);
+	ASSERT_EQ((long)len, anon_huge_bytes(buf)) TH_LOG("the kernel gave no THPs to start with");
+
+	cmds = dev_stat("commands");
+	ASSERT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ((int64_t)(len / HUGE), dev_stat("commands") - cmds);
+	snap.addr = (uintptr_t)buf;
+	snap.out = (uintptr_t)view;
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap));
+	for (unsigned long i = 0; i < npages; i++)
+		huge_hbm += (view[i] & (GMEM_ACCEL_PAGE_HBM | GMEM_ACCEL_PAGE_2M)) ==
+			    (GMEM_ACCEL_PAGE_HBM | GMEM_ACCEL_PAGE_2M);
+	EXPECT_EQ(npages, huge_hbm);
+	EXPECT_EQ(self->hbm_pages0 + (int64_t)npages, dev_stat("hbm_pages_now"));
+
+	ASSERT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_SYSTEM));
+	EXPECT_EQ(0, memcmp(buf, want, len));
+	EXPECT_EQ((long)len, anon_huge_bytes(buf));
+	EXPECT_EQ(self->hbm_pages0, dev_stat("hbm_pages_now"));
+	free(want);
+	free(view);
+	munmap(raw, len + HUGE);
+}
+
 /* munmap of HBM-resident memory gives its pages and chunks back. */
 TEST_F_TIMEOUT(hbm, munmap_returns_chunks, 120)
 {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * For host-tests/monitor_crosscheck.sh (not a suite test): map a pattern of pages for the
- * device — written, read-only, untouched, in HBM, a THP — print the driver's view of them, then hold
+ * device — written, read-only, untouched, in HBM, a THP, a THP moved to HBM (whole where the
+ * kernel allows: one 2 MiB HBM leaf) — print the driver's view of them, then hold
  * still until the host has read the same context's page table over the QEMU monitor. The
  * kernel may still change the pages (khugepaged, compaction): the view is printed again
  * whenever it changes, so the host can tell whether it was current during its read.
@@ -21,7 +22,7 @@
 
 #define PAGE 4096ul
 #define HUGE (2ul << 20)
-#define NPAGES 1024	/* 4 MiB: a 4 KiB block, then a THP */
+#define NPAGES 1536	/* 6 MiB: a 4 KiB block, a THP, a THP in HBM */
 
 static void run(int fd, struct gmem_accel_cmd c)
 {
@@ -40,7 +41,7 @@ int main(void)
 	int fd = gmem_open(0, O_RDWR);
 	uint8_t *raw = mmap(NULL, NPAGES * PAGE + HUGE, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uint8_t *buf, *scratch = malloc(64 * PAGE), view[NPAGES];
+	uint8_t *buf, *scratch = malloc(64 * PAGE), *whole = malloc(HUGE), view[NPAGES];
 	struct gmem_accel_snapshot snap = { .npages = NPAGES };
 	struct gmem_accel_stats st = { 0 };
 
@@ -48,7 +49,7 @@ int main(void)
 		return 1;
 	buf = (uint8_t *)(((uintptr_t)raw + HUGE - 1) & ~(HUGE - 1));
 	madvise(buf, HUGE, MADV_NOHUGEPAGE);
-	madvise(buf + HUGE, HUGE, MADV_HUGEPAGE);
+	madvise(buf + HUGE, 2 * HUGE, MADV_HUGEPAGE);
 	/* Pages 16-40 read-only first (a later mprotect would zap what the device has). */
 	memset(buf + 16 * PAGE, 1, 25 * PAGE);
 	mprotect(buf + 16 * PAGE, 25 * PAGE, PROT_READ);
@@ -67,6 +68,13 @@ int main(void)
 	memset(buf + HUGE, 2, HUGE);
 	run(fd, (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)scratch,
 					 .src = (uintptr_t)buf + HUGE + 5 * PAGE, .size = PAGE });
+	/* The third: a THP, moved to HBM. */
+	memset(buf + 2 * HUGE, 4, HUGE);
+	if (dev_migrate(fd, buf + 2 * HUGE, HUGE, GMEM_ACCEL_TO_DEVICE) != HUGE / PAGE)
+		return 6;
+	/* Read by the device: mapped even where the move left the mapping to the next fault. */
+	run(fd, (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)whole,
+					 .src = (uintptr_t)buf + 2 * HUGE, .size = HUGE });
 	snap.addr = (uintptr_t)buf;
 	if (ioctl(fd, GMEM_ACCEL_IOC_STATS, &st))
 		return 4;
