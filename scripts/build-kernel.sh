@@ -36,17 +36,27 @@ if [ "${1:-}" = --variant ]; then
 fi
 sfx=-$kver${variant:+-$variant}
 
-# Debian's linux-source-VERSION, unpacked once per package version into the cache.
+# Debian's linux-source-VERSION, unpacked once per package version (and set of patches) into
+# the cache, with images/patches/linux-VERSION/*.patch applied: fixes of kernel bugs the guest
+# suite finds, each explained in its header, until the kernel has them.
 pkgver=""
 debian_source() {
-	local tarball=/usr/src/linux-source-$kver.tar.xz dir="$GMEM_CACHE/src/linux"
+	local tarball=/usr/src/linux-source-$kver.tar.xz dir="$GMEM_CACHE/src/linux" p
+	local patches=("$repo/images/patches/linux-$kver/"*.patch)
+	[ -f "${patches[0]}" ] || patches=()
 	[ -f "$tarball" ] || die "$tarball is missing: apt-get install linux-source-$kver (scripts/lib/host-deps.sh does), or set GMEM_KERNEL_SRC."
 	pkgver=$(dpkg-query -W -f='${Version}' "linux-source-$kver")
+	[ ${#patches[@]} = 0 ] || pkgver="$pkgver+gmem$(hash_of "${patches[@]}")"
 	if [ "$(cat "$dir/linux-source-$kver/.gmem-unpacked" 2>/dev/null)" != "$pkgver" ]; then
 		step "unpacking linux-source-$kver $pkgver into $dir" >&2
 		rm -rf "$dir/linux-source-$kver"
 		mkdir -p "$dir"
 		tar -C "$dir" -xf "$tarball" "linux-source-$kver"
+		for p in "${patches[@]}"; do
+			note "applying ${p#"$repo"/}" >&2
+			patch -s -p1 -d "$dir/linux-source-$kver" <"$p" >&2 ||
+				die "${p#"$repo"/} does not apply to linux-source-$kver $pkgver: refresh or drop it."
+		done
 		echo "$pkgver" >"$dir/linux-source-$kver/.gmem-unpacked"
 	fi
 	echo "$dir/linux-source-$kver"

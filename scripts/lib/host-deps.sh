@@ -13,7 +13,7 @@ PACKAGES=(
 	# QEMU run time: firmware for -L
 	seabios qemu-system-data/bookworm-backports
 	# guest kernels: 6.12 LTS (bookworm-security) and 7.3 (trixie-backports)
-	linux-source-6.12 linux-source-7.3/trixie-backports bc libelf-dev libssl-dev cpio xz-utils kmod
+	linux-source-6.12 linux-source-7.3/trixie-backports bc libelf-dev libssl-dev cpio xz-utils kmod patch
 	# guest user space: static test binaries and a busybox initramfs
 	gcc libc6-dev busybox-static
 	# host tests
