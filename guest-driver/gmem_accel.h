@@ -245,6 +245,7 @@ struct gmem_accel {
 
 	struct gmem_ctx *kctx;		/* context 0: the driver's own commands, on queue 0 */
 	struct gmem_hbm hbm;
+	bool thp_migration_off;		/* sysfs thp_migration 0: THPs move page by page */
 
 	struct mutex inv_lock;		/* the TLB invalidation registers */
 	u32 inv_seq;
@@ -473,6 +474,7 @@ void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m);
 /* gmem_accel_migrate.c: migration both ways, eviction */
 extern const struct dev_pagemap_ops gmem_hbm_private_ops;
 extern const struct dev_pagemap_ops gmem_hbm_coherent_ops;
+bool gmem_thp_migration_possible(struct gmem_accel *g);
 int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool skip_holes,
 		 u64 *moved);
 void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end);

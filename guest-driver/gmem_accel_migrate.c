@@ -19,15 +19,22 @@ static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned l
 			     struct gmem_owner *only, struct mm_struct *held);
 
 /*
- * A window that is a whole aligned 2 MiB moves a THP whole (7.3; 0 on 6.12), into private HBM
- * only: 7.3 collects a PMD-mapped THP for a migration of system memory alone, so a coherent
- * one (mapped like system memory) could not come back.
+ * Can a THP move whole into @g's HBM and back (7.3; never on 6.12)? Into private HBM only: 7.3
+ * collects a PMD-mapped THP for a migration of system memory alone, so a coherent one (mapped
+ * like system memory) could not come back.
  */
+bool gmem_thp_migration_possible(struct gmem_accel *g)
+{
+	return GMEM_SELECT_COMPOUND != 0 && g->hbm.pgmap.type == MEMORY_DEVICE_PRIVATE;
+}
+
+/* A window that is a whole aligned 2 MiB moves a THP whole, unless sysfs turned that off. */
 static unsigned long gmem_select_compound(struct gmem_accel *g, unsigned long start,
 					  unsigned long end)
 {
-	return g->hbm.pgmap.type == MEMORY_DEVICE_PRIVATE && IS_ALIGNED(start, GMEM_HUGE_SIZE) &&
-	       end - start == GMEM_HUGE_SIZE ? GMEM_SELECT_COMPOUND : 0;
+	return gmem_thp_migration_possible(g) && !READ_ONCE(g->thp_migration_off) &&
+	       IS_ALIGNED(start, GMEM_HUGE_SIZE) && end - start == GMEM_HUGE_SIZE ?
+	       GMEM_SELECT_COMPOUND : 0;
 }
 
 /*
@@ -266,6 +273,12 @@ static bool gmem_sys_dst(struct gmem_migration *m, unsigned long i, struct vm_ar
 static int gmem_copy_to_ram(struct gmem_migration *m, unsigned long npages,
 			    struct vm_area_struct *vma, unsigned long start, void *owner)
 {
+	/*
+	 * The loop skips the tail entries of a 2 MiB move: none may keep an earlier window's
+	 * page, which migrate_vma_finalize() would unlock and put again.
+	 */
+	memset(m->dst, 0, sizeof(m->dst));
+	memset(m->dma, 0, sizeof(m->dma));
 	m->ndesc = 0;
 	for (unsigned long i = 0; i < npages; i++) {
 		struct page *spage = migrate_pfn_to_page(m->src[i]);

@@ -34,14 +34,32 @@ static DEVICE_ATTR_RO(num_vectors);
 
 /*
  * 1 if a THP moves to HBM and back whole, as one 2 MiB folio: the kernel allows it (7.3), into
- * device-private HBM (gmem_select_compound()).
+ * device-private HBM (gmem_thp_migration_possible()), and it was not turned off here (0: page
+ * by page, as on 6.12; for an unpatched 7.3.4, docs/architecture.md "Two kernels").
  */
 static ssize_t thp_migration_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "%d\n", GMEM_SELECT_COMPOUND != 0 &&
-			  to_gmem_accel(dev)->hbm.pgmap.type == MEMORY_DEVICE_PRIVATE);
+	struct gmem_accel *g = to_gmem_accel(dev);
+
+	return sysfs_emit(buf, "%d\n", gmem_thp_migration_possible(g) &&
+			  !READ_ONCE(g->thp_migration_off));
 }
-static DEVICE_ATTR_RO(thp_migration);
+
+static ssize_t thp_migration_store(struct device *dev, struct device_attribute *attr,
+				   const char *buf, size_t count)
+{
+	struct gmem_accel *g = to_gmem_accel(dev);
+	bool on;
+	int ret = kstrtobool(buf, &on);
+
+	if (ret)
+		return ret;
+	if (on && !gmem_thp_migration_possible(g))
+		return -EOPNOTSUPP;	/* 6.12, or coherent HBM */
+	WRITE_ONCE(g->thp_migration_off, !on);
+	return count;
+}
+static DEVICE_ATTR_RW(thp_migration);
 
 static struct attribute *gmem_accel_attrs[] = {
 	&dev_attr_hbm_size.attr,

@@ -74,6 +74,22 @@ int read_sysfs_u64(const char *path, uint64_t *val)
 	return 0;
 }
 
+int write_sysfs(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), ret = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	if (n < 0)
+		ret = -errno;
+	else if (n != (ssize_t)strlen(val))
+		ret = -EIO;
+	close(fd);
+	return ret;
+}
+
 static int cmp_addr(const void *a, const void *b)
 {
 	return strcmp(a, b);

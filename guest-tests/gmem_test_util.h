@@ -45,6 +45,8 @@ int gmem_pci_devices(char addr[][32], int max);
 int read_sysfs(const char *path, char *buf, size_t len);
 /* Read a sysfs file holding a number (any base strtoull accepts); 0 or -errno. */
 int read_sysfs_u64(const char *path, uint64_t *val);
+/* Write @val to a sysfs (or proc) file in one write(); 0 or -errno (the store's answer). */
+int write_sysfs(const char *path, const char *val);
 
 /* Open /dev/gmem_accel<n>; -1 with errno on failure. */
 int gmem_open(int n, int flags);

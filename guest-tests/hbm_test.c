@@ -317,6 +317,57 @@ TEST_F_TIMEOUT(hbm, thp_moves_whole, 600)
 	munmap(raw, len + HUGE);
 }
 
+/*
+ * sysfs thp_migration turns whole-THP moves off and on where the kernel has them: off, a THP
+ * moves as 512 pages (4 KiB device leaves) and comes back byte-exact. Asking for them where
+ * they cannot be (6.12, coherent HBM) is EOPNOTSUPP; a word that is no boolean, EINVAL.
+ */
+TEST_F_TIMEOUT(hbm, thp_migration_switch, 300)
+{
+	size_t len = 2 * HUGE;
+	unsigned long npages = len / PAGE, small_hbm = 0;
+	uint8_t *raw = map_anon(len + HUGE, RW), *buf, *want = malloc(len), *view = malloc(npages);
+	struct gmem_accel_snapshot snap = { .npages = npages };
+	uint64_t thp = 0, now = 2;
+	char path[96];
+
+	ASSERT_NE(NULL, raw);
+	snprintf(path, sizeof(path), "/sys/class/gmem_accel/gmem_accel%d/thp_migration", self->dev);
+	ASSERT_EQ(0, read_sysfs_u64(path, &thp));
+	EXPECT_EQ(-EINVAL, write_sysfs(path, "maybe"));
+	if (!thp) {
+		EXPECT_EQ(-EOPNOTSUPP, write_sysfs(path, "1"));
+		EXPECT_EQ(0, write_sysfs(path, "0"));
+		EXPECT_EQ(0, read_sysfs_u64(path, &now));
+		EXPECT_EQ(0, now);
+		return;
+	}
+	buf = (uint8_t *)(((uintptr_t)raw + HUGE - 1) & ~(HUGE - 1));
+	ASSERT_EQ(0, madvise(buf, len, MADV_HUGEPAGE));
+	pattern_with_copy(buf, want, len, 11);
+	ASSERT_EQ(0, write_sysfs(path, "0"));
+	/* (EXPECTs from here on: thp_migration must be back on at the end, whatever fails) */
+	EXPECT_EQ(0, read_sysfs_u64(path, &now));
+	EXPECT_EQ(0, now);
+	EXPECT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	snap.addr = (uintptr_t)buf;
+	snap.out = (uintptr_t)view;
+	EXPECT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap));
+	for (unsigned long i = 0; i < npages; i++)
+		small_hbm += (view[i] & (GMEM_ACCEL_PAGE_HBM | GMEM_ACCEL_PAGE_2M)) ==
+			     GMEM_ACCEL_PAGE_HBM;
+	EXPECT_EQ(npages, small_hbm);
+	EXPECT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_SYSTEM));
+	EXPECT_EQ(0, memcmp(buf, want, len));
+	EXPECT_EQ(self->hbm_pages0, dev_stat("hbm_pages_now"));
+	ASSERT_EQ(0, write_sysfs(path, "1"));
+	ASSERT_EQ(0, read_sysfs_u64(path, &now));
+	EXPECT_EQ(1, now);
+	free(want);
+	free(view);
+	munmap(raw, len + HUGE);
+}
+
 /* munmap of HBM-resident memory gives its pages and chunks back. */
 TEST_F_TIMEOUT(hbm, munmap_returns_chunks, 120)
 {

@@ -125,18 +125,6 @@ static long swapped_pages(uint8_t *buf, size_t npages)
 	return n;
 }
 
-static int write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 static long read_long(const char *path)
 {
 	char buf[64];
@@ -233,10 +221,10 @@ TEST_F_TIMEOUT(mm, memcg_reclaim_under_device_mappings, 900)
 		SKIP(return, "no swap (the guest sets up zram0)");
 	if (access("/sys/fs/cgroup/cgroup.subtree_control", W_OK))
 		SKIP(return, "no cgroup v2 at /sys/fs/cgroup");
-	ASSERT_EQ(0, write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory"));
+	ASSERT_EQ(0, write_sysfs("/sys/fs/cgroup/cgroup.subtree_control", "+memory"));
 	rmdir(cg);
 	ASSERT_EQ(0, mkdir(cg, 0755)) TH_LOG("%s: %s", cg, strerror(errno));
-	ASSERT_EQ(0, write_file("/sys/fs/cgroup/gmem_mm_test/memory.max", "25165824"));
+	ASSERT_EQ(0, write_sysfs("/sys/fs/cgroup/gmem_mm_test/memory.max", "25165824"));
 
 	pid = fork();
 	ASSERT_LE(0, pid);
@@ -247,7 +235,7 @@ TEST_F_TIMEOUT(mm, memcg_reclaim_under_device_mappings, 900)
 		uint64_t inval;
 		long swapped;
 
-		if (write_file("/sys/fs/cgroup/gmem_mm_test/cgroup.procs", "0"))
+		if (write_sysfs("/sys/fs/cgroup/gmem_mm_test/cgroup.procs", "0"))
 			_exit(10);
 		fd = gmem_open(0, O_RDWR);
 		buf = map_pages(len);
@@ -357,9 +345,9 @@ TEST_F_TIMEOUT(mm, ksm_merge_then_device_write, 300)
 	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
 	ASSERT_EQ((long)npages, device_maps(self->fd, buf, npages, &writable));
 	ASSERT_EQ(0, madvise(buf, len, MADV_MERGEABLE));
-	ASSERT_EQ(0, write_file("/sys/kernel/mm/ksm/pages_to_scan", "10000"));
-	ASSERT_EQ(0, write_file("/sys/kernel/mm/ksm/sleep_millisecs", "10"));
-	ASSERT_EQ(0, write_file("/sys/kernel/mm/ksm/run", "1"));
+	ASSERT_EQ(0, write_sysfs("/sys/kernel/mm/ksm/pages_to_scan", "10000"));
+	ASSERT_EQ(0, write_sysfs("/sys/kernel/mm/ksm/sleep_millisecs", "10"));
+	ASSERT_EQ(0, write_sysfs("/sys/kernel/mm/ksm/run", "1"));
 	for (int waited = 0; waited < 120000; waited += 50) {
 		merged = read_long("/proc/self/ksm_merging_pages");
 		if (merged >= (long)npages)
@@ -388,7 +376,7 @@ TEST_F_TIMEOUT(mm, ksm_merge_then_device_write, 300)
 	}
 	EXPECT_GT((long)npages, merged) TH_LOG("KSM still counts page 5 as merged");
 	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
-	write_file("/sys/kernel/mm/ksm/run", "2");	/* unmerge everything, stop */
+	write_sysfs("/sys/kernel/mm/ksm/run", "2");	/* unmerge everything, stop */
 	munmap(buf, len);
 }
 
@@ -464,7 +452,7 @@ TEST_F_TIMEOUT(mm, compaction_of_mapped_pages, 180)
 	for (size_t i = 0; i < npages; i++)
 		fill_page(buf + i * PAGE, i, 0x17);
 	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
-	ASSERT_EQ(0, write_file("/proc/sys/vm/compact_memory", "1"));
+	ASSERT_EQ(0, write_sysfs("/proc/sys/vm/compact_memory", "1"));
 	ASSERT_EQ(0, device_reads_as_cpu(self->fd, buf, len));
 	ASSERT_EQ(0, dev_fill(self->fd, buf + 100 * PAGE, 0x1818181818181818ull, PAGE));
 	EXPECT_EQ(0x18, buf[101 * PAGE - 1]);

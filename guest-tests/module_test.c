@@ -36,18 +36,6 @@ static int load(void)
 	return ret;
 }
 
-static int write_sysfs(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, val, strlen(val)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 /*
  * The physical address ranges the driver holds for device-private HBM ("gmem_accel hbm" in
  * /proc/iomem): how many, and their total size.
