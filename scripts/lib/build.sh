@@ -4,15 +4,16 @@ GMEM_BUILD=${GMEM_BUILD_DIR:-$repo/build}
 # The guest kernels (scripts/build-kernel.sh's KERNELS), newest first: the default.
 GMEM_KERNELS=(7.3 6.12)
 
-# gmem_build [VERSION...] [debug] [sanitize]: QEMU and, for each guest kernel VERSION (none
-# given: all of them), its kernel, module, tests and initramfs; with "debug", each one's debug
-# variant (KASAN, lockdep, kmemleak...) too; with "sanitize", the ASan+UBSan QEMU the fuzzer
-# runs.
+# gmem_build [VERSION...] [debug] [debug-VERSION...] [sanitize]: QEMU and, for each guest
+# kernel VERSION (none given: all of them), its kernel, module, tests and initramfs; with
+# "debug", each one's debug variant (KASAN, lockdep, kmemleak...) too, with "debug-VERSION"
+# that one's; with "sanitize", the ASan+UBSan QEMU the fuzzer runs.
 gmem_build() {
-	local a k kernels=() targets=() srcs=() debug=0 sanitize=0 want have
+	local a k kernels=() targets=() srcs=() dbg=() debug=0 sanitize=0 want have
 	for a in "$@"; do
 		case "$a" in
 		debug) debug=1 ;;
+		debug-*) dbg+=("${a#debug-}") ;;
 		sanitize) sanitize=1 ;;
 		*) kernels+=("$a") ;;
 		esac
@@ -38,8 +39,9 @@ gmem_build() {
 		targets+=("initramfs-$k.cpio")
 		[ "$debug" = 0 ] || targets+=("initramfs-$k-debug.cpio")
 	done
+	for k in "${dbg[@]}"; do targets+=("initramfs-$k-debug.cpio"); done
 	[ "$sanitize" = 0 ] || targets+=(qemu-san)
-	step "building QEMU$([ "$sanitize" = 1 ] && echo " (and its ASan+UBSan variant, ~7 min cold)"), guest kernel(s) ${kernels[*]}$([ "$debug" = 1 ] && echo " with their debug variants (KASAN, lockdep, kmemleak...)"), driver, guest tests, initramfs; only what changed"
+	step "building QEMU$([ "$sanitize" = 1 ] && echo " (and its ASan+UBSan variant, ~7 min cold)"), guest kernel(s) ${kernels[*]}$([ "$debug" = 1 ] && echo " with their debug variants (KASAN, lockdep, kmemleak...)")${dbg[*]:+, debug kernel(s) ${dbg[*]}}, driver, guest tests, initramfs; only what changed"
 	meson compile -C "$GMEM_BUILD" || die "build failed; the messages above name the step."
 	meson compile -C "$GMEM_BUILD" "${targets[@]}" || die "build failed; the messages above name the step."
 }
