@@ -327,11 +327,12 @@ TEST_F_TIMEOUT(hbm, thp_migration_switch, 300)
 	size_t len = 2 * HUGE;
 	unsigned long npages = len / PAGE, small_hbm = 0;
 	uint8_t *raw = map_anon(len + HUGE, RW), *buf, *want = malloc(len), *view = malloc(npages);
+	uint8_t *copy = malloc(len);
 	struct gmem_accel_snapshot snap = { .npages = npages };
 	uint64_t thp = 0, now = 2;
 	char path[96];
 
-	ASSERT_NE(NULL, raw);
+	ASSERT_TRUE(raw && want && copy && view);
 	snprintf(path, sizeof(path), "/sys/class/gmem_accel/gmem_accel%d/thp_migration", self->dev);
 	ASSERT_EQ(0, read_sysfs_u64(path, &thp));
 	EXPECT_EQ(-EINVAL, write_sysfs(path, "maybe"));
@@ -350,6 +351,13 @@ TEST_F_TIMEOUT(hbm, thp_migration_switch, 300)
 	EXPECT_EQ(0, read_sysfs_u64(path, &now));
 	EXPECT_EQ(0, now);
 	EXPECT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(self->hbm_pages0 + (int64_t)npages, dev_stat("hbm_pages_now"));
+	/*
+	 * The kernel split the THPs to move their pages, which invalidates the range: the
+	 * device maps them on its first access (a read here, whose bytes are checked).
+	 */
+	EXPECT_EQ(0, dev_copy(self->fd, copy, buf, len));
+	EXPECT_EQ(0, memcmp(copy, want, len));
 	snap.addr = (uintptr_t)buf;
 	snap.out = (uintptr_t)view;
 	EXPECT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap));
@@ -364,6 +372,7 @@ TEST_F_TIMEOUT(hbm, thp_migration_switch, 300)
 	ASSERT_EQ(0, read_sysfs_u64(path, &now));
 	EXPECT_EQ(1, now);
 	free(want);
+	free(copy);
 	free(view);
 	munmap(raw, len + HUGE);
 }

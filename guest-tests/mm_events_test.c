@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include <lib/test_hmm_uapi.h>	/* what the kernel's HMM can do (userfaultfd) */
 #include "gmem_accel_hw.h"
 #include "gmem_accel_uapi.h"
 #include "gmem_test_util.h"
@@ -459,12 +461,54 @@ TEST_F_TIMEOUT(mm, compaction_of_mapped_pages, 180)
 	munmap(buf, len);
 }
 
+#ifdef HMM_DMIRROR_READ_UNLOCKED
 /*
- * A range registered with userfaultfd (missing mode): the device's fault on a missing page
- * cannot wait for the handler (hmm_range_fault() faults without FAULT_FLAG_ALLOW_RETRY, so
- * handle_userfault() refuses it), so the command fails with EFAULT and no event reaches the
- * handler; once the handler has filled a page (UFFDIO_COPY, UFFDIO_ZEROPAGE), the device
- * reads it. (docs/uapi.md, "userfaultfd")
+ * The kernel lets hmm_range_fault() drop the mmap lock for a fault handler (7.3:
+ * hmm_range_fault_unlocked_timeout(), the kernel's test_hmm READ_UNLOCKED marks it): a device
+ * fault on a missing page of a userfaultfd range waits for the handler, as a CPU access does.
+ */
+#define GMEM_UFFD_DEVICE_WAITS 1
+
+struct uffd_handler {
+	int uffd;
+	volatile int stop;
+	volatile int events;		/* faults the handler served */
+	volatile uintptr_t last;	/* the page of the last one */
+};
+
+/* Fill each missing page the device (or anyone) faults on with 0xc0 + its index. */
+static void *uffd_serve(void *arg)
+{
+	struct uffd_handler *h = arg;
+	static uint8_t page[PAGE];
+	struct uffd_msg msg;
+
+	while (!h->stop) {
+		struct pollfd pfd = { .fd = h->uffd, .events = POLLIN };
+		struct uffdio_copy copy = { .src = (uintptr_t)page, .len = PAGE };
+
+		if (poll(&pfd, 1, 20) <= 0 || read(h->uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+		    msg.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		copy.dst = msg.arg.pagefault.address & ~(PAGE - 1);
+		memset(page, 0xc0 + h->events, PAGE);
+		/* (counted first: the copy wakes the faulting command) */
+		h->last = copy.dst;
+		h->events++;
+		ioctl(h->uffd, UFFDIO_COPY, &copy);
+	}
+	return NULL;
+}
+#endif
+
+/*
+ * A range registered with userfaultfd (missing mode). Where the kernel lets a device fault
+ * wait for the handler (GMEM_UFFD_DEVICE_WAITS: 7.3), the handler fills the page the device
+ * reads or writes, the device then sees the handler's bytes and its writes land; elsewhere
+ * (6.12: hmm_range_fault() faults without FAULT_FLAG_ALLOW_RETRY, so handle_userfault()
+ * refuses it) the command fails with EFAULT and no event reaches the handler. Once the handler
+ * has filled a page (UFFDIO_COPY, UFFDIO_ZEROPAGE), the device reads it either way.
+ * (docs/uapi.md, "userfaultfd")
  */
 TEST_F_TIMEOUT(mm, userfaultfd_missing_pages, 120)
 {
@@ -475,7 +519,6 @@ TEST_F_TIMEOUT(mm, userfaultfd_missing_pages, 120)
 				       .mode = UFFDIO_REGISTER_MODE_MISSING };
 	struct uffdio_copy copy = { .dst = (uintptr_t)buf, .src = (uintptr_t)src, .len = PAGE };
 	struct uffdio_zeropage zero = { .range = { .start = (uintptr_t)buf + PAGE, .len = PAGE } };
-	struct pollfd pfd;
 	int uffd;
 
 	ASSERT_NE(NULL, buf);
@@ -485,10 +528,35 @@ TEST_F_TIMEOUT(mm, userfaultfd_missing_pages, 120)
 	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
 	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
 
-	EXPECT_EQ(-EFAULT, dev_copy(self->fd, out, buf + 2 * PAGE, PAGE));
-	EXPECT_EQ(-EFAULT, dev_fill(self->fd, buf + 3 * PAGE, 0, PAGE));
-	pfd = (struct pollfd){ .fd = uffd, .events = POLLIN };
-	EXPECT_EQ(0, poll(&pfd, 1, 100)) TH_LOG("a device fault left an event for the handler");
+#ifdef GMEM_UFFD_DEVICE_WAITS
+	{
+		struct uffd_handler h = { .uffd = uffd };
+		pthread_t thread;
+
+		ASSERT_EQ(0, pthread_create(&thread, NULL, uffd_serve, &h));
+		memset(out, 0x55, PAGE);
+		EXPECT_EQ(0, dev_copy(self->fd, out, buf + 2 * PAGE, PAGE));
+		EXPECT_EQ(1, h.events);
+		EXPECT_EQ((uintptr_t)buf + 2 * PAGE, h.last);
+		EXPECT_EQ(0xc0, out[0]);
+		EXPECT_EQ(0xc0, out[PAGE - 1]);
+		EXPECT_EQ(0, dev_fill(self->fd, buf + 3 * PAGE, 0x3b3b3b3b3b3b3b3bull, PAGE));
+		EXPECT_EQ(2, h.events);
+		EXPECT_EQ((uintptr_t)buf + 3 * PAGE, h.last);
+		EXPECT_EQ(0x3b, buf[3 * PAGE]);
+		EXPECT_EQ(0x3b, buf[4 * PAGE - 1]);
+		h.stop = 1;
+		ASSERT_EQ(0, pthread_join(thread, NULL));
+	}
+#else
+	{
+		struct pollfd pfd = { .fd = uffd, .events = POLLIN };
+
+		EXPECT_EQ(-EFAULT, dev_copy(self->fd, out, buf + 2 * PAGE, PAGE));
+		EXPECT_EQ(-EFAULT, dev_fill(self->fd, buf + 3 * PAGE, 0, PAGE));
+		EXPECT_EQ(0, poll(&pfd, 1, 100)) TH_LOG("a device fault left an event for the handler");
+	}
+#endif
 
 	memset(src, 0xe1, PAGE);
 	ASSERT_EQ(0, ioctl(uffd, UFFDIO_COPY, &copy));
