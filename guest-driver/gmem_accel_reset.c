@@ -172,11 +172,11 @@ void gmem_watchdog(struct work_struct *work)
 		gmem_dev_count(g, GMEM_DEV_ENGINE_RESETS, 1);
 	}
 again:
-	queue_delayed_work(system_unbound_wq, &g->watchdog, gmem_watchdog_period());
+	queue_delayed_work(system_dfl_wq, &g->watchdog, gmem_watchdog_period());
 }
 
 /* Start watching a bound device (stopped by gmem_hw_fini()). */
 void gmem_watchdog_start(struct gmem_accel *g)
 {
-	queue_delayed_work(system_unbound_wq, &g->watchdog, gmem_watchdog_period());
+	queue_delayed_work(system_dfl_wq, &g->watchdog, gmem_watchdog_period());
 }
