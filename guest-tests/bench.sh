@@ -18,8 +18,9 @@ thp_bench() {
 			/^Dev->Sys Migration/ { split($0, f, "|");
 				printf "BENCH-THP %s %s %s %s %s %s\n", who, mib, s_thp, s_4k, f[2] + 0, f[3] + 0 }'
 }
+# (the harness lists its tests on standard error)
 has_thp_bench() {
-	/usr/libexec/gmem-accel/hmm-tests -l 2>/dev/null | grep -q benchmark_thp_migration
+	/usr/libexec/gmem-accel/hmm-tests -l 2>&1 | grep -q benchmark_thp_migration
 }
 "$bench" gmem-accel /dev/gmem_dmirror"$dev" "$dev" || exit 1
 if has_thp_bench; then
