@@ -42,17 +42,7 @@ echo "# hmm_dmirror0,1 -> gmem_dmirror$p0,$p1 (device-private), hmm_dmirror2,3 -
 counters="commands fault_groups migrated_to_device migrated_to_system evictions"
 stats() { cat /sys/kernel/debug/gmem_accel/gmem_accel"$1"/stats 2>/dev/null; }
 for n in $p0 $p1 $c0 $c1; do stats "$n" >/tmp/hmm-tests-stats.$n; done
-# On the debug kernel (KASAN, lockdep...: it has kmemleak) every page moves ~5x slower, and
-# benchmark_thp_migration's page-by-page half of 256 MiB, 12 moves, outlasts the 120 s it gives
-# itself (seen: the coherent variant, where THPs move page by page too). Its figures mean
-# nothing there, and what it does is covered by the migrate_anon_huge_* tests; it runs on
-# the kernel as built (and run-bench.sh reports its figures).
-set --
-if [ -e /sys/kernel/debug/kmemleak ]; then
-	echo "# benchmark_thp_migration not run: the debug kernel (its figures are run-bench.sh's)"
-	set -- -T benchmark_thp_migration
-fi
-"$hmm_tests" "$@"
+"$hmm_tests" $(hmm_tests_filter)
 status=$?
 for n in $p0 $p1 $c0 $c1; do
 	line="# gmem_accel$n during hmm-tests:"

@@ -7,8 +7,10 @@
 #   2. those three fail with -EBUSY while THP is "always" (their buffers are THP-backed);
 #   3. they pass with THP "never": make_device_exclusive_range() of 6.12 refuses the tail
 #      pages of a large folio, which is the whole cause.
-# On 7.3 (make_device_exclusive() takes pages of large folios): every test passes or skips.
+# On 7.3 (make_device_exclusive() takes pages of large folios): every test passes or skips
+# (on the debug kernel, less benchmark_thp_migration: hmm_tests_filter, gmem_devices.sh).
 . /usr/libexec/gmem-accel/tap.sh
+. /usr/libexec/gmem-accel/gmem_devices.sh
 hmm_tests=/usr/libexec/gmem-accel/hmm-tests
 exclusive="exclusive exclusive_mprotect exclusive_cow"
 thp=/sys/kernel/mm/transparent_hugepage/enabled
@@ -32,7 +34,7 @@ trap 'echo always >$thp; echo "$hugepages" >/proc/sys/vm/nr_hugepages
       [ -z "$numa_balancing" ] || echo "$numa_balancing" >/proc/sys/kernel/numa_balancing; rmmod test_hmm' EXIT
 echo always >$thp
 echo 8 >/proc/sys/vm/nr_hugepages	# as for gmem-accel: the hugetlbfs tests run
-"$hmm_tests" >$out 2>&1
+"$hmm_tests" $(hmm_tests_filter) >$out 2>&1
 sed 's/^/# ref: /' $out
 
 others=$(grep '^not ok' $out | grep -vE "\.($(echo $exclusive | tr ' ' '|'))\$")
