@@ -26,7 +26,7 @@ stale = [m.group(0) for m in re.finditer(r"this spec is (\d+)\.(\d+)", spec)
          if (int(m.group(1)), int(m.group(2))) != (major, minor)]
 result(not stale, "no other version claims in hardware-spec.md", "; ".join(stale))
 rows = {m.group(2): (int(m.group(1)), m.group(3)) for m in
-        re.finditer(r"^\| (\d+) \| ([A-Z]+) \| (.*) \|$",
+        re.finditer(r"^\| (\d+) \| ([A-Z0-9_]+) \| (.*) \|$",
                     spec.split("### CAP bits")[1].split("###")[0], re.M)}
 bad = [f"{n}: spec bit {rows[n][0] if n in rows else '-'}, header {caps[n]}"
        for n in caps if n != "KNOWN_MASK" and (n not in rows or rows[n][0] != caps[n])]

@@ -149,14 +149,98 @@ static void test_walk_2m_and_hbm(void)
     g_assert_false(t.target_hbm);
 }
 
+/* Map 64 KiB at @va onto @target as one CONT group of @bits. */
+static void set_cont_group(uint64_t va, uint64_t target, uint64_t bits)
+{
+    for (unsigned i = 0; i < GMEM_CONT_ENTRIES; i++) {
+        set_pte(false, L1, va + i * GMEM_PAGE_SIZE, 1,
+                (target + i * GMEM_PAGE_SIZE) | bits | GMEM_PTE_CONT);
+    }
+}
+
+static void test_walk_64k(void)
+{
+    const uint64_t va = 0x7f0000130000ull;     /* 64 KiB aligned */
+    const uint64_t hbm = GMEM_PTE_HBM | RW;
+    GmemTranslation t;
+
+    map_tables(va);
+    set_cont_group(va, 0x30000, hbm);
+    /* The group's software bits may differ entry by entry. */
+    set_pte(false, L1, va + 0x5000, 1, (0x35000 | hbm | GMEM_PTE_CONT) |
+            GMEM_PTE_SW_MASK);
+    pte_reads = 0;
+    g_assert_cmpint(walk(va + 0x7abc, &t), ==, GMEM_WALK_OK);
+    g_assert_cmpuint(pte_reads, ==, 4 + GMEM_CONT_ENTRIES);
+    g_assert_cmpint(t.level, ==, 1);
+    g_assert_cmphex(t.va_base, ==, va);
+    g_assert_cmphex(t.page_size, ==, GMEM_CONT_SIZE);
+    g_assert_cmphex(t.target, ==, 0x30000);
+    g_assert_true(t.target_hbm);
+    g_assert_cmpuint(t.ptes, ==, GMEM_CONT_ENTRIES);
+    g_assert_cmphex(t.pte, ==, 0x30000 | hbm | GMEM_PTE_CONT);
+    g_assert_cmphex(t.pte_addr, ==, L1 + GMEM_PT_INDEX(va, 1) * 8);
+
+    /* A group that does not hold together maps 4 KiB pages, no error. */
+    set_pte(false, L1, va + 0x9000, 1, 0x39000 | GMEM_PTE_VALID |
+            GMEM_PTE_READ | GMEM_PTE_HBM | GMEM_PTE_CONT);   /* read-only */
+    g_assert_cmpint(walk(va + 0x7abc, &t), ==, GMEM_WALK_OK);
+    g_assert_cmphex(t.page_size, ==, GMEM_PAGE_SIZE);
+    g_assert_cmphex(t.va_base, ==, va + 0x7000);
+    g_assert_cmphex(t.target, ==, 0x37000);
+    g_assert_cmpuint(t.ptes, ==, 1);
+    g_assert_cmpint(walk(va + 0x9000, &t), ==, GMEM_WALK_OK);
+    g_assert_cmpuint(t.perms, ==, GMEM_ACCESS_READ);
+
+    set_cont_group(va, 0x30000, hbm);
+    set_pte(false, L1, va + 0xf000, 1, 0);                  /* a hole */
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_OK);
+    g_assert_cmphex(t.page_size, ==, GMEM_PAGE_SIZE);
+    g_assert_cmpint(walk(va + 0xf000, &t), ==, GMEM_WALK_NOT_PRESENT);
+
+    set_cont_group(va, 0x30000, hbm);
+    set_pte(false, L1, va + 0x3000, 1, 0x3000 | hbm | GMEM_PTE_CONT);
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_OK);        /* not in order */
+    g_assert_cmphex(t.page_size, ==, GMEM_PAGE_SIZE);
+
+    set_cont_group(va, 0x31000, hbm);                       /* misaligned */
+    g_assert_cmpint(walk(va + 0x2000, &t), ==, GMEM_WALK_OK);
+    g_assert_cmphex(t.page_size, ==, GMEM_PAGE_SIZE);
+    g_assert_cmphex(t.target, ==, 0x33000);
+
+    set_cont_group(va, 0x30000, RW);                        /* HBM differs */
+    set_pte(false, L1, va, 1, 0x30000 | hbm | GMEM_PTE_CONT);
+    g_assert_cmpint(walk(va + 0x1000, &t), ==, GMEM_WALK_OK);
+    g_assert_cmphex(t.page_size, ==, GMEM_PAGE_SIZE);
+    g_assert_false(t.target_hbm);
+
+    /* A whole group in system memory, then one at the top of HBM. */
+    set_cont_group(va, 0x50000, RW);
+    g_assert_cmpint(walk(va + 0xffff, &t), ==, GMEM_WALK_OK);
+    g_assert_cmphex(t.page_size, ==, GMEM_CONT_SIZE);
+    g_assert_false(t.target_hbm);
+    set_cont_group(va, HBM_SIZE - GMEM_CONT_SIZE, hbm);
+    g_assert_cmpint(walk(va + 0x8000, &t), ==, GMEM_WALK_OK);
+    g_assert_cmphex(t.target, ==, HBM_SIZE - GMEM_CONT_SIZE);
+    g_assert_cmphex(t.page_size, ==, GMEM_CONT_SIZE);
+
+    /* CONT is reserved in a 2 MiB leaf and in a table pointer. */
+    set_pte(false, L2, va, 2, GMEM_HUGE_SIZE | RW | GMEM_PTE_HUGE |
+            GMEM_PTE_CONT);
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_RESERVED);
+    g_assert_cmpint(t.level, ==, 2);
+    set_pte(false, L2, va, 2, TABLE(L1) | GMEM_PTE_CONT);
+    g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_RESERVED);
+}
+
 static void test_walk_malformed(void)
 {
     const uint64_t va = 0x12345000;
     GmemTranslation t;
 
-    /* Reserved bit 6 in a leaf, bit 1 (R) in a table pointer. */
+    /* Reserved bit 7 in a leaf, bit 1 (R) in a table pointer. */
     map_tables(va);
-    set_pte(false, L1, va, 1, 0x5000 | RW | (1ull << 6));
+    set_pte(false, L1, va, 1, 0x5000 | RW | (1ull << 7));
     g_assert_cmpint(walk(va, &t), ==, GMEM_WALK_RESERVED);
     g_assert_cmpint(t.level, ==, 1);
     set_pte(false, L1, va, 1, 0x5000 | RW | (1ull << 60));
@@ -256,8 +340,10 @@ static void check_runs_against_walker(const Runs *runs)
         if (r->status != GMEM_WALK_OK) {
             continue;
         }
-        g_assert_cmphex(r->size, ==, r->pages * r->first.page_size);
-        for (uint64_t p = 0; p < r->pages; p++) {
+        g_assert_cmphex(r->size / r->first.page_size * r->first.ptes, ==,
+                        r->pages);
+        g_assert_cmphex(r->size % r->first.page_size, ==, 0);
+        for (uint64_t p = 0; p < r->size / r->first.page_size; p++) {
             uint64_t va = r->va + p * r->first.page_size;
             GmemTranslation t;
 
@@ -268,7 +354,8 @@ static void check_runs_against_walker(const Runs *runs)
                             r->first.target + p * r->first.page_size);
             g_assert_cmpint(t.target_hbm, ==, r->first.target_hbm);
             g_assert_cmpint(t.perms, ==, r->first.perms);
-            g_assert_cmphex(t.pte_addr, ==, r->first.pte_addr + 8 * p);
+            g_assert_cmphex(t.pte_addr, ==,
+                            r->first.pte_addr + 8 * p * r->first.ptes);
         }
     }
 }
@@ -355,13 +442,13 @@ static void test_dump_malformed(void)
     /* A reserved bit in one leaf: reported alone, the others still are. */
     map_tables(va);
     set_pte(false, L1, va, 1, 0x5000 | RW);
-    set_pte(false, L1, va + 0x1000, 1, 0x6000 | RW | (1ull << 6));
+    set_pte(false, L1, va + 0x1000, 1, 0x6000 | RW | (1ull << 7));
     set_pte(false, L1, va + 0x2000, 1, 0x7000 | RW);
     g_assert_cmpint(dump(0, UINT64_MAX, 16, &runs), ==, GMEM_DUMP_COMPLETE);
     g_assert_cmpuint(runs.n, ==, 3);
     g_assert_cmpint(runs.r[1].status, ==, GMEM_WALK_RESERVED);
     g_assert_cmphex(runs.r[1].va, ==, va + 0x1000);
-    g_assert_cmphex(runs.r[1].first.pte, ==, 0x6000 | RW | (1ull << 6));
+    g_assert_cmphex(runs.r[1].first.pte, ==, 0x6000 | RW | (1ull << 7));
     g_assert_cmphex(runs.r[1].first.pte_addr, ==,
                     L1 + GMEM_PT_INDEX(va + 0x1000, 1) * 8);
     g_assert_cmpint(runs.r[2].status, ==, GMEM_WALK_OK);
@@ -403,6 +490,45 @@ static void test_dump_malformed(void)
     g_assert_cmpuint(runs.n, ==, 1);
     g_assert_cmpint(runs.r[0].status, ==, GMEM_WALK_BAD_ADDRESS);
     g_assert_cmphex(runs.r[0].size, ==, 1ull << 48);
+}
+
+static void test_dump_64k(void)
+{
+    const uint64_t va = 0x7f0000200000ull;
+    Runs runs = { 0 };
+
+    /* Two adjacent groups, then a broken one, then one 4 KiB page. */
+    map_tables(va);
+    set_cont_group(va, 0x40000, GMEM_PTE_HBM | RW);
+    set_cont_group(va + GMEM_CONT_SIZE, 0x50000, GMEM_PTE_HBM | RW);
+    set_cont_group(va + 2 * GMEM_CONT_SIZE, 0x60000, GMEM_PTE_HBM | RW);
+    set_pte(false, L1, va + 2 * GMEM_CONT_SIZE + 0x4000, 1, 0);
+    set_pte(false, L1, va + 3 * GMEM_CONT_SIZE, 1, 0x90000 | RW);
+
+    g_assert_cmpint(dump(0, UINT64_MAX, 16, &runs), ==, GMEM_DUMP_COMPLETE);
+    g_assert_cmpuint(runs.n, ==, 4);
+    g_assert_cmphex(runs.r[0].va, ==, va);
+    g_assert_cmphex(runs.r[0].size, ==, 2 * GMEM_CONT_SIZE);
+    g_assert_cmphex(runs.r[0].first.page_size, ==, GMEM_CONT_SIZE);
+    g_assert_cmpuint(runs.r[0].pages, ==, 2 * GMEM_CONT_ENTRIES);
+    g_assert_cmphex(runs.r[0].first.target, ==, 0x40000);
+    /* The broken group: its entries as 4 KiB pages around the hole. */
+    g_assert_cmphex(runs.r[1].va, ==, va + 2 * GMEM_CONT_SIZE);
+    g_assert_cmphex(runs.r[1].size, ==, 4 * GMEM_PAGE_SIZE);
+    g_assert_cmphex(runs.r[1].first.page_size, ==, GMEM_PAGE_SIZE);
+    g_assert_cmphex(runs.r[2].size, ==, 11 * GMEM_PAGE_SIZE);
+    g_assert_cmphex(runs.r[3].va, ==, va + 3 * GMEM_CONT_SIZE);
+    g_assert_cmphex(runs.r[3].first.page_size, ==, GMEM_PAGE_SIZE);
+    check_runs_against_walker(&runs);
+
+    /* A window starting inside a group reports the group once. */
+    g_assert_cmpint(dump(va + GMEM_CONT_SIZE + 0x3000,
+                         va + GMEM_CONT_SIZE + 0x5000, 16, &runs), ==,
+                    GMEM_DUMP_COMPLETE);
+    g_assert_cmpuint(runs.n, ==, 1);
+    g_assert_cmphex(runs.r[0].va, ==, va + GMEM_CONT_SIZE);
+    g_assert_cmphex(runs.r[0].size, ==, GMEM_CONT_SIZE);
+    g_assert_cmpuint(runs.r[0].pages, ==, GMEM_CONT_ENTRIES);
 }
 
 static GmemTranslation xlat(uint64_t va_base, uint64_t size, uint64_t target)
@@ -448,6 +574,20 @@ static void test_tlb(void)
     g_assert_cmpuint(gmem_tlb_invalidate(&tlb, GMEM_INV_ALL_CONTEXTS, 0, 0),
                      ==, 1);
     g_assert_cmpuint(gmem_tlb_count(&tlb), ==, 0);
+
+    /* A 64 KiB page: found from any VA in it, dropped by any page of it. */
+    {
+        GmemTranslation c = xlat(0x7f0000130000ull, GMEM_CONT_SIZE, 0x30000);
+
+        gmem_tlb_insert(&tlb, 1, &c);
+        e = gmem_tlb_lookup(&tlb, 1, 0x7f000013fff8ull);
+        g_assert_nonnull(e);
+        g_assert_cmphex(e->t.page_size, ==, GMEM_CONT_SIZE);
+        g_assert_null(gmem_tlb_lookup(&tlb, 1, 0x7f0000140000ull));
+        g_assert_cmpuint(gmem_tlb_invalidate(&tlb, 1, 0x7f0000138000ull,
+                                             0x1000), ==, 1);
+        g_assert_null(gmem_tlb_lookup(&tlb, 1, 0x7f0000130000ull));
+    }
 
     /* A range that wraps around the address space reaches the top. */
     gmem_tlb_insert(&tlb, 1, &a);
@@ -676,9 +816,11 @@ int main(int argc, char **argv)
     g_test_add_func("/gmem-accel/core/walk/4k", test_walk_4k);
     g_test_add_func("/gmem-accel/core/walk/perms", test_walk_perms);
     g_test_add_func("/gmem-accel/core/walk/2m-and-hbm", test_walk_2m_and_hbm);
+    g_test_add_func("/gmem-accel/core/walk/64k", test_walk_64k);
     g_test_add_func("/gmem-accel/core/walk/malformed", test_walk_malformed);
     g_test_add_func("/gmem-accel/core/walk/loops", test_walk_loops);
     g_test_add_func("/gmem-accel/core/dump/runs", test_dump_runs);
+    g_test_add_func("/gmem-accel/core/dump/64k", test_dump_64k);
     g_test_add_func("/gmem-accel/core/dump/malformed", test_dump_malformed);
     g_test_add_func("/gmem-accel/core/tlb/basic", test_tlb);
     g_test_add_func("/gmem-accel/core/tlb/capacity", test_tlb_capacity);

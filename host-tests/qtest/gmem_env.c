@@ -91,6 +91,15 @@ void map4k(Env *e, uint64_t va, uint64_t target, uint64_t bits)
     qtest_writeq(e->qt, pte_slot(e, va, 1), target | bits);
 }
 
+/* A CONT group: 16 entries, each its 4 KiB of the 64 KiB @target. */
+void map64k(Env *e, uint64_t va, uint64_t target, uint64_t bits)
+{
+    for (unsigned i = 0; i < GMEM_CONT_ENTRIES; i++) {
+        map4k(e, va + i * GMEM_PAGE_SIZE, target + i * GMEM_PAGE_SIZE,
+              bits | GMEM_PTE_CONT);
+    }
+}
+
 void map2m(Env *e, uint64_t va, uint64_t target, uint64_t bits)
 {
     qtest_writeq(e->qt, pte_slot(e, va, 2), target | bits | GMEM_PTE_HUGE);

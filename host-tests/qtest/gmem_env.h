@@ -57,6 +57,7 @@ uint64_t pt_alloc(Env *e);
 /* Address of the entry for @va at @level, creating tables above it. */
 uint64_t pte_slot(Env *e, uint64_t va, int level);
 void map4k(Env *e, uint64_t va, uint64_t target, uint64_t bits);
+void map64k(Env *e, uint64_t va, uint64_t target, uint64_t bits);
 void map2m(Env *e, uint64_t va, uint64_t target, uint64_t bits);
 
 uint64_t counter(Env *e, unsigned i);

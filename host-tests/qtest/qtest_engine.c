@@ -193,6 +193,57 @@ static void test_huge_pages(void)
     env_quit(e);
 }
 
+static void test_64k_pages(void)
+{
+    const uint64_t va = 0x40000000ull;
+    const size_t len = 2 * GMEM_CONT_SIZE;
+    Env *e = env_start(NULL);
+    g_autofree uint8_t *src = g_malloc(len), *out = g_malloc(len);
+
+    /* Two 64 KiB pages in HBM, the second mapped at the lower VA. */
+    map64k(e, va, 0x30000, RW | GMEM_PTE_HBM);
+    map64k(e, va + GMEM_CONT_SIZE, 0x10000, RW | GMEM_PTE_HBM);
+    pattern(src, len, 9);
+    qtest_memwrite(e->qt, SYS_DATA, src, len);
+    g_assert_cmpuint(run(e, 0, copy_cmd(GMEM_ADDR_VA, va, GMEM_ADDR_SYS,
+                                        SYS_DATA, len)), ==, GMEM_CMD_ST_OK);
+    qtest_memread(e->qt, BAR2_ADDR + 0x30000, out, GMEM_CONT_SIZE);
+    g_assert_cmpmem(out, GMEM_CONT_SIZE, src, GMEM_CONT_SIZE);
+    qtest_memread(e->qt, BAR2_ADDR + 0x10000, out, GMEM_CONT_SIZE);
+    g_assert_cmpmem(out, GMEM_CONT_SIZE, src + GMEM_CONT_SIZE,
+                    GMEM_CONT_SIZE);
+    /* 32 pages of 4 KiB, two walks: one 64 KiB translation per group. */
+    g_assert_cmpuint(counter(e, GMEM_CNT_WALKS), ==, 2);
+    g_assert_cmpuint(counter(e, GMEM_CNT_TLB_HITS), ==, 30);
+
+    /*
+     * Software takes one page out of the first group: with the TLB
+     * invalidated the rest of it is mapped 4 KiB at a time, still right.
+     */
+    map4k(e, va + 0x5000, 0, 0);
+    gq_set_reg(e->g, GMEM_REG_INV_CTX, CTX);
+    gq_set_reg(e->g, GMEM_REG_INV_VA_LO, (uint32_t)va);
+    gq_set_reg(e->g, GMEM_REG_INV_VA_HI, va >> 32);
+    gq_set_reg(e->g, GMEM_REG_INV_SIZE_LO, 0x1000);
+    gq_set_reg(e->g, GMEM_REG_INV_SIZE_HI, 0);
+    gq_set_reg(e->g, GMEM_REG_INV_TRIGGER, 7);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_INV_DONE), ==, 7);
+    g_assert_cmpuint(run(e, 0, copy_cmd(GMEM_ADDR_SYS, SYS_DATA + len,
+                                        GMEM_ADDR_VA, va, 0x5000)),
+                     ==, GMEM_CMD_ST_OK);
+    qtest_memread(e->qt, SYS_DATA + len, out, 0x5000);
+    g_assert_cmpmem(out, 0x5000, src, 0x5000);
+    g_assert_cmpuint(counter(e, GMEM_CNT_WALKS), ==, 2 + 5);
+
+    /* The hole faults; the page after it is still there. */
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_TAIL), ==, 0);
+    submit(e, 0, copy_cmd(GMEM_ADDR_SYS, SYS_DATA + len, GMEM_ADDR_VA,
+                          va + 0x4ff8, 16));
+    wait_state(e, 0, GMEM_CQ_STATE_STALLED);
+    g_assert_cmphex(fault_record(e, 0).va, ==, va + 0x5000);
+    env_quit(e);
+}
+
 static void test_fault_replay(void)
 {
     const uint64_t va = 0x30000000ull;
@@ -917,6 +968,7 @@ int main(int argc, char **argv)
     g_test_add_func("/gmem-accel/dma/fence-notify", test_fence_notify);
     g_test_add_func("/gmem-accel/dma/compute", test_compute);
     g_test_add_func("/gmem-accel/mmu/huge-pages", test_huge_pages);
+    g_test_add_func("/gmem-accel/mmu/64k-pages", test_64k_pages);
     g_test_add_func("/gmem-accel/mmu/tlb-invalidation",
                     test_tlb_invalidation);
     g_test_add_func("/gmem-accel/fault/replay", test_fault_replay);

@@ -12,7 +12,8 @@
 
 #define VA      0x7f0000000000ull   /* 4 RW pages, 1 RO, 1 malformed */
 #define VA_2M   0x7f0000400000ull   /* one 2 MiB HBM page */
-#define RSVD    (1ull << 6)
+#define VA_64K  0x7f0000600000ull   /* two 64 KiB HBM pages */
+#define RSVD    (1ull << 7)
 
 static JsonNode *qom_get(GmemQTest *g, const char *property)
 {
@@ -80,7 +81,10 @@ static void test_state(void)
     env_quit(e);
 }
 
-/* 4 RW pages, a RO page, a page with a reserved bit, a 2 MiB HBM page. */
+/*
+ * 4 RW pages, a RO page, a page with a reserved bit, a 2 MiB HBM page,
+ * two 64 KiB HBM pages.
+ */
 static void map_sample(Env *e)
 {
     for (int i = 0; i < 4; i++) {
@@ -89,15 +93,20 @@ static void map_sample(Env *e)
     map4k(e, VA + 0x4000, SYS_DATA + 0x10000, RO);
     map4k(e, VA + 0x6000, SYS_DATA + 0x20000, RW | RSVD);
     map2m(e, VA_2M, 0x200000, RWA | GMEM_PTE_HBM);
+    map64k(e, VA_64K, 0x40000, RW | GMEM_PTE_HBM);
+    map64k(e, VA_64K + GMEM_CONT_SIZE, 0x50000, RW | GMEM_PTE_HBM);
 }
 
 static void check_run(JsonObject *r, uint64_t va, uint64_t pages,
                       uint64_t page_size, uint64_t target, bool hbm,
                       uint64_t pte_addr, uint64_t bits)
 {
+    /* "pages" counts PTEs: a 64 KiB page takes 16 */
+    uint64_t ptes = page_size == GMEM_CONT_SIZE ? GMEM_CONT_ENTRIES : 1;
+
     g_assert_false(json_object_has_member(r, "error"));
     g_assert_cmphex(num(r, "va"), ==, va);
-    g_assert_cmpint(num(r, "pages"), ==, pages);
+    g_assert_cmpint(num(r, "pages"), ==, pages * ptes);
     g_assert_cmphex(num(r, "size"), ==, pages * page_size);
     g_assert_cmphex(num(r, "page-size"), ==, page_size);
     g_assert_cmphex(num(r, "target"), ==, target);
@@ -109,7 +118,8 @@ static void check_run(JsonObject *r, uint64_t va, uint64_t pages,
     g_assert_cmpstr(str(r, "pte-in"), ==, "system");
     g_assert_cmpint(num(r, "level"), ==, page_size == GMEM_HUGE_SIZE ? 2 : 1);
     g_assert_cmphex(num(r, "pte"), ==, target | bits |
-                    (page_size == GMEM_HUGE_SIZE ? GMEM_PTE_HUGE : 0));
+                    (page_size == GMEM_HUGE_SIZE ? GMEM_PTE_HUGE : 0) |
+                    (page_size == GMEM_CONT_SIZE ? GMEM_PTE_CONT : 0));
 }
 
 static void test_page_table(void)
@@ -129,7 +139,7 @@ static void test_page_table(void)
     g_assert_cmpstr(str(o, "root-in"), ==, "system");
     g_assert_cmpstr(str(o, "dump"), ==, "complete");
     runs = json_object_get_array_member(o, "runs");
-    g_assert_cmpuint(json_array_get_length(runs), ==, 4);
+    g_assert_cmpuint(json_array_get_length(runs), ==, 5);
     check_run(obj_at(runs, 0), VA, 4, 4096, SYS_DATA, false,
               pte_slot(e, VA, 1), RW);
     check_run(obj_at(runs, 1), VA + 0x4000, 1, 4096, SYS_DATA + 0x10000,
@@ -141,6 +151,8 @@ static void test_page_table(void)
     g_assert_cmphex(num(bad, "pte-addr"), ==, pte_slot(e, VA + 0x6000, 1));
     check_run(obj_at(runs, 3), VA_2M, 1, GMEM_HUGE_SIZE, 0x200000, true,
               pte_slot(e, VA_2M, 2), RWA | GMEM_PTE_HBM);
+    check_run(obj_at(runs, 4), VA_64K, 2, GMEM_CONT_SIZE, 0x40000, true,
+              pte_slot(e, VA_64K, 1), RW | GMEM_PTE_HBM);
 
     /* A table pointing back at its parent shows as a loop, QEMU lives on. */
     qtest_writeq(e->qt, pte_slot(e, 0x1000000000ull, 2),
@@ -149,7 +161,7 @@ static void test_page_table(void)
     json_node_unref(pt);
     pt = qom_get(e->g, "page-table[" G_STRINGIFY(CTX) "]");
     runs = json_object_get_array_member(json_node_get_object(pt), "runs");
-    g_assert_cmpuint(json_array_get_length(runs), ==, 5);
+    g_assert_cmpuint(json_array_get_length(runs), ==, 6);
     g_assert_cmpstr(str(obj_at(runs, 0), "error"), ==, "loop");
 
     /* A context never programmed is empty; there is no context 64. */
@@ -183,7 +195,7 @@ static void test_hmp(void)
 
     ctx = gq_hmp(e->g, "info gmem-accel gmem0 " G_STRINGIFY(CTX));
     g_test_message("%s", ctx);
-    g_assert_nonnull(strstr(ctx, "4 runs, dump complete\n"));
+    g_assert_nonnull(strstr(ctx, "5 runs, dump complete\n"));
     run = g_strdup_printf("  0x%012" PRIx64 "-0x%012" PRIx64 "     16 KiB"
                           "   4K rw-  system 0x%016" PRIx64 "  4 at system "
                           "0x%" PRIx64 "\n", (uint64_t)VA,
@@ -192,6 +204,8 @@ static void test_hmp(void)
     g_assert_nonnull(strstr(ctx, run));
     g_assert_nonnull(strstr(ctx, ": reserved-bits\n"));
     g_assert_nonnull(strstr(ctx, "   2M rwa  hbm    0x0000000000200000  1 "));
+    g_assert_nonnull(strstr(ctx, "    128 KiB  64K rw-  hbm    "
+                                 "0x0000000000040000  32 "));
 
     /* A VA window: only the read-only page. */
     window = gq_hmp(e->g, "info gmem-accel gmem0 " G_STRINGIFY(CTX)

@@ -30,14 +30,15 @@ typedef enum GmemWalkStatus {
 
 /* A translation, or where and why the walk stopped. */
 typedef struct GmemTranslation {
-    uint64_t va_base;       /* VA of the page (4K or 2M aligned) */
-    uint64_t page_size;     /* GMEM_PAGE_SIZE or GMEM_HUGE_SIZE */
+    uint64_t va_base;       /* VA of the page (aligned to its size) */
+    uint64_t page_size;     /* GMEM_PAGE_SIZE, GMEM_CONT_SIZE, HUGE_SIZE */
     uint64_t target;        /* page's HBM offset or bus address */
     bool target_hbm;
     uint8_t perms;          /* GMEM_ACCESS_* the leaf allows */
     int level;              /* level of the entry that ended the walk */
-    uint64_t pte;           /* that entry */
+    uint64_t pte;           /* that entry (a CONT group's: its first) */
     uint64_t pte_addr;      /* and where it lives */
+    unsigned ptes;          /* entries the page takes: CONT_ENTRIES or 1 */
     bool pte_hbm;
 } GmemTranslation;
 
@@ -84,7 +85,7 @@ GmemPtDumpResult gmem_pt_dump(GmemPteReader read_pte, void *opaque,
                               void *fn_opaque);
 const char *gmem_walk_status_name(GmemWalkStatus st);
 
-/* ---- device TLB (gmem-accel-tlb.c): direct-mapped, 4K and 2M entries ---- */
+/* ---- device TLB (gmem-accel-tlb.c): direct-mapped, 4K, 64K, 2M entries ---- */
 
 typedef struct GmemTlbEntry {
     bool valid;

@@ -221,6 +221,12 @@ static void gmem_print_size(Monitor *mon, uint64_t bytes)
     monitor_printf(mon, "%10s", str);
 }
 
+static const char *gmem_page_size_name(uint64_t page_size)
+{
+    return page_size == GMEM_HUGE_SIZE ? "2M" :
+           page_size == GMEM_CONT_SIZE ? "64K" : "4K";
+}
+
 static void gmem_print_state(Monitor *mon, QDict *st)
 {
     const QListEntry *e;
@@ -313,8 +319,7 @@ static void gmem_print_page_table(Monitor *mon, QDict *pt)
         }
         monitor_printf(mon, " %4s %c%c%c  %-6s 0x%016" PRIx64 "  %" PRId64
                        " at %s 0x%" PRIx64 "\n",
-                       qdict_get_int(r, "page-size") == GMEM_HUGE_SIZE ?
-                       "2M" : "4K",
+                       gmem_page_size_name(qdict_get_int(r, "page-size")),
                        qdict_get_bool(r, "read") ? 'r' : '-',
                        qdict_get_bool(r, "write") ? 'w' : '-',
                        qdict_get_bool(r, "atomic") ? 'a' : '-',

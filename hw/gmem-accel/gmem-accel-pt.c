@@ -1,7 +1,7 @@
 /*
  * gmem-accel: page-table walker and dumper. Four levels of 512 entries;
  * every entry the guest wrote is checked (reserved bits, target inside HBM,
- * no table visited twice on one path) before it is trusted, by one function
+ * no table visited twice on one path) before it is trusted, by the functions
  * both the walker and the monitor's dump use. See docs/hardware-spec.md.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -48,7 +48,7 @@ static GmemWalkStatus gmem_pt_entry(uint64_t pte, int level, uint64_t va,
     if (level == 1 || (level == 2 && (pte & GMEM_PTE_HUGE))) {
         uint64_t size = level == 1 ? GMEM_PAGE_SIZE : GMEM_HUGE_SIZE;
         uint64_t rsvd = GMEM_PTE_LEAF_RSVD |
-                        (level == 1 ? GMEM_PTE_HUGE : 0) |
+                        (level == 1 ? GMEM_PTE_HUGE : GMEM_PTE_CONT) |
                         ((size - 1) & GMEM_PTE_ADDR_MASK);
 
         if (pte & rsvd) {
@@ -59,6 +59,7 @@ static GmemWalkStatus gmem_pt_entry(uint64_t pte, int level, uint64_t va,
         t->target = pte & GMEM_PTE_ADDR_MASK;
         t->target_hbm = pte & GMEM_PTE_HBM;
         t->perms = gmem_pte_perms(pte);
+        t->ptes = 1;
         if (t->target_hbm && !gmem_hbm_contains(hbm_size, t->target, size)) {
             return GMEM_WALK_BAD_ADDRESS;
         }
@@ -70,6 +71,49 @@ static GmemWalkStatus gmem_pt_entry(uint64_t pte, int level, uint64_t va,
     }
     *is_table = true;
     return GMEM_WALK_OK;
+}
+
+/*
+ * Widen the 4 KiB page @t, whose entry has CONT, to its group's 64 KiB page
+ * if the group holds together: its 16 entries all have CONT and the same
+ * bits but the software's, and map consecutive 4 KiB pages of a 64 KiB
+ * aligned target. Otherwise @t stays the 4 KiB page its own entry maps:
+ * software rewriting a group entry by entry is not an error.
+ */
+static void gmem_pt_cont(GmemPteReader read_pte, void *opaque,
+                         uint64_t hbm_size, uint64_t va, GmemTranslation *t)
+{
+    const uint64_t same = ~(GMEM_PTE_ADDR_MASK | GMEM_PTE_SW_MASK);
+    uint64_t group = t->pte_addr & ~(GMEM_CONT_ENTRIES * 8 - 1);
+    uint64_t first = 0;
+
+    for (unsigned i = 0; i < GMEM_CONT_ENTRIES; i++) {
+        uint64_t pte;
+
+        if (!read_pte(opaque, t->pte_hbm, group + i * 8, &pte)) {
+            return;
+        }
+        if (i == 0) {
+            first = pte;
+        }
+        if ((pte & same) != (t->pte & same) ||
+            (pte & GMEM_PTE_ADDR_MASK) !=
+            (first & GMEM_PTE_ADDR_MASK) + i * GMEM_PAGE_SIZE) {
+            return;
+        }
+    }
+    if ((first & GMEM_PTE_ADDR_MASK) & (GMEM_CONT_SIZE - 1) ||
+        (t->target_hbm && !gmem_hbm_contains(hbm_size,
+                                             first & GMEM_PTE_ADDR_MASK,
+                                             GMEM_CONT_SIZE))) {
+        return;
+    }
+    t->va_base = va & ~(GMEM_CONT_SIZE - 1);
+    t->page_size = GMEM_CONT_SIZE;
+    t->target = first & GMEM_PTE_ADDR_MASK;
+    t->pte = first;
+    t->pte_addr = group;
+    t->ptes = GMEM_CONT_ENTRIES;
 }
 
 /* Can the table at @table be read at all? (HBM tables: inside HBM) */
@@ -119,6 +163,9 @@ GmemWalkStatus gmem_pt_walk(GmemPteReader read_pte, void *opaque,
         }
         t->pte = pte;
         st = gmem_pt_entry(pte, level, va, hbm_size, t, &is_table);
+        if (st == GMEM_WALK_OK && !is_table && (pte & GMEM_PTE_CONT)) {
+            gmem_pt_cont(read_pte, opaque, hbm_size, va, t);
+        }
         if (st != GMEM_WALK_OK || !is_table) {
             return st;
         }
@@ -161,7 +208,7 @@ static bool gmem_dump_extends(const GmemPtDump *d, const GmemTranslation *t)
     return d->have_run && r->status == GMEM_WALK_OK &&
            t->page_size == r->first.page_size &&
            t->va_base == r->va + r->size &&
-           t->pte == r->first.pte + r->pages * t->page_size &&
+           t->pte == r->first.pte + r->size &&
            t->pte_hbm == r->first.pte_hbm &&
            t->pte_addr == r->first.pte_addr + r->pages * sizeof(uint64_t);
 }
@@ -169,7 +216,7 @@ static bool gmem_dump_extends(const GmemPtDump *d, const GmemTranslation *t)
 static bool gmem_dump_leaf(GmemPtDump *d, const GmemTranslation *t)
 {
     if (gmem_dump_extends(d, t)) {
-        d->run.pages++;
+        d->run.pages += t->ptes;
         d->run.size += t->page_size;
         return true;
     }
@@ -179,7 +226,7 @@ static bool gmem_dump_leaf(GmemPtDump *d, const GmemTranslation *t)
     d->have_run = true;
     d->run = (GmemPtRange) {
         .status = GMEM_WALK_OK, .va = t->va_base, .size = t->page_size,
-        .pages = 1, .first = *t,
+        .pages = t->ptes, .first = *t,
     };
     return true;
 }
@@ -253,9 +300,14 @@ static GmemPtDumpResult gmem_dump_table(GmemPtDump *d, int level,
             continue;
         }
         if (!is_table) {
+            if (pte & GMEM_PTE_CONT) {
+                gmem_pt_cont(d->read_pte, d->opaque, d->hbm_size, va, &t);
+            }
             if (!gmem_dump_leaf(d, &t)) {
                 return GMEM_DUMP_STOPPED;
             }
+            /* A 64 KiB page is reported once, whichever entry found it. */
+            idx |= t.ptes - 1;
             continue;
         }
         res = gmem_dump_table(d, level - 1, pte & GMEM_PTE_ADDR_MASK,

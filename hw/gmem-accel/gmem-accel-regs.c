@@ -89,6 +89,7 @@ static uint32_t gmem_half(uint64_t r, hwaddr reg)
 static uint32_t gmem_caps(GmemAccelState *s)
 {
     return GMEM_CAP_HBM | GMEM_CAP_MMU | GMEM_CAP_DMA | GMEM_CAP_FAULTS |
+           GMEM_CAP_PAGE_64K |
            (s->ats ? GMEM_CAP_ATS : 0) |
            (s->pasid ? GMEM_CAP_PASID : 0) |
            (s->pri ? GMEM_CAP_PRI : 0) |

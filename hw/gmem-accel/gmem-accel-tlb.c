@@ -1,7 +1,7 @@
 /*
  * gmem-accel: device TLB, caching translations ATS-style. Direct-mapped:
- * a 4 KiB translation has its slot by (ctx, VA >> 12), a 2 MiB one by
- * (ctx, VA >> 21), so a lookup probes two slots. Faults are never cached.
+ * a translation has its slot by (ctx, VA >> its page shift: 12, 16 or 21),
+ * so a lookup probes three slots. Faults are never cached.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -25,7 +25,8 @@ void gmem_tlb_free(GmemTlb *tlb)
 static uint32_t gmem_tlb_slot(const GmemTlb *tlb, uint16_t ctx, uint64_t va,
                               unsigned shift)
 {
-    uint64_t key = (va >> shift) ^ ((uint64_t)ctx << 36) ^ (shift == 21);
+    uint64_t key = (va >> shift) ^ ((uint64_t)ctx << 36) ^
+                   ((uint64_t)shift << 42);
 
     /* Fibonacci hashing: neighbouring pages land in different slots. */
     return (key * 0x9e3779b97f4a7c15ull) >> 32 & (tlb->size - 1);
@@ -34,7 +35,9 @@ static uint32_t gmem_tlb_slot(const GmemTlb *tlb, uint16_t ctx, uint64_t va,
 const GmemTlbEntry *gmem_tlb_lookup(const GmemTlb *tlb, uint16_t ctx,
                                     uint64_t va)
 {
-    static const unsigned shifts[] = { GMEM_PAGE_SHIFT, GMEM_HUGE_SHIFT };
+    static const unsigned shifts[] = {
+        GMEM_PAGE_SHIFT, GMEM_CONT_SHIFT, GMEM_HUGE_SHIFT,
+    };
 
     for (unsigned i = 0; i < G_N_ELEMENTS(shifts); i++) {
         const GmemTlbEntry *e =
@@ -51,8 +54,9 @@ const GmemTlbEntry *gmem_tlb_lookup(const GmemTlb *tlb, uint16_t ctx,
 
 void gmem_tlb_insert(GmemTlb *tlb, uint16_t ctx, const GmemTranslation *t)
 {
-    unsigned shift = t->page_size == GMEM_HUGE_SIZE ? GMEM_HUGE_SHIFT
-                                                    : GMEM_PAGE_SHIFT;
+    unsigned shift = t->page_size == GMEM_HUGE_SIZE ? GMEM_HUGE_SHIFT :
+                     t->page_size == GMEM_CONT_SIZE ? GMEM_CONT_SHIFT :
+                     GMEM_PAGE_SHIFT;
     GmemTlbEntry *e = &tlb->entries[gmem_tlb_slot(tlb, ctx, t->va_base,
                                                   shift)];
 

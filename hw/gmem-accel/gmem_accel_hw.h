@@ -84,7 +84,7 @@
 
 #define GMEM_ID_MAGIC               0x4d454d47  /* "GMEM" little-endian */
 #define GMEM_VERSION_MAJOR          0
-#define GMEM_VERSION_MINOR          4
+#define GMEM_VERSION_MINOR          5
 #define GMEM_VERSION ((GMEM_VERSION_MAJOR << 16) | GMEM_VERSION_MINOR)
 #define GMEM_VERSION_MAJOR_OF(v)    (((v) >> 16) & 0xffff)
 #define GMEM_VERSION_MINOR_OF(v)    ((v) & 0xffff)
@@ -98,7 +98,8 @@
 #define GMEM_CAP_DMA                (1u << 5)   /* command queues */
 #define GMEM_CAP_FAULTS             (1u << 6)   /* replayable faults */
 #define GMEM_CAP_COHERENT           (1u << 7)   /* BAR2 is CPU-coherent RAM */
-#define GMEM_CAP_KNOWN_MASK         0x000000ffu
+#define GMEM_CAP_PAGE_64K           (1u << 8)   /* GMEM_PTE_CONT (from 0.5) */
+#define GMEM_CAP_KNOWN_MASK         0x000001ffu
 
 /* GMEM_REG_STATUS */
 #define GMEM_STATUS_READY           (1u << 0)
@@ -236,14 +237,20 @@
  * Page tables: 4 levels of 512 64-bit entries (4 KiB tables), 48-bit VA.
  * Level 4 indexes VA[47:39], level 3 VA[38:30], level 2 VA[29:21],
  * level 1 VA[20:12]. A level-2 entry with HUGE maps 2 MiB; level-1 entries
- * map 4 KiB. Tables and pages live in system memory (bus address) or HBM
- * (offset into BAR2), as the entry's HBM bit says.
+ * map 4 KiB, or 64 KiB as a CONT group: the 16 aligned entries of one
+ * 64 KiB VA range, each with CONT, the same bits (but the software's) and
+ * consecutive addresses of a 64 KiB-aligned target (a group that breaks this maps 4 KiB pages).
+ * Tables and pages live in system memory (bus address) or HBM (offset into
+ * BAR2), as the entry's HBM bit says.
  */
 #define GMEM_VA_BITS                48
 #define GMEM_PT_LEVELS              4
 #define GMEM_PT_ENTRIES             512
 #define GMEM_PAGE_SHIFT             12
 #define GMEM_PAGE_SIZE              (1ull << GMEM_PAGE_SHIFT)
+#define GMEM_CONT_SHIFT             16
+#define GMEM_CONT_SIZE              (1ull << GMEM_CONT_SHIFT)
+#define GMEM_CONT_ENTRIES           (GMEM_CONT_SIZE / GMEM_PAGE_SIZE)
 #define GMEM_HUGE_SHIFT             21
 #define GMEM_HUGE_SIZE              (1ull << GMEM_HUGE_SHIFT)
 #define GMEM_PT_SHIFT(level)        (GMEM_PAGE_SHIFT + 9 * ((level) - 1))
@@ -255,6 +262,7 @@
 #define GMEM_PTE_ATOMIC             (1ull << 3)  /* leaf only */
 #define GMEM_PTE_HUGE               (1ull << 4)  /* level 2: 2 MiB leaf */
 #define GMEM_PTE_HBM                (1ull << 5)  /* target is in HBM */
+#define GMEM_PTE_CONT               (1ull << 6)  /* level 1: in a 64K group */
 #define GMEM_PTE_SW_MASK            (0xfull << 8)   /* ignored: software's */
 #define GMEM_PTE_ADDR_MASK          0x000ffffffffff000ull  /* bits 51:12 */
 #define GMEM_PTE_PERM_MASK \
@@ -262,7 +270,7 @@
 /* Bits that must be zero: in a leaf, and in a table pointer */
 #define GMEM_PTE_LEAF_RSVD \
 (~(GMEM_PTE_VALID | GMEM_PTE_PERM_MASK | GMEM_PTE_HUGE | \
-GMEM_PTE_HBM | GMEM_PTE_SW_MASK | GMEM_PTE_ADDR_MASK))
+GMEM_PTE_HBM | GMEM_PTE_CONT | GMEM_PTE_SW_MASK | GMEM_PTE_ADDR_MASK))
 #define GMEM_PTE_TABLE_RSVD \
 (~(GMEM_PTE_VALID | GMEM_PTE_HBM | GMEM_PTE_SW_MASK | GMEM_PTE_ADDR_MASK))
 
