@@ -49,7 +49,10 @@
  *    when a zap waits for the device TLB).
  * 9. gmem_queue.lock (mutex): a command ring's tail, sequence numbers and slots; never held
  *    with gmem_ctx.lock.
- * 10. gmem_pt_spares.lock, gmem_hbm.lock (spinlocks): spare table pages; HBM chunk lists.
+ * 10. gmem_accel.obj_lock (mutex): the device's list of objects; nothing is taken under it
+ *     but the HBM lock (an object's last reference may drop under mmap_lock, in munmap).
+ * 11. gmem_pt_spares.lock, gmem_hbm.lock, gmem_file.objs (spinlocks): spare table pages; HBM
+ *     chunk lists; a file's object handles.
  *
  * Functions documented "called with X held" assert it (lockdep_assert_held()).
  */
@@ -114,6 +117,9 @@ enum gmem_dev_counter {
 	GMEM_DEV_DEVICE_RESETS,		/* resets under the driver it recovered from */
 	GMEM_DEV_FAULT_QUEUE_OVERFLOWS,	/* groups that waited for room */
 	GMEM_DEV_HBM_PAGES_POISONED,	/* HBM pages the device cannot read any more */
+	GMEM_DEV_OBJECTS_NOW,		/* device memory objects (gmem_accel_obj.c) */
+	GMEM_DEV_OBJ_HBM_PAGES_NOW,	/* 4 KiB pages of HBM they hold */
+	GMEM_DEV_OBJ_SYSTEM_PAGES_NOW,	/* 4 KiB pages of system memory they hold */
 	GMEM_DEV_NR_COUNTERS
 };
 
@@ -139,6 +145,7 @@ struct gmem_chunk {
 	DECLARE_BITMAP(busy, GMEM_WINDOW_PAGES);	/* in use, or poisoned */
 	DECLARE_BITMAP(poisoned, GMEM_WINDOW_PAGES);	/* never handed out again */
 	bool huge;			/* handed out whole, one 2 MiB folio (7.3) */
+	unsigned int obj_pages;		/* pages objects hold: then on gmem_hbm.objs */
 };
 
 /* Source and destination of one migration window, with the data's DMA mappings. */
@@ -166,6 +173,7 @@ struct gmem_hbm {
 	unsigned int nchunks;
 	struct list_head free;		/* chunks with no page in use */
 	struct list_head lru;		/* chunks in use, least recently used first */
+	struct list_head objs;		/* chunks holding objects' pages (never evicted) */
 	struct gmem_chunk *fill;	/* where the next pages come from */
 	struct gmem_migration *fault_migration;	/* the fault worker's (it is ordered) */
 	bool mapped;
@@ -257,17 +265,23 @@ struct gmem_accel {
 	struct dentry *debugfs;
 	atomic_t inject_stalls;		/* debugfs inject_stalled_faults */
 
+	struct mutex obj_lock;		/* objs, obj_ids */
+	struct list_head objs;		/* every device memory object (debugfs "objects") */
+	u64 obj_ids;			/* the last object id handed out */
+	u64 hbm_bar;			/* BAR2's physical address: objects' CPU mappings */
+
 	struct cdev dmirror_cdev;	/* the test_hmm-compatible node (gmem_accel_dmirror.c) */
 	struct device *dmirror_dev;
 };
 
 /*
  * Software bits of device PTEs (GMEM_PTE_SW_MASK): the page-table code's own (bit 8, a
- * cleared entry whose page is still DMA-mapped), and those a context's hook may set
- * (gmem_pt_mark()).
+ * cleared entry whose page is still DMA-mapped; bit 11, an object's page, whose DMA mapping
+ * the object owns), and those a context's hook may set (gmem_pt_mark()).
  */
 #define GMEM_PTE_SW_STALE	(1ull << 8)
-#define GMEM_PTE_SW_HOOK_MASK	(0xeull << 8)
+#define GMEM_PTE_SW_HOOK_MASK	(0x6ull << 8)
+#define GMEM_PTE_SW_OBJECT	(1ull << 11)
 
 /* A device page-table page and, above level 1, the tables it points to. */
 struct gmem_pt {
@@ -373,6 +387,7 @@ struct gmem_ctx {
 struct gmem_file {
 	struct gmem_accel *g;
 	struct gmem_ctx *ctx;
+	struct xarray objs;		/* handle -> struct gmem_obj (gmem_accel_obj.c) */
 };
 
 static inline struct gmem_accel *to_gmem_accel(struct device *dev)
@@ -452,6 +467,8 @@ void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npage
 void gmem_pt_unmap(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src,
 			  const unsigned long *dst, unsigned long npages, unsigned long seq);
+int gmem_pt_map_obj(struct gmem_ctx *ctx, u64 va, u64 target, u64 page_size, bool hbm,
+		    bool write);
 
 /* gmem_accel_hbm.c: HBM as device memory: its pages, chunks and owners */
 int gmem_hbm_init(struct gmem_accel *g);
@@ -470,6 +487,9 @@ struct gmem_accel *gmem_hbm_owner(struct page *page);
 struct gmem_owner *gmem_owner_create(struct mm_struct *mm);
 void gmem_owner_put(struct gmem_owner *owner);
 void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m);
+int gmem_hbm_obj_take(struct gmem_accel *g, unsigned int npages, u64 *off);
+void gmem_hbm_obj_give(struct gmem_accel *g, u64 off, unsigned int npages);
+u64 gmem_hbm_free_bytes(struct gmem_accel *g);
 
 /* gmem_accel_migrate.c: migration both ways, eviction */
 extern const struct dev_pagemap_ops gmem_hbm_private_ops;
@@ -481,6 +501,7 @@ void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_fault_unshare(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_hbm_release_ctx(struct gmem_ctx *ctx);
 void gmem_hbm_evict_all(struct gmem_accel *g);
+bool gmem_hbm_evict_lru(struct gmem_accel *g);
 
 /* gmem_accel_fault.c: fault queue servicing; waits that serve faults meanwhile */
 int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
@@ -513,6 +534,17 @@ void gmem_dmirror_remove(struct gmem_accel *g);
 #define GMEM_PTE_SW_EXCLUSIVE	(1ull << 9)
 int gmem_dmirror_mirror(struct gmem_ctx *ctx, u64 start, u64 end, u8 __user *out, u64 *local);
 int gmem_dmirror_take_exclusive(struct gmem_ctx *ctx, u64 start, u64 end);
+
+/* gmem_accel_obj.c: device memory objects: allocation, mmap, device faults on them */
+void gmem_obj_file_init(struct gmem_file *f);
+void gmem_obj_file_fini(struct gmem_file *f);
+long gmem_obj_ioctl(struct gmem_file *f, unsigned int cmd, void __user *uarg);
+int gmem_obj_mmap(struct file *file, struct vm_area_struct *vma);
+unsigned long gmem_obj_get_unmapped_area(struct file *file, unsigned long addr,
+					 unsigned long len, unsigned long pgoff,
+					 unsigned long flags);
+int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *end);
+void gmem_obj_debugfs_show(struct gmem_accel *g, struct seq_file *m);
 
 /* gmem_accel_debugfs.c: /sys/kernel/debug/gmem_accel/gmem_accelN/ */
 void gmem_debugfs_init(void);

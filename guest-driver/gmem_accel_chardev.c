@@ -33,6 +33,7 @@ int gmem_file_open(struct gmem_accel *g, struct file *file)
 	}
 	get_device(&g->dev);
 	f->g = g;
+	gmem_obj_file_init(f);
 	file->private_data = f;
 	return 0;
 }
@@ -54,6 +55,7 @@ int gmem_file_release(struct file *file)
 	}
 	up_read(&g->lock);
 	gmem_ctx_destroy(f->ctx);
+	gmem_obj_file_fini(f);
 	kfree(f);
 	put_device(&g->dev);
 	return 0;
@@ -244,6 +246,11 @@ static long gmem_accel_ioctl(struct file *file, unsigned int cmd, unsigned long 
 	case GMEM_ACCEL_IOC_ADVISE:
 		ret = gmem_accel_advise(f->ctx, uarg);
 		break;
+	case GMEM_ACCEL_IOC_OBJ_ALLOC:
+	case GMEM_ACCEL_IOC_OBJ_FREE:
+	case GMEM_ACCEL_IOC_OBJ_QUERY:
+		ret = gmem_obj_ioctl(f, cmd, uarg);
+		break;
 	default:
 		ret = -ENOTTY;
 		break;
@@ -259,4 +266,6 @@ const struct file_operations gmem_accel_fops = {
 	.release = gmem_accel_release_file,
 	.unlocked_ioctl = gmem_accel_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = gmem_obj_mmap,
+	.get_unmapped_area = gmem_obj_get_unmapped_area,
 };

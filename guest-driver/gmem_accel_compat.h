@@ -145,6 +145,15 @@ static inline int gmem_hmm_range_fault(struct hmm_range *range)
 	struct mm_struct *mm = range->notifier->mm;
 	int ret;
 
+/* 6.13 dropped mm_get_unmapped_area()'s mm argument (it is current->mm's) */
+#ifdef GMEM_HAVE_GUA_NO_MM
+#define gmem_mm_get_unmapped_area(file, addr, len, pgoff, flags) \
+	mm_get_unmapped_area(file, addr, len, pgoff, flags)
+#else
+#define gmem_mm_get_unmapped_area(file, addr, len, pgoff, flags) \
+	mm_get_unmapped_area(current->mm, file, addr, len, pgoff, flags)
+#endif
+
 #ifdef GMEM_HAVE_HMM_FAULT_UNLOCKED
 	/* (one walk: -EBUSY comes back, so the caller restores its per-page requests) */
 	if ((range->default_flags | range->pfn_flags_mask) & HMM_PFN_REQ_FAULT)

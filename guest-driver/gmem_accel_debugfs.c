@@ -40,6 +40,9 @@ static const char * const gmem_dev_counter_names[GMEM_DEV_NR_COUNTERS] = {
 	[GMEM_DEV_DEVICE_RESETS] = "device_resets",
 	[GMEM_DEV_FAULT_QUEUE_OVERFLOWS] = "fault_queue_overflows",
 	[GMEM_DEV_HBM_PAGES_POISONED] = "hbm_pages_poisoned",
+	[GMEM_DEV_OBJECTS_NOW] = "objects_now",
+	[GMEM_DEV_OBJ_HBM_PAGES_NOW] = "obj_hbm_pages_now",
+	[GMEM_DEV_OBJ_SYSTEM_PAGES_NOW] = "obj_system_pages_now",
 };
 
 static int stats_show(struct seq_file *m, void *unused)
@@ -104,6 +107,13 @@ static int hbm_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(hbm);
 
+static int objects_show(struct seq_file *m, void *unused)
+{
+	gmem_obj_debugfs_show(m->private, m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(objects);
+
 void gmem_debugfs_add(struct gmem_accel *g)
 {
 	g->debugfs = debugfs_create_dir(dev_name(&g->dev), gmem_debugfs_root);
@@ -111,6 +121,7 @@ void gmem_debugfs_add(struct gmem_accel *g)
 	debugfs_create_file("contexts", 0444, g->debugfs, g, &contexts_fops);
 	debugfs_create_file("queues", 0444, g->debugfs, g, &queues_fops);
 	debugfs_create_file("hbm", 0444, g->debugfs, g, &hbm_fops);
+	debugfs_create_file("objects", 0444, g->debugfs, g, &objects_fops);
 	/* Fault injection: the next N fault groups lose their mapping before the replay. */
 	debugfs_create_atomic_t("inject_stalled_faults", 0600, g->debugfs, &g->inject_stalls);
 }

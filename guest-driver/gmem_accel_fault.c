@@ -276,6 +276,14 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 			continue;
 		}
 
+		/* In a mapping of a device memory object: its pages, not hmm's. */
+		ret = gmem_obj_fault(ctx, f[i].va & PAGE_MASK, gmem_fault_writes(&f[i]), &start,
+				     &end);
+		if (ret != -ENOENT) {
+			while (!ret && i < n && f[i].va >= start && f[i].va < end)
+				i++;
+			continue;
+		}
 		ret = gmem_fault_window(ctx, f[i].va & PAGE_MASK, &start, &end);
 		if (ret)
 			break;

@@ -112,6 +112,81 @@ void gmem_hbm_touch(struct gmem_accel *g, struct page *page)
 	spin_unlock(&hbm->lock);
 }
 
+/*
+ * Object memory: @npages (1, 16 or 512: one device page of an object) of HBM aligned to their
+ * size, from a chunk that holds objects already or else a free one. Such a chunk leaves the
+ * migration's lists: objects are not evicted with migrated pages. *@off: the HBM offset.
+ * -ENOSPC if no chunk has room (the caller may evict migrated pages and retry).
+ */
+int gmem_hbm_obj_take(struct gmem_accel *g, unsigned int npages, u64 *off)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+	struct gmem_chunk *c;
+	unsigned long i;
+
+	spin_lock(&hbm->lock);
+	if (npages < GMEM_WINDOW_PAGES) {
+		list_for_each_entry(c, &hbm->objs, link) {
+			i = bitmap_find_next_zero_area(c->busy, GMEM_WINDOW_PAGES, 0, npages,
+						       npages - 1);
+			if (i + npages <= GMEM_WINDOW_PAGES)
+				goto found;
+		}
+	}
+	list_for_each_entry(c, &hbm->free, link) {
+		/* (a poisoned page stays busy, so it is never part of an area) */
+		i = bitmap_find_next_zero_area(c->busy, GMEM_WINDOW_PAGES, 0, npages, npages - 1);
+		if (i + npages <= GMEM_WINDOW_PAGES) {
+			list_move_tail(&c->link, &hbm->objs);
+			goto found;
+		}
+	}
+	spin_unlock(&hbm->lock);
+	return -ENOSPC;
+found:
+	bitmap_set(c->busy, i, npages);
+	c->obj_pages += npages;
+	spin_unlock(&hbm->lock);
+	*off = ((u64)(c - hbm->chunks) * GMEM_WINDOW_PAGES + i) << PAGE_SHIFT;
+	gmem_dev_count(g, GMEM_DEV_OBJ_HBM_PAGES_NOW, npages);
+	return 0;
+}
+
+/* Give back what gmem_hbm_obj_take() gave; after unbind (no chunks) only the count. */
+void gmem_hbm_obj_give(struct gmem_accel *g, u64 off, unsigned int npages)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+	unsigned long first = (off >> PAGE_SHIFT) % GMEM_WINDOW_PAGES;
+	struct gmem_chunk *c;
+
+	spin_lock(&hbm->lock);
+	if (hbm->chunks && !WARN_ON_ONCE((off >> GMEM_HUGE_SHIFT) >= hbm->nchunks)) {
+		c = &hbm->chunks[off >> GMEM_HUGE_SHIFT];
+		for (unsigned long i = first; i < first + npages; i++)
+			if (!test_bit(i, c->poisoned))
+				__clear_bit(i, c->busy);
+		c->obj_pages -= min(npages, c->obj_pages);
+		if (!c->obj_pages)
+			list_move_tail(&c->link, &hbm->free);
+	}
+	spin_unlock(&hbm->lock);
+	gmem_dev_count(g, GMEM_DEV_OBJ_HBM_PAGES_NOW, -(s64)npages);
+}
+
+/* Bytes of HBM in chunks nobody uses: what an object can have without evicting anything. */
+u64 gmem_hbm_free_bytes(struct gmem_accel *g)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+	struct gmem_chunk *c;
+	u64 n = 0;
+
+	spin_lock(&hbm->lock);
+	list_for_each_entry(c, &hbm->free, link)
+		n += GMEM_HUGE_SIZE;
+	spin_unlock(&hbm->lock);
+	return n;
+}
+
 struct gmem_owner *gmem_owner_create(struct mm_struct *mm)
 {
 	struct gmem_owner *owner = kzalloc(sizeof(*owner), GFP_KERNEL);
@@ -299,6 +374,7 @@ int gmem_hbm_init(struct gmem_accel *g)
 	spin_lock_init(&hbm->lock);
 	INIT_LIST_HEAD(&hbm->free);
 	INIT_LIST_HEAD(&hbm->lru);
+	INIT_LIST_HEAD(&hbm->objs);
 	hbm->nchunks = size / GMEM_HUGE_SIZE;
 	if (!hbm->nchunks)
 		return 0;	/* nothing to migrate into */
@@ -340,13 +416,19 @@ int gmem_hbm_init(struct gmem_accel *g)
 void gmem_hbm_fini(struct gmem_accel *g)
 {
 	struct gmem_hbm *hbm = &g->hbm;
+	struct gmem_chunk *chunks;
 
 	if (!hbm->mapped)
 		return;
 	hbm->mapped = false;
 	memunmap_pages(&hbm->pgmap);
 	gmem_hbm_release_range(g);
-	kvfree(hbm->chunks);
+	/* Objects may outlive the device: gmem_hbm_obj_give() then finds no chunks. */
+	spin_lock(&hbm->lock);
+	chunks = hbm->chunks;
+	hbm->chunks = NULL;
+	spin_unlock(&hbm->lock);
+	kvfree(chunks);
 	kvfree(hbm->fault_migration);
 }
 
@@ -361,6 +443,10 @@ void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m)
 		nfree++;
 	seq_printf(m, "chunks %u\nchunks_free %u\nchunk_pages %u\n", hbm->nchunks, nfree,
 		   (unsigned int)GMEM_WINDOW_PAGES);
+	seq_puts(m, "objects (chunk:pages objects hold):");
+	list_for_each_entry(c, &hbm->objs, link)
+		seq_printf(m, " %ld:%u", c - hbm->chunks, c->obj_pages);
+	seq_puts(m, "\n");
 	seq_puts(m, "lru (chunk:pages in use, least recently used first):");
 	list_for_each_entry(c, &hbm->lru, link)
 		seq_printf(m, " %ld:%u", c - hbm->chunks, c->used);

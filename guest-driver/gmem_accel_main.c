@@ -81,6 +81,8 @@ static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id
 		return -ENOMEM;
 	g->pdev = pdev;
 	init_rwsem(&g->lock);
+	mutex_init(&g->obj_lock);
+	INIT_LIST_HEAD(&g->objs);
 
 	g->regs = pcim_iomap_region(pdev, GMEM_BAR_REGS, GMEM_ACCEL_NAME);
 	if (IS_ERR(g->regs)) {
@@ -110,6 +112,7 @@ static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id
 		pci_err(pdev, "cannot set up the device's rings: %d\n", ret);
 		goto err_free;
 	}
+	g->hbm_bar = pci_resource_start(pdev, GMEM_BAR_HBM);
 	ret = gmem_hbm_init(g);
 	if (ret)	/* shared virtual memory still works, in system memory */
 		pci_warn(pdev, "HBM not usable as device memory, no migration: %d\n", ret);

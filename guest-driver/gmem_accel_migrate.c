@@ -38,6 +38,33 @@ static unsigned long gmem_select_compound(struct gmem_accel *g, unsigned long st
 }
 
 /*
+ * Evict the least recently used chunk of migrated pages to system memory (@held: the mm whose
+ * lock the caller holds, settled, or NULL). False if no chunk holds migrated pages.
+ */
+static bool gmem_hbm_evict_chunk(struct gmem_accel *g, struct mm_struct *held)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+	struct gmem_chunk *victim;
+
+	spin_lock(&hbm->lock);
+	victim = list_first_entry_or_null(&hbm->lru, struct gmem_chunk, link);
+	if (victim)	/* next time, the next one, should this one not empty */
+		list_move_tail(&victim->link, &hbm->lru);
+	spin_unlock(&hbm->lock);
+	if (!victim)
+		return false;
+	gmem_dev_count(g, GMEM_DEV_EVICTIONS, 1);
+	gmem_evict_range(g, gmem_chunk_pfn(hbm, victim), GMEM_WINDOW_PAGES, NULL, held);
+	return true;
+}
+
+/* Make room in HBM for an object: evict the least recently used migrated chunk. */
+bool gmem_hbm_evict_lru(struct gmem_accel *g)
+{
+	return gmem_hbm_evict_chunk(g, NULL);
+}
+
+/*
  * An HBM page for context @ctx — with @huge, a whole 2 MiB folio — locked and referenced as
  * migrate_vma wants it. When HBM is full the least recently used chunk is evicted to system
  * memory (once for a folio, which otherwise moves as pages); NULL if nothing could be freed
@@ -52,19 +79,8 @@ static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx, bool huge)
 
 	for (unsigned int tries = 0;
 	     !(page = huge ? gmem_hbm_take_huge(g) : gmem_hbm_take(g)); tries++) {
-		struct gmem_chunk *victim;
-
-		if (tries == (huge ? 1 : hbm->nchunks))
+		if (tries == (huge ? 1 : hbm->nchunks) || !gmem_hbm_evict_chunk(g, ctx->mm))
 			return NULL;
-		spin_lock(&hbm->lock);
-		victim = list_first_entry_or_null(&hbm->lru, struct gmem_chunk, link);
-		if (victim)	/* next time, the next one, should this one not empty */
-			list_move_tail(&victim->link, &hbm->lru);
-		spin_unlock(&hbm->lock);
-		if (!victim)
-			return NULL;
-		gmem_dev_count(g, GMEM_DEV_EVICTIONS, 1);
-		gmem_evict_range(g, gmem_chunk_pfn(hbm, victim), GMEM_WINDOW_PAGES, NULL, ctx->mm);
 	}
 	gmem_zone_device_init(page, &g->hbm.pgmap, order);
 	kref_get(&ctx->owner->ref);

@@ -21,6 +21,8 @@
 static_assert(GMEM_PTE_SW_STALE & GMEM_PTE_SW_MASK);
 static_assert((GMEM_PTE_SW_HOOK_MASK & GMEM_PTE_SW_MASK) == GMEM_PTE_SW_HOOK_MASK);
 static_assert(!(GMEM_PTE_SW_STALE & GMEM_PTE_SW_HOOK_MASK));
+static_assert(!(GMEM_PTE_SW_OBJECT & (GMEM_PTE_SW_HOOK_MASK | GMEM_PTE_SW_STALE)));
+static_assert(GMEM_PTE_SW_OBJECT & GMEM_PTE_SW_MASK);
 
 static struct device *gmem_dma_dev(struct gmem_ctx *ctx)
 {
@@ -49,12 +51,16 @@ static u64 gmem_leaf_size(int level)
 	return level == 1 ? GMEM_PAGE_SIZE : GMEM_HUGE_SIZE;
 }
 
-/* Unmap a leaf's system page for DMA and clear the entry (which is no longer valid). */
+/*
+ * Unmap a leaf's system page for DMA and clear the entry (which is no longer valid). HBM and
+ * objects' pages are not the page table's to unmap.
+ */
 static void gmem_leaf_release(struct gmem_ctx *ctx, u64 *pte, int level)
 {
 	u64 e = READ_ONCE(*pte);
 
-	if ((e & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) && !(e & GMEM_PTE_HBM)) {
+	if ((e & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) &&
+	    !(e & (GMEM_PTE_HBM | GMEM_PTE_SW_OBJECT))) {
 		dma_unmap_page(gmem_dma_dev(ctx), e & GMEM_PTE_ADDR_MASK, gmem_leaf_size(level),
 			       DMA_BIDIRECTIONAL);
 		gmem_dev_count(ctx->g, GMEM_DEV_DMA_MAPPED_NOW,
@@ -291,10 +297,11 @@ static u64 gmem_leaf_pte(u64 addr, bool write, bool hbm)
 }
 
 /*
- * Point @va's 4 KiB entry at HBM offset @off. Returns 1 if it replaced a valid entry (which
- * the device TLB may hold), 0, or -EAGAIN (no spare table: reserve and retry).
+ * Make @entry (a leaf the page table need not DMA-unmap: HBM or an object's page) @va's 4 KiB
+ * entry. Returns 1 if it replaced a valid entry (which the device TLB may hold), 0, or
+ * -EAGAIN (no spare table: reserve and retry).
  */
-static int gmem_pt_set_hbm(struct gmem_ctx *ctx, u64 va, u64 off, bool write)
+static int gmem_pt_set_4k(struct gmem_ctx *ctx, u64 va, u64 entry)
 {
 	struct gmem_pt *pt = gmem_pt_table(ctx, va, 1, true);
 	int replaced;
@@ -303,24 +310,29 @@ static int gmem_pt_set_hbm(struct gmem_ctx *ctx, u64 va, u64 off, bool write)
 	if (!pt)
 		return -EAGAIN;
 	pte = &pt->pte[GMEM_PT_INDEX(va, 1)];
-	if (READ_ONCE(*pte) == gmem_leaf_pte(off, write, true))
+	if (READ_ONCE(*pte) == entry)
 		return 0;	/* already so: nothing for the device TLB to forget */
 	replaced = !!(READ_ONCE(*pte) & GMEM_PTE_VALID);
 	if (READ_ONCE(*pte) & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE))
 		gmem_leaf_release(ctx, pte, 1);
-	WRITE_ONCE(*pte, gmem_leaf_pte(off, write, true));
+	WRITE_ONCE(*pte, entry);
 	gmem_ctx_count(ctx, GMEM_CTX_PAGES_MAPPED, 1);
 	return replaced;
 }
 
+/* Point @va's 4 KiB entry at HBM offset @off. Returns as gmem_pt_set_4k() does. */
+static int gmem_pt_set_hbm(struct gmem_ctx *ctx, u64 va, u64 off, bool write)
+{
+	return gmem_pt_set_4k(ctx, va, gmem_leaf_pte(off, write, true));
+}
+
 /*
- * Point the 2 MiB at @va (aligned) at HBM offset @off (aligned: a 2 MiB folio) with one leaf,
- * dropping a table of 4 KiB entries there. Returns as gmem_pt_set_hbm() does.
+ * Make @entry (as for gmem_pt_set_4k(), with HUGE) the 2 MiB leaf at @va (aligned), dropping
+ * a table of 4 KiB entries there. Returns as gmem_pt_set_4k() does.
  */
-static int gmem_pt_set_hbm_huge(struct gmem_ctx *ctx, u64 va, u64 off, bool write)
+static int gmem_pt_set_2m(struct gmem_ctx *ctx, u64 va, u64 entry)
 {
 	struct gmem_pt *pt = gmem_pt_table(ctx, va, 2, true);
-	u64 entry = gmem_leaf_pte(off, write, true) | GMEM_PTE_HUGE;
 	unsigned int idx = GMEM_PT_INDEX(va, 2);
 	int replaced = 0;
 	u64 *pte;
@@ -345,6 +357,38 @@ static int gmem_pt_set_hbm_huge(struct gmem_ctx *ctx, u64 va, u64 off, bool writ
 		gmem_leaf_release(ctx, pte, 2);
 	WRITE_ONCE(*pte, entry);
 	gmem_ctx_count(ctx, GMEM_CTX_PAGES_MAPPED, GMEM_WINDOW_PAGES);
+	return replaced;
+}
+
+/* Point the 2 MiB at @va (aligned) at HBM offset @off (aligned: a 2 MiB folio). */
+static int gmem_pt_set_hbm_huge(struct gmem_ctx *ctx, u64 va, u64 off, bool write)
+{
+	return gmem_pt_set_2m(ctx, va, gmem_leaf_pte(off, write, true) | GMEM_PTE_HUGE);
+}
+
+/*
+ * Map one device page of an object: @page_size bytes at @va onto @target (an HBM offset if
+ * @hbm, else the bus address of the object's system memory), both aligned to @page_size: a
+ * 2 MiB leaf, a CONT group of 16 entries (64 KiB) or one 4 KiB entry. Called with ctx->lock
+ * held, tables reserved for [va, va + page_size); returns as gmem_pt_set_4k() does.
+ */
+int gmem_pt_map_obj(struct gmem_ctx *ctx, u64 va, u64 target, u64 page_size, bool hbm,
+		    bool write)
+{
+	u64 entry = gmem_leaf_pte(target, write, hbm) | GMEM_PTE_SW_OBJECT;
+	int ret, replaced = 0;
+
+	lockdep_assert_held(&ctx->lock);
+	if (page_size == GMEM_HUGE_SIZE)
+		return gmem_pt_set_2m(ctx, va, entry | GMEM_PTE_HUGE);
+	if (page_size == GMEM_CONT_SIZE)
+		entry |= GMEM_PTE_CONT;
+	for (u64 o = 0; o < page_size; o += GMEM_PAGE_SIZE) {
+		ret = gmem_pt_set_4k(ctx, va + o, entry + o);
+		if (ret < 0)
+			return ret;
+		replaced |= ret;
+	}
 	return replaced;
 }
 
@@ -597,6 +641,8 @@ void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npage
 				flags |= GMEM_ACCEL_PAGE_HBM;
 			if (huge)
 				flags |= GMEM_ACCEL_PAGE_2M;
+			if (e & GMEM_PTE_CONT)
+				flags |= GMEM_ACCEL_PAGE_64K;
 		}
 		out[i] = flags;
 	}

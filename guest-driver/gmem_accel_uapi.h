@@ -108,6 +108,7 @@ struct gmem_accel_wait {
 #define GMEM_ACCEL_PAGE_WRITE	(1u << 1)	/* and writable */
 #define GMEM_ACCEL_PAGE_2M	(1u << 2)	/* by a 2 MiB device page */
 #define GMEM_ACCEL_PAGE_HBM	(1u << 3)	/* to device memory */
+#define GMEM_ACCEL_PAGE_64K	(1u << 4)	/* by a 64 KiB device page (a CONT group) */
 
 /**
  * struct gmem_accel_snapshot - the device's view of a range of this process's pages
@@ -208,6 +209,65 @@ struct gmem_accel_migrate {
 	__u64 pages;
 };
 
+/* struct gmem_accel_obj_alloc.flags (and struct gmem_accel_obj_query.flags, out) */
+#define GMEM_ACCEL_OBJ_HBM		(1u << 0)	/* place in device memory */
+#define GMEM_ACCEL_OBJ_SYSTEM		(1u << 1)	/* place in system memory */
+#define GMEM_ACCEL_OBJ_PAGE_4K		(1u << 2)	/* force the page size (else by size) */
+#define GMEM_ACCEL_OBJ_PAGE_64K		(1u << 3)
+#define GMEM_ACCEL_OBJ_PAGE_2M		(1u << 4)
+#define GMEM_ACCEL_OBJ_PINNED		(1u << 5)	/* never evicted to system memory */
+#define GMEM_ACCEL_OBJ_KNOWN		0x3fu
+
+/* Largest object: as much as the largest HBM (64 GiB) */
+#define GMEM_ACCEL_OBJ_MAX_SIZE		(1ull << 36)
+
+/**
+ * struct gmem_accel_obj_alloc - allocate a device memory object
+ * @size:        bytes, 1..GMEM_ACCEL_OBJ_MAX_SIZE; rounded up to the page size
+ * @flags:       GMEM_ACCEL_OBJ_*: at most one placement (neither: HBM if it has room, else
+ *               system memory) and at most one page size (none: < 64 KiB -> 4 KiB,
+ *               < 2 MiB -> 64 KiB, else 2 MiB, as NVIDIA UVM picks chunks)
+ * @handle:      out: names the object on this file
+ * @mmap_offset: out: mmap(2) offset of the object on this file (MAP_SHARED)
+ *
+ * The object is zeroed. ENOSPC if HBM has no room for an HBM object, ENOMEM for system memory.
+ */
+struct gmem_accel_obj_alloc {
+	__u64 size;
+	__u32 flags;
+	__u32 handle;
+	__u64 mmap_offset;
+};
+
+/**
+ * struct gmem_accel_obj_query - what an object is
+ * @handle:      in: the object
+ * @flags:       out: its placement, page size and PINNED (GMEM_ACCEL_OBJ_*)
+ * @size:        out: bytes (a multiple of @page_size)
+ * @page_size:   out: bytes of each device page: 4096, 65536 or 2097152
+ * @hbm_addr:    out: HBM offset of its first byte (as the monitor shows it); ~0 if in system
+ *               memory
+ * @mmap_offset: out: as GMEM_ACCEL_IOC_OBJ_ALLOC gave it
+ */
+struct gmem_accel_obj_query {
+	__u32 handle;
+	__u32 flags;
+	__u64 size;
+	__u64 page_size;
+	__u64 hbm_addr;
+	__u64 mmap_offset;
+};
+
+/**
+ * struct gmem_accel_obj_free - drop this file's handle to an object
+ * @handle: the object; its memory is freed with the last reference (handle, mapping)
+ * @flags:  must be zero
+ */
+struct gmem_accel_obj_free {
+	__u32 handle;
+	__u32 flags;
+};
+
 #define GMEM_ACCEL_IOC_GET_INFO _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x00, struct gmem_accel_info)
 #define GMEM_ACCEL_IOC_SUBMIT   _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x01, struct gmem_accel_submit)
 #define GMEM_ACCEL_IOC_WAIT     _IOW(GMEM_ACCEL_IOC_MAGIC, 0x02, struct gmem_accel_wait)
@@ -215,5 +275,8 @@ struct gmem_accel_migrate {
 #define GMEM_ACCEL_IOC_STATS    _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x04, struct gmem_accel_stats)
 #define GMEM_ACCEL_IOC_MIGRATE  _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x05, struct gmem_accel_migrate)
 #define GMEM_ACCEL_IOC_ADVISE   _IOW(GMEM_ACCEL_IOC_MAGIC, 0x06, struct gmem_accel_advise)
+#define GMEM_ACCEL_IOC_OBJ_ALLOC _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x07, struct gmem_accel_obj_alloc)
+#define GMEM_ACCEL_IOC_OBJ_FREE  _IOW(GMEM_ACCEL_IOC_MAGIC, 0x08, struct gmem_accel_obj_free)
+#define GMEM_ACCEL_IOC_OBJ_QUERY _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x09, struct gmem_accel_obj_query)
 
 #endif /* _UAPI_GMEM_ACCEL_H */

@@ -1,0 +1,554 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: device memory objects. A process allocates bytes in HBM or in system
+ * memory, in device pages of 4 KiB, 64 KiB or 2 MiB picked by size as NVIDIA UVM picks its
+ * chunks, and mmap()s the object: HBM through BAR2, write-combined, as a large-BAR GPU maps
+ * VRAM; system memory as its own pages. The device reaches the object at the same virtual
+ * addresses: a device fault in an object's mapping maps the object's pages with one leaf per
+ * device page (gmem_obj_fault()), and the MMU notifier zaps them as it zaps any memory.
+ * An object lives while a handle or a mapping refers to it.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/mm.h>
+#include <linux/mman.h>
+#include <linux/sched/mm.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "gmem_accel.h"
+
+/* mmap offset of handle h: h << 36 (an object is at most GMEM_ACCEL_OBJ_MAX_SIZE) */
+#define GMEM_OBJ_OFFSET_SHIFT	36
+#define GMEM_OBJ_PGOFF_SHIFT	(GMEM_OBJ_OFFSET_SHIFT - PAGE_SHIFT)
+#define GMEM_OBJ_PGOFF_MASK	((1ul << GMEM_OBJ_PGOFF_SHIFT) - 1)
+#define GMEM_OBJ_MAX_HANDLE	((1u << 20) - 1)
+static_assert(GMEM_ACCEL_OBJ_MAX_SIZE == 1ull << GMEM_OBJ_OFFSET_SHIFT);
+
+#define GMEM_OBJ_PLACEMENT	(GMEM_ACCEL_OBJ_HBM | GMEM_ACCEL_OBJ_SYSTEM)
+#define GMEM_OBJ_PAGE_SIZES \
+	(GMEM_ACCEL_OBJ_PAGE_4K | GMEM_ACCEL_OBJ_PAGE_64K | GMEM_ACCEL_OBJ_PAGE_2M)
+
+/**
+ * struct gmem_obj - a device memory object
+ * @ref:       one per handle and per VMA mapping it
+ * @g:         its device (a reference on g->dev)
+ * @id:        device-wide number, for debugfs
+ * @size:      bytes, a multiple of @page_size
+ * @page_size: bytes of each of its device pages
+ * @flags:     GMEM_ACCEL_OBJ_*: its placement, page size and PINNED
+ * @npages:    device pages
+ * @addr:      per device page, its HBM offset, or its system memory's bus address
+ * @pages:     system memory: per device page, its (compound) page
+ * @link:      on g->objs
+ * @tgid:      who allocated it, for debugfs
+ * @comm:      and its name
+ */
+struct gmem_obj {
+	struct kref ref;
+	struct gmem_accel *g;
+	u64 id;
+	u64 size;
+	u64 page_size;
+	u32 flags;
+	unsigned long npages;
+	u64 *addr;
+	struct page **pages;
+	struct list_head link;
+	pid_t tgid;
+	char comm[TASK_COMM_LEN];
+};
+
+static const struct vm_operations_struct gmem_obj_vm_ops;
+
+static bool gmem_obj_in_hbm(const struct gmem_obj *obj)
+{
+	return obj->flags & GMEM_ACCEL_OBJ_HBM;
+}
+
+/* Give back the device pages [0, n) of @obj hold. */
+static void gmem_obj_free_pages(struct gmem_obj *obj, unsigned long n)
+{
+	struct gmem_accel *g = obj->g;
+	unsigned int order = ilog2(obj->page_size >> PAGE_SHIFT);
+
+	for (unsigned long i = 0; i < n; i++) {
+		if (gmem_obj_in_hbm(obj)) {
+			gmem_hbm_obj_give(g, obj->addr[i], obj->page_size >> PAGE_SHIFT);
+			continue;
+		}
+		dma_unmap_page(g->dev.parent, obj->addr[i], obj->page_size, DMA_BIDIRECTIONAL);
+		__free_pages(obj->pages[i], order);
+		gmem_dev_count(g, GMEM_DEV_OBJ_SYSTEM_PAGES_NOW, -(s64)(obj->page_size >> PAGE_SHIFT));
+	}
+}
+
+static void gmem_obj_release(struct kref *ref)
+{
+	struct gmem_obj *obj = container_of(ref, struct gmem_obj, ref);
+	struct gmem_accel *g = obj->g;
+
+	mutex_lock(&g->obj_lock);
+	list_del(&obj->link);
+	mutex_unlock(&g->obj_lock);
+	gmem_obj_free_pages(obj, obj->npages);
+	gmem_dev_count(g, GMEM_DEV_OBJECTS_NOW, -1);
+	kvfree(obj->addr);
+	kvfree(obj->pages);
+	kfree(obj);
+	put_device(&g->dev);
+}
+
+static void gmem_obj_put(struct gmem_obj *obj)
+{
+	kref_put(&obj->ref, gmem_obj_release);
+}
+
+/* The object behind @handle on @f, referenced; NULL if there is none. */
+static struct gmem_obj *gmem_obj_lookup(struct gmem_file *f, u32 handle)
+{
+	struct gmem_obj *obj;
+
+	xa_lock(&f->objs);
+	obj = xa_load(&f->objs, handle);
+	if (obj)
+		kref_get(&obj->ref);
+	xa_unlock(&f->objs);
+	return obj;
+}
+
+/* Zero @obj's HBM with the device's FILL, as many device pages a batch as a kernel run takes. */
+static int gmem_obj_zero_hbm(struct gmem_obj *obj)
+{
+	unsigned long batch = min_t(unsigned long, obj->npages, GMEM_WINDOW_PAGES);
+	struct gmem_cmd_desc *desc = kvcalloc(batch, sizeof(*desc), GFP_KERNEL);
+	int ret = 0;
+
+	if (!desc)
+		return -ENOMEM;
+	for (unsigned long i = 0; i < obj->npages && !ret; i += batch) {
+		unsigned int n = min(batch, obj->npages - i);
+
+		for (unsigned int k = 0; k < n; k++)
+			desc[k] = (struct gmem_cmd_desc) {
+				.opcode = GMEM_OP_FILL,
+				.flags = GMEM_CMD_F_DST(GMEM_ADDR_HBM),
+				.dst = cpu_to_le64(obj->addr[i + k]),
+				.size = cpu_to_le64(obj->page_size),
+			};
+		ret = gmem_kernel_run(obj->g, desc, n);
+	}
+	kvfree(desc);
+	return ret;
+}
+
+/*
+ * HBM for every device page of @obj. When HBM is full, migrated pages are evicted to make
+ * room, the least recently used chunk first, as for a migration; objects are never evicted
+ * for each other. -ENOSPC if it cannot be had.
+ */
+static int gmem_obj_take_hbm(struct gmem_obj *obj)
+{
+	struct gmem_accel *g = obj->g;
+	unsigned int evictions = 0;
+	unsigned long i;
+	int ret = 0;
+
+	for (i = 0; i < obj->npages; i++) {
+		while ((ret = gmem_hbm_obj_take(g, obj->page_size >> PAGE_SHIFT, &obj->addr[i]))) {
+			if (evictions++ == g->hbm.nchunks || !gmem_hbm_evict_lru(g))
+				break;
+		}
+		if (ret)
+			break;
+	}
+	if (!ret)
+		ret = gmem_obj_zero_hbm(obj);
+	if (ret)
+		gmem_obj_free_pages(obj, i);
+	return ret;
+}
+
+/* Zeroed system memory for every device page of @obj, one compound page each, DMA-mapped. */
+static int gmem_obj_take_system(struct gmem_obj *obj)
+{
+	struct device *dev = obj->g->dev.parent;
+	unsigned int order = ilog2(obj->page_size >> PAGE_SHIFT);
+	unsigned long i;
+
+	obj->pages = kvcalloc(obj->npages, sizeof(*obj->pages), GFP_KERNEL);
+	if (!obj->pages)
+		return -ENOMEM;
+	for (i = 0; i < obj->npages; i++) {
+		gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_NOWARN | (order ? __GFP_COMP : 0);
+		struct page *page = alloc_pages(gfp, order);
+		dma_addr_t dma;
+
+		if (!page)
+			break;
+		dma = dma_map_page(dev, page, 0, obj->page_size, DMA_BIDIRECTIONAL);
+		if (dma_mapping_error(dev, dma)) {
+			__free_pages(page, order);
+			break;
+		}
+		obj->pages[i] = page;
+		obj->addr[i] = dma;
+		gmem_dev_count(obj->g, GMEM_DEV_OBJ_SYSTEM_PAGES_NOW, 1u << order);
+	}
+	if (i == obj->npages)
+		return 0;
+	gmem_obj_free_pages(obj, i);
+	return -ENOMEM;
+}
+
+/* The device page size and placement an allocation asks for, or gets by default. */
+static int gmem_obj_pick(struct gmem_accel *g, u64 size, u32 flags, u64 *page_size, u32 *place)
+{
+	u32 ps = flags & GMEM_OBJ_PAGE_SIZES;
+
+	if ((flags & ~GMEM_ACCEL_OBJ_KNOWN) || hweight32(flags & GMEM_OBJ_PLACEMENT) > 1 ||
+	    hweight32(ps) > 1 || !size || size > GMEM_ACCEL_OBJ_MAX_SIZE)
+		return -EINVAL;
+	if (ps)
+		*page_size = ps == GMEM_ACCEL_OBJ_PAGE_4K ? SZ_4K :
+			     ps == GMEM_ACCEL_OBJ_PAGE_64K ? SZ_64K : SZ_2M;
+	else
+		*page_size = size < SZ_64K ? SZ_4K : size < SZ_2M ? SZ_64K : SZ_2M;
+	*place = flags & GMEM_OBJ_PLACEMENT;
+	if (*place == GMEM_ACCEL_OBJ_HBM && !g->hbm.mapped)
+		return -ENODEV;		/* this device has no HBM to give */
+	if (!*place)	/* HBM while it has room without evicting anything */
+		*place = g->hbm.mapped && gmem_hbm_free_bytes(g) >= round_up(size, *page_size) ?
+			 GMEM_ACCEL_OBJ_HBM : GMEM_ACCEL_OBJ_SYSTEM;
+	return 0;
+}
+
+static struct gmem_obj *gmem_obj_create(struct gmem_accel *g, u64 size, u32 flags)
+{
+	struct gmem_obj *obj;
+	u64 page_size;
+	u32 place;
+	int ret;
+
+	ret = gmem_obj_pick(g, size, flags, &page_size, &place);
+	if (ret)
+		return ERR_PTR(ret);
+	obj = kzalloc(sizeof(*obj), GFP_KERNEL);
+	if (!obj)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&obj->ref);
+	obj->g = g;
+	obj->page_size = page_size;
+	obj->size = round_up(size, page_size);
+	obj->npages = obj->size / page_size;
+	obj->flags = place | (flags & GMEM_ACCEL_OBJ_PINNED) |
+		     (page_size == SZ_4K ? GMEM_ACCEL_OBJ_PAGE_4K :
+		      page_size == SZ_64K ? GMEM_ACCEL_OBJ_PAGE_64K : GMEM_ACCEL_OBJ_PAGE_2M);
+	obj->tgid = current->tgid;
+	get_task_comm(obj->comm, current);
+	obj->addr = kvcalloc(obj->npages, sizeof(*obj->addr), GFP_KERNEL);
+	ret = obj->addr ? 0 : -ENOMEM;
+	if (!ret)
+		ret = place == GMEM_ACCEL_OBJ_HBM ? gmem_obj_take_hbm(obj) : gmem_obj_take_system(obj);
+	if (ret) {
+		kvfree(obj->addr);
+		kvfree(obj->pages);
+		kfree(obj);
+		return ERR_PTR(ret);
+	}
+	get_device(&g->dev);
+	gmem_dev_count(g, GMEM_DEV_OBJECTS_NOW, 1);
+	mutex_lock(&g->obj_lock);
+	obj->id = ++g->obj_ids;
+	list_add_tail(&obj->link, &g->objs);
+	mutex_unlock(&g->obj_lock);
+	return obj;
+}
+
+static long gmem_obj_alloc_ioctl(struct gmem_file *f, void __user *uarg)
+{
+	struct gmem_accel_obj_alloc a;
+	struct gmem_obj *obj;
+	u32 handle;
+	int ret;
+
+	if (copy_from_user(&a, uarg, sizeof(a)))
+		return -EFAULT;
+	obj = gmem_obj_create(f->g, a.size, a.flags);
+	if (IS_ERR(obj))
+		return PTR_ERR(obj);
+	ret = xa_alloc(&f->objs, &handle, obj, XA_LIMIT(1, GMEM_OBJ_MAX_HANDLE), GFP_KERNEL);
+	if (ret) {
+		gmem_obj_put(obj);
+		return ret == -EBUSY ? -EMFILE : ret;
+	}
+	a.handle = handle;
+	a.mmap_offset = (u64)handle << GMEM_OBJ_OFFSET_SHIFT;
+	if (copy_to_user(uarg, &a, sizeof(a))) {
+		gmem_obj_put(xa_erase(&f->objs, handle));
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static long gmem_obj_free_ioctl(struct gmem_file *f, void __user *uarg)
+{
+	struct gmem_accel_obj_free fr;
+	struct gmem_obj *obj;
+
+	if (copy_from_user(&fr, uarg, sizeof(fr)))
+		return -EFAULT;
+	if (fr.flags)
+		return -EINVAL;
+	obj = xa_erase(&f->objs, fr.handle);
+	if (!obj)
+		return -ENOENT;
+	gmem_obj_put(obj);
+	return 0;
+}
+
+static long gmem_obj_query_ioctl(struct gmem_file *f, void __user *uarg)
+{
+	struct gmem_accel_obj_query q;
+	struct gmem_obj *obj;
+
+	if (copy_from_user(&q, uarg, sizeof(q)))
+		return -EFAULT;
+	obj = gmem_obj_lookup(f, q.handle);
+	if (!obj)
+		return -ENOENT;
+	q.flags = obj->flags;
+	q.size = obj->size;
+	q.page_size = obj->page_size;
+	q.hbm_addr = gmem_obj_in_hbm(obj) ? obj->addr[0] : ~0ull;
+	q.mmap_offset = (u64)q.handle << GMEM_OBJ_OFFSET_SHIFT;
+	gmem_obj_put(obj);
+	return copy_to_user(uarg, &q, sizeof(q)) ? -EFAULT : 0;
+}
+
+long gmem_obj_ioctl(struct gmem_file *f, unsigned int cmd, void __user *uarg)
+{
+	switch (cmd) {
+	case GMEM_ACCEL_IOC_OBJ_ALLOC:
+		return gmem_obj_alloc_ioctl(f, uarg);
+	case GMEM_ACCEL_IOC_OBJ_FREE:
+		return gmem_obj_free_ioctl(f, uarg);
+	case GMEM_ACCEL_IOC_OBJ_QUERY:
+		return gmem_obj_query_ioctl(f, uarg);
+	}
+	return -ENOTTY;
+}
+
+void gmem_obj_file_init(struct gmem_file *f)
+{
+	xa_init_flags(&f->objs, XA_FLAGS_ALLOC1);
+}
+
+/* The file closes: its handles go; mappings keep their objects. */
+void gmem_obj_file_fini(struct gmem_file *f)
+{
+	struct gmem_obj *obj;
+	unsigned long h;
+
+	xa_for_each(&f->objs, h, obj)
+		gmem_obj_put(obj);
+	xa_destroy(&f->objs);
+}
+
+/* ---- CPU mappings ---- */
+
+/* Byte offset in its object of @va in object mapping @vma. */
+static u64 gmem_obj_offset(const struct vm_area_struct *vma, u64 va)
+{
+	return ((vma->vm_pgoff & GMEM_OBJ_PGOFF_MASK) << PAGE_SHIFT) + (va - vma->vm_start);
+}
+
+/* The bus address of the object's byte @off: HBM offset or system memory's DMA address. */
+static u64 gmem_obj_target(const struct gmem_obj *obj, u64 off)
+{
+	return obj->addr[off / obj->page_size] + off % obj->page_size;
+}
+
+static unsigned long gmem_obj_pfn(const struct gmem_obj *obj, u64 off)
+{
+	if (gmem_obj_in_hbm(obj))
+		return (obj->g->hbm_bar + gmem_obj_target(obj, off)) >> PAGE_SHIFT;
+	return page_to_pfn(obj->pages[off / obj->page_size]) +
+	       ((off % obj->page_size) >> PAGE_SHIFT);
+}
+
+/* A CPU fault maps the whole device page around it (inside the VMA), as the device does. */
+static vm_fault_t gmem_obj_vm_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct gmem_obj *obj = vma->vm_private_data;
+	u64 off = gmem_obj_offset(vma, vmf->address & PAGE_MASK);
+	u64 first = max_t(u64, vmf->address - off % obj->page_size, vma->vm_start);
+	u64 last = min_t(u64, first + obj->page_size, vma->vm_end);
+	vm_fault_t ret = VM_FAULT_NOPAGE;
+
+	if (READ_ONCE(obj->g->unbinding) || !READ_ONCE(obj->g->pdev))
+		return VM_FAULT_SIGBUS;		/* BAR2 is gone with the device */
+	first &= PAGE_MASK;
+	for (u64 va = first; va < last; va += PAGE_SIZE) {
+		ret = vmf_insert_pfn(vma, va, gmem_obj_pfn(obj, gmem_obj_offset(vma, va)));
+		if (ret & VM_FAULT_ERROR)
+			return ret;
+	}
+	return VM_FAULT_NOPAGE;
+}
+
+/* A VMA copied (fork) or split off (partial munmap, mprotect) refers to the object too. */
+static void gmem_obj_vm_open(struct vm_area_struct *vma)
+{
+	kref_get(&((struct gmem_obj *)vma->vm_private_data)->ref);
+}
+
+static void gmem_obj_vm_close(struct vm_area_struct *vma)
+{
+	gmem_obj_put(vma->vm_private_data);
+}
+
+static const struct vm_operations_struct gmem_obj_vm_ops = {
+	.open = gmem_obj_vm_open,
+	.close = gmem_obj_vm_close,
+	.fault = gmem_obj_vm_fault,
+};
+
+int gmem_obj_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct gmem_file *f = file->private_data;
+	u64 first = vma->vm_pgoff & GMEM_OBJ_PGOFF_MASK;
+	struct gmem_obj *obj;
+
+	if (vma->vm_pgoff >> GMEM_OBJ_PGOFF_SHIFT > GMEM_OBJ_MAX_HANDLE)
+		return -EINVAL;
+	obj = gmem_obj_lookup(f, vma->vm_pgoff >> GMEM_OBJ_PGOFF_SHIFT);
+	if (!obj)
+		return -EINVAL;		/* no object at this offset */
+	/* Beyond the object; or private: an object is shared memory, never copied on write. */
+	if (first + vma_pages(vma) > obj->size >> PAGE_SHIFT || !(vma->vm_flags & VM_SHARED)) {
+		gmem_obj_put(obj);
+		return -EINVAL;
+	}
+	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
+	if (gmem_obj_in_hbm(obj))
+		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
+	vma->vm_private_data = obj;
+	vma->vm_ops = &gmem_obj_vm_ops;
+	return 0;
+}
+
+/*
+ * Place an object's mapping so that its device pages are aligned in VA as they are in the
+ * object: the device then maps each with one 64 KiB or 2 MiB leaf.
+ */
+unsigned long gmem_obj_get_unmapped_area(struct file *file, unsigned long addr,
+					 unsigned long len, unsigned long pgoff,
+					 unsigned long flags)
+{
+	struct gmem_file *f = file->private_data;
+	u64 off = (u64)(pgoff & GMEM_OBJ_PGOFF_MASK) << PAGE_SHIFT;
+	unsigned long align = PAGE_SIZE, va;
+	struct gmem_obj *obj;
+
+	obj = gmem_obj_lookup(f, pgoff >> GMEM_OBJ_PGOFF_SHIFT);
+	if (obj) {
+		align = obj->page_size;
+		gmem_obj_put(obj);
+	}
+	if (addr || (flags & MAP_FIXED) || align == PAGE_SIZE || len + align < len)
+		return gmem_mm_get_unmapped_area(file, addr, len, pgoff, flags);
+	va = gmem_mm_get_unmapped_area(file, 0, len + align, pgoff, flags);
+	if (IS_ERR_VALUE(va))
+		return gmem_mm_get_unmapped_area(file, addr, len, pgoff, flags);
+	return va + ((off - va) & (align - 1));
+}
+
+/* ---- device faults ---- */
+
+/*
+ * A device fault at @va (@write: it writes) of context @ctx: if @va lies in a mapping of an
+ * object of this device, map the object's pages of its 2 MiB window there ([*start, *end))
+ * and return 0 or the errno to fail the command with (-EPERM: a write to a read-only
+ * mapping). -ENOENT if @va is not in an object mapping: the caller goes the HMM way.
+ */
+int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *end)
+{
+	for (unsigned int tries = 0; tries < 16; tries++) {
+		struct vm_area_struct *vma;
+		unsigned long seq;
+		struct gmem_obj *obj;
+		u64 base, ws, we;
+		int ret = 0, replaced = 0;
+		bool wr;
+
+		seq = mmu_interval_read_begin(&ctx->notifier);
+		mmap_read_lock(ctx->mm);
+		vma = vma_lookup(ctx->mm, va);
+		if (!vma || vma->vm_ops != &gmem_obj_vm_ops) {
+			mmap_read_unlock(ctx->mm);
+			return -ENOENT;
+		}
+		obj = vma->vm_private_data;
+		wr = vma->vm_flags & VM_WRITE;
+		if (!(vma->vm_flags & VM_READ) || obj->g != ctx->g)
+			ret = -EFAULT;	/* PROT_NONE; another device's object */
+		else if (write && !wr)
+			ret = -EPERM;
+		kref_get(&obj->ref);
+		ws = max_t(u64, ALIGN_DOWN(va, GMEM_HUGE_SIZE), vma->vm_start);
+		we = min_t(u64, ALIGN(va + 1, GMEM_HUGE_SIZE), vma->vm_end);
+		base = gmem_obj_offset(vma, ws);	/* object offset at ws */
+		mmap_read_unlock(ctx->mm);
+
+		ret = ret ?: gmem_pt_reserve(ctx, ws, we);
+		if (ret) {
+			gmem_obj_put(obj);
+			return ret;
+		}
+		mutex_lock(&ctx->lock);
+		if (mmu_interval_read_retry(&ctx->notifier, seq)) {
+			mutex_unlock(&ctx->lock);
+			gmem_obj_put(obj);
+			continue;	/* the mapping changed meanwhile: look again */
+		}
+		for (u64 a = ws; a < we && ret >= 0;) {
+			u64 off = base + (a - ws), ps = obj->page_size;
+			u64 unit = obj->addr[off / ps];
+
+			/* A whole device page, aligned in VA and in memory: one leaf (or group). */
+			if (off % ps || !IS_ALIGNED(a, ps) || a + ps > we || !IS_ALIGNED(unit, ps))
+				ps = PAGE_SIZE;
+			ret = gmem_pt_map_obj(ctx, a, gmem_obj_target(obj, off), ps,
+					      gmem_obj_in_hbm(obj), wr);
+			replaced |= ret > 0;
+			a += ps;
+		}
+		mutex_unlock(&ctx->lock);
+		gmem_obj_put(obj);
+		if (replaced || ret == -EAGAIN)
+			gmem_tlb_invalidate(ctx->g, ctx->id, ws, we - ws);
+		if (ret == -EAGAIN)
+			continue;	/* the spare tables ran out: reserve again */
+		*start = ws;
+		*end = we;
+		return ret < 0 ? ret : 0;
+	}
+	return -EBUSY;
+}
+
+void gmem_obj_debugfs_show(struct gmem_accel *g, struct seq_file *m)
+{
+	struct gmem_obj *obj;
+
+	seq_puts(m, "id size page_size placement hbm_addr pinned refs pid comm\n");
+	mutex_lock(&g->obj_lock);
+	list_for_each_entry(obj, &g->objs, link)
+		seq_printf(m, "%llu %llu %llu %s %#llx %d %u %d %s\n", obj->id, obj->size,
+			   obj->page_size, gmem_obj_in_hbm(obj) ? "hbm" : "system",
+			   gmem_obj_in_hbm(obj) ? obj->addr[0] : ~0ull,
+			   !!(obj->flags & GMEM_ACCEL_OBJ_PINNED), kref_read(&obj->ref),
+			   obj->tgid, obj->comm);
+	mutex_unlock(&g->obj_lock);
+}
