@@ -249,6 +249,8 @@ static long gmem_accel_ioctl(struct file *file, unsigned int cmd, unsigned long 
 	case GMEM_ACCEL_IOC_OBJ_ALLOC:
 	case GMEM_ACCEL_IOC_OBJ_FREE:
 	case GMEM_ACCEL_IOC_OBJ_QUERY:
+	case GMEM_ACCEL_IOC_OBJ_EXPORT:
+	case GMEM_ACCEL_IOC_OBJ_IMPORT:
 		ret = gmem_obj_ioctl(f, cmd, uarg);
 		break;
 	default:

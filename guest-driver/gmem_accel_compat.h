@@ -145,6 +145,13 @@ static inline int gmem_hmm_range_fault(struct hmm_range *range)
 	struct mm_struct *mm = range->notifier->mm;
 	int ret;
 
+/* 6.13 made MODULE_IMPORT_NS() take a string */
+#ifdef GMEM_HAVE_IMPORT_NS_STRING
+#define GMEM_MODULE_IMPORT_NS_DMA_BUF MODULE_IMPORT_NS("DMA_BUF")
+#else
+#define GMEM_MODULE_IMPORT_NS_DMA_BUF MODULE_IMPORT_NS(DMA_BUF)
+#endif
+
 /* 6.13 dropped mm_get_unmapped_area()'s mm argument (it is current->mm's) */
 #ifdef GMEM_HAVE_GUA_NO_MM
 #define gmem_mm_get_unmapped_area(file, addr, len, pgoff, flags) \

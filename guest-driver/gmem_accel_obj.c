@@ -17,6 +17,7 @@
 #include <linux/uaccess.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_obj.h"
 
 /* mmap offset of handle h: h << 36 (an object is at most GMEM_ACCEL_OBJ_MAX_SIZE) */
 #define GMEM_OBJ_OFFSET_SHIFT	36
@@ -29,42 +30,7 @@ static_assert(GMEM_ACCEL_OBJ_MAX_SIZE == 1ull << GMEM_OBJ_OFFSET_SHIFT);
 #define GMEM_OBJ_PAGE_SIZES \
 	(GMEM_ACCEL_OBJ_PAGE_4K | GMEM_ACCEL_OBJ_PAGE_64K | GMEM_ACCEL_OBJ_PAGE_2M)
 
-/**
- * struct gmem_obj - a device memory object
- * @ref:       one per handle and per VMA mapping it
- * @g:         its device (a reference on g->dev)
- * @id:        device-wide number, for debugfs
- * @size:      bytes, a multiple of @page_size
- * @page_size: bytes of each of its device pages
- * @flags:     GMEM_ACCEL_OBJ_*: its placement, page size and PINNED
- * @npages:    device pages
- * @addr:      per device page, its HBM offset, or its system memory's bus address
- * @pages:     system memory: per device page, its (compound) page
- * @link:      on g->objs
- * @tgid:      who allocated it, for debugfs
- * @comm:      and its name
- */
-struct gmem_obj {
-	struct kref ref;
-	struct gmem_accel *g;
-	u64 id;
-	u64 size;
-	u64 page_size;
-	u32 flags;
-	unsigned long npages;
-	u64 *addr;
-	struct page **pages;
-	struct list_head link;
-	pid_t tgid;
-	char comm[TASK_COMM_LEN];
-};
-
 static const struct vm_operations_struct gmem_obj_vm_ops;
-
-static bool gmem_obj_in_hbm(const struct gmem_obj *obj)
-{
-	return obj->flags & GMEM_ACCEL_OBJ_HBM;
-}
 
 /* Give back the device pages [0, n) of @obj hold. */
 static void gmem_obj_free_pages(struct gmem_obj *obj, unsigned long n)
@@ -99,13 +65,13 @@ static void gmem_obj_release(struct kref *ref)
 	put_device(&g->dev);
 }
 
-static void gmem_obj_put(struct gmem_obj *obj)
+void gmem_obj_put(struct gmem_obj *obj)
 {
 	kref_put(&obj->ref, gmem_obj_release);
 }
 
 /* The object behind @handle on @f, referenced; NULL if there is none. */
-static struct gmem_obj *gmem_obj_lookup(struct gmem_file *f, u32 handle)
+struct gmem_obj *gmem_obj_lookup(struct gmem_file *f, u32 handle)
 {
 	struct gmem_obj *obj;
 
@@ -265,6 +231,24 @@ static struct gmem_obj *gmem_obj_create(struct gmem_accel *g, u64 size, u32 flag
 	return obj;
 }
 
+u64 gmem_obj_mmap_offset(u32 handle)
+{
+	return (u64)handle << GMEM_OBJ_OFFSET_SHIFT;
+}
+
+int gmem_obj_add_handle(struct gmem_file *f, struct gmem_obj *obj, u32 *handle)
+{
+	int ret;
+
+	kref_get(&obj->ref);
+	ret = xa_alloc(&f->objs, handle, obj, XA_LIMIT(1, GMEM_OBJ_MAX_HANDLE), GFP_KERNEL);
+	if (ret) {
+		gmem_obj_put(obj);
+		return ret == -EBUSY ? -EMFILE : ret;
+	}
+	return 0;
+}
+
 static long gmem_obj_alloc_ioctl(struct gmem_file *f, void __user *uarg)
 {
 	struct gmem_accel_obj_alloc a;
@@ -277,13 +261,12 @@ static long gmem_obj_alloc_ioctl(struct gmem_file *f, void __user *uarg)
 	obj = gmem_obj_create(f->g, a.size, a.flags);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);
-	ret = xa_alloc(&f->objs, &handle, obj, XA_LIMIT(1, GMEM_OBJ_MAX_HANDLE), GFP_KERNEL);
-	if (ret) {
-		gmem_obj_put(obj);
-		return ret == -EBUSY ? -EMFILE : ret;
-	}
+	ret = gmem_obj_add_handle(f, obj, &handle);
+	gmem_obj_put(obj);	/* the handle holds it now, or nothing does */
+	if (ret)
+		return ret;
 	a.handle = handle;
-	a.mmap_offset = (u64)handle << GMEM_OBJ_OFFSET_SHIFT;
+	a.mmap_offset = gmem_obj_mmap_offset(handle);
 	if (copy_to_user(uarg, &a, sizeof(a))) {
 		gmem_obj_put(xa_erase(&f->objs, handle));
 		return -EFAULT;
@@ -321,7 +304,7 @@ static long gmem_obj_query_ioctl(struct gmem_file *f, void __user *uarg)
 	q.size = obj->size;
 	q.page_size = obj->page_size;
 	q.hbm_addr = gmem_obj_in_hbm(obj) ? obj->addr[0] : ~0ull;
-	q.mmap_offset = (u64)q.handle << GMEM_OBJ_OFFSET_SHIFT;
+	q.mmap_offset = gmem_obj_mmap_offset(q.handle);
 	gmem_obj_put(obj);
 	return copy_to_user(uarg, &q, sizeof(q)) ? -EFAULT : 0;
 }
@@ -335,6 +318,10 @@ long gmem_obj_ioctl(struct gmem_file *f, unsigned int cmd, void __user *uarg)
 		return gmem_obj_free_ioctl(f, uarg);
 	case GMEM_ACCEL_IOC_OBJ_QUERY:
 		return gmem_obj_query_ioctl(f, uarg);
+	case GMEM_ACCEL_IOC_OBJ_EXPORT:
+		return gmem_obj_export(f, uarg);
+	case GMEM_ACCEL_IOC_OBJ_IMPORT:
+		return gmem_obj_import(f, uarg);
 	}
 	return -ENOTTY;
 }
@@ -382,14 +369,14 @@ static vm_fault_t gmem_obj_vm_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
 	struct gmem_obj *obj = vma->vm_private_data;
-	u64 off = gmem_obj_offset(vma, vmf->address & PAGE_MASK);
-	u64 first = max_t(u64, vmf->address - off % obj->page_size, vma->vm_start);
-	u64 last = min_t(u64, first + obj->page_size, vma->vm_end);
-	vm_fault_t ret = VM_FAULT_NOPAGE;
+	u64 addr = vmf->address & PAGE_MASK;
+	u64 unit = addr - gmem_obj_offset(vma, addr) % obj->page_size;
+	u64 first = max_t(u64, unit, vma->vm_start);
+	u64 last = min_t(u64, unit + obj->page_size, vma->vm_end);
+	vm_fault_t ret;
 
-	if (READ_ONCE(obj->g->unbinding) || !READ_ONCE(obj->g->pdev))
+	if (gmem_obj_in_hbm(obj) && (READ_ONCE(obj->g->unbinding) || !READ_ONCE(obj->g->pdev)))
 		return VM_FAULT_SIGBUS;		/* BAR2 is gone with the device */
-	first &= PAGE_MASK;
 	for (u64 va = first; va < last; va += PAGE_SIZE) {
 		ret = vmf_insert_pfn(vma, va, gmem_obj_pfn(obj, gmem_obj_offset(vma, va)));
 		if (ret & VM_FAULT_ERROR)
@@ -415,6 +402,16 @@ static const struct vm_operations_struct gmem_obj_vm_ops = {
 	.fault = gmem_obj_vm_fault,
 };
 
+/* Make @vma (shared, inside the object) a mapping of @obj; takes over a reference. */
+void gmem_obj_map_vma(struct gmem_obj *obj, struct vm_area_struct *vma)
+{
+	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
+	if (gmem_obj_in_hbm(obj))
+		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
+	vma->vm_private_data = obj;
+	vma->vm_ops = &gmem_obj_vm_ops;
+}
+
 int gmem_obj_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct gmem_file *f = file->private_data;
@@ -431,11 +428,7 @@ int gmem_obj_mmap(struct file *file, struct vm_area_struct *vma)
 		gmem_obj_put(obj);
 		return -EINVAL;
 	}
-	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
-	if (gmem_obj_in_hbm(obj))
-		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
-	vma->vm_private_data = obj;
-	vma->vm_ops = &gmem_obj_vm_ops;
+	gmem_obj_map_vma(obj, vma);
 	return 0;
 }
 

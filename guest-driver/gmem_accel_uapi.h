@@ -268,6 +268,36 @@ struct gmem_accel_obj_free {
 	__u32 flags;
 };
 
+/**
+ * struct gmem_accel_obj_export - share an object as a dma-buf file descriptor
+ * @handle: in: the object (on this file)
+ * @flags:  in: O_CLOEXEC, else zero
+ * @fd:     out: the dma-buf; pass it to another process (SCM_RIGHTS) to import
+ * @pad:    zero
+ */
+struct gmem_accel_obj_export {
+	__u32 handle;
+	__u32 flags;
+	__s32 fd;
+	__u32 pad;
+};
+
+/**
+ * struct gmem_accel_obj_import - a handle on this file for an exported object
+ * @fd:          in: a dma-buf gmem-accel exported (another driver's: EOPNOTSUPP)
+ * @flags:       in: zero
+ * @handle:      out: the object's handle here (the same object: its bytes are shared)
+ * @pad:         zero
+ * @mmap_offset: out: as GMEM_ACCEL_IOC_OBJ_ALLOC gives it
+ */
+struct gmem_accel_obj_import {
+	__s32 fd;
+	__u32 flags;
+	__u32 handle;
+	__u32 pad;
+	__u64 mmap_offset;
+};
+
 #define GMEM_ACCEL_IOC_GET_INFO _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x00, struct gmem_accel_info)
 #define GMEM_ACCEL_IOC_SUBMIT   _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x01, struct gmem_accel_submit)
 #define GMEM_ACCEL_IOC_WAIT     _IOW(GMEM_ACCEL_IOC_MAGIC, 0x02, struct gmem_accel_wait)
@@ -278,5 +308,7 @@ struct gmem_accel_obj_free {
 #define GMEM_ACCEL_IOC_OBJ_ALLOC _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x07, struct gmem_accel_obj_alloc)
 #define GMEM_ACCEL_IOC_OBJ_FREE  _IOW(GMEM_ACCEL_IOC_MAGIC, 0x08, struct gmem_accel_obj_free)
 #define GMEM_ACCEL_IOC_OBJ_QUERY _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x09, struct gmem_accel_obj_query)
+#define GMEM_ACCEL_IOC_OBJ_EXPORT _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x0a, struct gmem_accel_obj_export)
+#define GMEM_ACCEL_IOC_OBJ_IMPORT _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x0b, struct gmem_accel_obj_import)
 
 #endif /* _UAPI_GMEM_ACCEL_H */

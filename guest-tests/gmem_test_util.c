@@ -334,9 +334,10 @@ int gmem_pci_addr(int n, char *addr, size_t len)
 	return 0;
 }
 
-int gmem_inject(int n, const char *what)
+/* The QEMU id (gmemI) of /dev/gmem_accel@n: its I in *@id; 0 or -errno. */
+static int gmem_qemu_id(int n, unsigned int *id)
 {
-	char addr[64], json[512], reply[1024];
+	char addr[64];
 	unsigned int busno;
 	int ret;
 
@@ -346,10 +347,72 @@ int gmem_inject(int n, const char *what)
 		return ret;
 	if (sscanf(addr, "%*x:%x:", &busno) != 1 || busno < 1)
 		return -ENODEV;
+	*id = busno - 1;
+	return 0;
+}
+
+/* Member "@key": N of the flat JSON object text @obj, in *@val. */
+static bool gmem_json_u64(const char *obj, const char *key, unsigned long long *val)
+{
+	char pat[64];
+	const char *q;
+
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	q = strstr(obj, pat);
+	return q && sscanf(q + strlen(pat), "%llu", val) == 1;
+}
+
+int64_t gmem_monitor_page_size(int n, unsigned int ctx, uint64_t va)
+{
+	static char reply[1 << 20];
+	char json[256];
+	unsigned int id;
+	const char *p;
+	int ret;
+
+	ret = gmem_qemu_id(n, &id);
+	if (ret)
+		return ret;
+	snprintf(json, sizeof(json),
+		 "{\"execute\": \"qom-get\", \"arguments\": {\"path\": "
+		 "\"/machine/peripheral/gmem%u\", \"property\": \"page-table[%u]\"}}", id, ctx);
+	ret = host_qmp(json, reply, sizeof(reply));
+	if (ret)
+		return ret;
+	if (!strstr(reply, "\"return\""))
+		return -EINVAL;
+	/* Each run is one {...} with "va", "size" and "page-size" among its members. */
+	for (p = strchr(reply, '{'); p; p = strchr(p + 1, '{')) {
+		const char *end = strpbrk(p + 1, "{}");
+		unsigned long long rva, rsize, ps;
+		char run[1024];
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		if (len >= sizeof(run))
+			continue;
+		memcpy(run, p, len);
+		run[len] = '\0';
+		if (!gmem_json_u64(run, "va", &rva) || !gmem_json_u64(run, "size", &rsize) ||
+		    va < rva || va >= rva + rsize)
+			continue;
+		return gmem_json_u64(run, "page-size", &ps) ? (int64_t)ps : -EINVAL;
+	}
+	return 0;
+}
+
+int gmem_inject(int n, const char *what)
+{
+	char json[512], reply[1024];
+	unsigned int id;
+	int ret;
+
+	ret = gmem_qemu_id(n, &id);
+	if (ret)
+		return ret;
 	snprintf(json, sizeof(json),
 		 "{\"execute\": \"qom-set\", \"arguments\": {\"path\": "
 		 "\"/machine/peripheral/gmem%u\", \"property\": \"inject\", \"value\": \"%s\"}}",
-		 busno - 1, what);
+		 id, what);
 	ret = host_qmp(json, reply, sizeof(reply));
 	if (ret)
 		return ret;

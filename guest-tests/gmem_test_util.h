@@ -86,6 +86,12 @@ int host_qmp(const char *json, char *reply, size_t len);
  */
 int gmem_inject(int n, const char *what);
 
+/*
+ * The page size of the run the QEMU monitor's dump of context @ctx of /dev/gmem_accel@n shows
+ * at @va (its QOM page-table[ctx]); 0 if no run covers @va, -errno if the host cannot say.
+ */
+int64_t gmem_monitor_page_size(int n, unsigned int ctx, uint64_t va);
+
 /* Does a path exist? */
 bool path_exists(const char *path);
 

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: device memory objects shared as dma-bufs, the kernel's own way of
+ * handing a buffer to another process (as CUDA IPC memory handles and DRM PRIME do). A
+ * process exports an object as a dma-buf fd, passes it over a Unix socket (SCM_RIGHTS); the
+ * other process imports it on its own file of the same device and gets a handle on the same
+ * object, which it mmaps and submits commands on. The dma-buf holds a reference on the
+ * object, so the exporter may exit first; the memory goes with the last reference.
+ */
+#include <linux/dma-buf.h>
+#include <linux/fcntl.h>
+#include <linux/module.h>
+#include <linux/uaccess.h>
+
+#include "gmem_accel.h"
+#include "gmem_accel_obj.h"
+
+GMEM_MODULE_IMPORT_NS_DMA_BUF;
+
+/*
+ * Another driver's device attaching: it would need the object's pages (or BAR2, peer to peer)
+ * in a scatterlist for its own DMA. Not supported yet: it gets a clear error.
+ */
+static struct sg_table *gmem_dmabuf_map(struct dma_buf_attachment *attach,
+					enum dma_data_direction dir)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static void gmem_dmabuf_unmap(struct dma_buf_attachment *attach, struct sg_table *sgt,
+			      enum dma_data_direction dir)
+{
+}
+
+static void gmem_dmabuf_release(struct dma_buf *dmabuf)
+{
+	gmem_obj_put(dmabuf->priv);
+}
+
+/* mmap() of the dma-buf itself: the same mapping as through the device file. */
+static int gmem_dmabuf_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
+{
+	struct gmem_obj *obj = dmabuf->priv;
+
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	kref_get(&obj->ref);
+	gmem_obj_map_vma(obj, vma);
+	return 0;
+}
+
+static const struct dma_buf_ops gmem_dmabuf_ops = {
+	.map_dma_buf = gmem_dmabuf_map,
+	.unmap_dma_buf = gmem_dmabuf_unmap,
+	.release = gmem_dmabuf_release,
+	.mmap = gmem_dmabuf_mmap,
+};
+
+long gmem_obj_export(struct gmem_file *f, void __user *uarg)
+{
+	DEFINE_DMA_BUF_EXPORT_INFO(info);
+	struct gmem_accel_obj_export e;
+	struct dma_buf *dmabuf;
+	struct gmem_obj *obj;
+	int fd;
+
+	if (copy_from_user(&e, uarg, sizeof(e)))
+		return -EFAULT;
+	if ((e.flags & ~O_CLOEXEC) || e.pad)
+		return -EINVAL;
+	obj = gmem_obj_lookup(f, e.handle);
+	if (!obj)
+		return -ENOENT;
+	info.ops = &gmem_dmabuf_ops;
+	info.size = obj->size;
+	info.flags = O_RDWR;
+	info.priv = obj;	/* the lookup's reference: the dma-buf's own */
+	dmabuf = dma_buf_export(&info);
+	if (IS_ERR(dmabuf)) {
+		gmem_obj_put(obj);
+		return PTR_ERR(dmabuf);
+	}
+	fd = dma_buf_fd(dmabuf, e.flags);
+	if (fd < 0) {
+		dma_buf_put(dmabuf);	/* releases the object's reference */
+		return fd;
+	}
+	/* The fd is installed: the process owns it now, even if the copy below fails. */
+	return put_user(fd, &((struct gmem_accel_obj_export __user *)uarg)->fd) ? -EFAULT : 0;
+}
+
+long gmem_obj_import(struct gmem_file *f, void __user *uarg)
+{
+	struct gmem_accel_obj_import im;
+	struct dma_buf *dmabuf;
+	struct gmem_obj *obj;
+	u32 handle;
+	int ret;
+
+	if (copy_from_user(&im, uarg, sizeof(im)))
+		return -EFAULT;
+	if (im.flags || im.pad)
+		return -EINVAL;
+	dmabuf = dma_buf_get(im.fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);		/* EBADF, or EINVAL: not a dma-buf */
+	obj = dmabuf->priv;
+	if (dmabuf->ops != &gmem_dmabuf_ops)
+		ret = -EOPNOTSUPP;		/* another driver's buffer */
+	else if (obj->g != f->g)
+		ret = -EXDEV;			/* another gmem-accel device's object */
+	else
+		ret = gmem_obj_add_handle(f, obj, &handle);
+	dma_buf_put(dmabuf);
+	if (ret)
+		return ret;
+	im.handle = handle;
+	im.mmap_offset = gmem_obj_mmap_offset(handle);
+	if (copy_to_user(uarg, &im, sizeof(im))) {
+		gmem_obj_put(xa_erase(&f->objs, handle));
+		return -EFAULT;
+	}
+	return 0;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* gmem-accel driver: device memory objects, shared by gmem_accel_obj.c and gmem_accel_dmabuf.c */
+#ifndef GMEM_ACCEL_OBJ_H
+#define GMEM_ACCEL_OBJ_H
+
+#include "gmem_accel.h"
+
+/**
+ * struct gmem_obj - a device memory object
+ * @ref:       one per handle and per VMA mapping it
+ * @g:         its device (a reference on g->dev)
+ * @id:        device-wide number, for debugfs
+ * @size:      bytes, a multiple of @page_size
+ * @page_size: bytes of each of its device pages
+ * @flags:     GMEM_ACCEL_OBJ_*: its placement, page size and PINNED
+ * @npages:    device pages
+ * @addr:      per device page, its HBM offset, or its system memory's bus address
+ * @pages:     system memory: per device page, its (compound) page
+ * @link:      on g->objs
+ * @tgid:      who allocated it, for debugfs
+ * @comm:      and its name
+ */
+struct gmem_obj {
+	struct kref ref;
+	struct gmem_accel *g;
+	u64 id;
+	u64 size;
+	u64 page_size;
+	u32 flags;
+	unsigned long npages;
+	u64 *addr;
+	struct page **pages;
+	struct list_head link;
+	pid_t tgid;
+	char comm[TASK_COMM_LEN];
+};
+
+static inline bool gmem_obj_in_hbm(const struct gmem_obj *obj)
+{
+	return obj->flags & GMEM_ACCEL_OBJ_HBM;
+}
+
+void gmem_obj_put(struct gmem_obj *obj);
+void gmem_obj_map_vma(struct gmem_obj *obj, struct vm_area_struct *vma);
+/* A new handle on @f for @obj (which gains a reference); 0 or -errno. */
+int gmem_obj_add_handle(struct gmem_file *f, struct gmem_obj *obj, u32 *handle);
+struct gmem_obj *gmem_obj_lookup(struct gmem_file *f, u32 handle);
+u64 gmem_obj_mmap_offset(u32 handle);
+
+/* gmem_accel_dmabuf.c */
+long gmem_obj_export(struct gmem_file *f, void __user *uarg);
+long gmem_obj_import(struct gmem_file *f, void __user *uarg);
+
+#endif
