@@ -199,6 +199,10 @@ struct gmem_queue {
 	int *slot_err;			/* set by the fault server, before its CANCEL */
 	u8 *slot_stalls;		/* replays in a row that did not map what was asked */
 	wait_queue_head_t wq;		/* waiters for fences and ring space */
+	/* sync_files of its batches (gmem_accel_fence.c): its timeline, those not yet signaled */
+	u64 fence_context;
+	spinlock_t fence_lock;
+	struct list_head armed;
 	/* the watchdog's (gmem_accel_reset.c): HEAD and STEPS as last seen, and since when */
 	u32 wd_head;
 	u32 wd_steps;
@@ -444,6 +448,13 @@ int gmem_status_errno(struct gmem_queue *q, u32 slot, u32 st);
 int gmem_ctx_drain(struct gmem_ctx *ctx);
 int gmem_kernel_run(struct gmem_accel *g, const struct gmem_cmd_desc *desc, unsigned int count);
 bool gmem_fence_passed(struct gmem_accel *g, unsigned int qid, u64 seq);
+s64 gmem_ctx_fence_seq(struct gmem_ctx *ctx, u64 fence);
+
+/* gmem_accel_fence.c: batches as dma-fences, exported as sync_files */
+void gmem_fences_init(struct gmem_queue *q);
+void gmem_fences_signal(struct gmem_queue *q, int err);
+long gmem_fence_export(struct gmem_ctx *ctx, void __user *uarg);
+int gmem_fence_wait_fd(struct gmem_accel *g, int fd);
 
 /* gmem_accel_ctx.c: contexts and their MMU notifier */
 struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g);

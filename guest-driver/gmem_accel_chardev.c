@@ -93,10 +93,16 @@ static long gmem_accel_submit(struct gmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&sub, uarg, sizeof(sub)))
 		return -EFAULT;
-	if (sub.flags || !sub.count)
+	if ((sub.flags & ~GMEM_ACCEL_SUBMIT_IN_FENCE) || !sub.count)
 		return -EINVAL;
 	if (sub.count > GMEM_ACCEL_MAX_BATCH)
 		return -E2BIG;
+	if (sub.flags & GMEM_ACCEL_SUBMIT_IN_FENCE) {
+		/* The device cannot wait for a fence: the batch is queued once it signaled. */
+		ret = sub.fence > INT_MAX ? -EBADF : gmem_fence_wait_fd(ctx->g, sub.fence);
+		if (ret)
+			return ret;
+	}
 	cmds = memdup_array_user(u64_to_user_ptr(sub.cmds), sub.count, sizeof(*cmds));
 	if (IS_ERR(cmds))
 		return PTR_ERR(cmds);
@@ -245,6 +251,9 @@ static long gmem_accel_ioctl(struct file *file, unsigned int cmd, unsigned long 
 		break;
 	case GMEM_ACCEL_IOC_ADVISE:
 		ret = gmem_accel_advise(f->ctx, uarg);
+		break;
+	case GMEM_ACCEL_IOC_FENCE_EXPORT:
+		ret = gmem_fence_export(f->ctx, uarg);
 		break;
 	case GMEM_ACCEL_IOC_OBJ_ALLOC:
 	case GMEM_ACCEL_IOC_OBJ_FREE:

@@ -36,6 +36,7 @@ static irqreturn_t gmem_queue_irq(int irq, void *data)
 	struct gmem_queue *q = data;
 
 	wake_up_all(&q->wq);
+	gmem_fences_signal(q, 0);
 	return IRQ_HANDLED;
 }
 
@@ -82,6 +83,7 @@ static int gmem_queue_init(struct gmem_accel *g, struct gmem_queue *q, unsigned 
 	q->id = id;
 	mutex_init(&q->lock);
 	init_waitqueue_head(&q->wq);
+	gmem_fences_init(q);
 	q->ring = dmam_alloc_coherent(dev, GMEM_CQ_BYTES, &q->ring_dma, GFP_KERNEL);
 	q->fence = dmam_alloc_coherent(dev, sizeof(u64), &q->fence_dma, GFP_KERNEL);
 	q->slot_ctx = devm_kcalloc(dev, slots, sizeof(*q->slot_ctx), GFP_KERNEL);
@@ -163,6 +165,7 @@ void gmem_hw_fini(struct gmem_accel *g)
 	for (unsigned int i = 0; i < GMEM_NUM_QUEUES; i++) {
 		devm_free_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_QUEUE(i)), &g->queue[i]);
 		wake_up_all(&g->queue[i].wq);
+		gmem_fences_signal(&g->queue[i], -ENODEV);	/* their batches never end now */
 	}
 	cancel_work_sync(&g->fault_work);
 	destroy_workqueue(g->wq);

@@ -359,6 +359,12 @@ int gmem_wait_fence(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 }
 
 /* Has @ctx's batch @fence completed? (an unknown fence has: there is nothing to wait for) */
+/* The ring sequence number of @ctx's batch @fence on its queue (see gmem_fence_seq()). */
+s64 gmem_ctx_fence_seq(struct gmem_ctx *ctx, u64 fence)
+{
+	return gmem_fence_seq(ctx, &ctx->g->queue[gmem_ctx_queue(ctx)], fence);
+}
+
 bool gmem_fence_complete(struct gmem_ctx *ctx, u64 fence)
 {
 	struct gmem_queue *q = &ctx->g->queue[gmem_ctx_queue(ctx)];

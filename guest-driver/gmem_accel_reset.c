@@ -76,6 +76,7 @@ static void gmem_queue_reset(struct gmem_accel *g, struct gmem_queue *q)
 	q->wd_since = jiffies;
 	mutex_unlock(&q->lock);
 	wake_up_all(&q->wq);
+	gmem_fences_signal(q, 0);
 }
 
 /* Does @q have batches whose fence has not passed? */

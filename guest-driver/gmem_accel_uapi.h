@@ -73,12 +73,16 @@ struct gmem_accel_cmd {
 	__u32 src_stride;
 };
 
+/* struct gmem_accel_submit.flags */
+#define GMEM_ACCEL_SUBMIT_IN_FENCE	(1u << 0)	/* @fence in: a sync_file fd to wait for */
+
 /**
  * struct gmem_accel_submit - queue a batch of commands
  * @cmds:  user pointer to @count struct gmem_accel_cmd
  * @count: 1..GMEM_ACCEL_MAX_BATCH
- * @flags: must be zero
- * @fence: out: pass to GMEM_ACCEL_IOC_WAIT
+ * @flags: GMEM_ACCEL_SUBMIT_*, else zero
+ * @fence: in, with GMEM_ACCEL_SUBMIT_IN_FENCE: a sync_file fd the batch runs after (any
+ *         process's, any driver's); out: pass to GMEM_ACCEL_IOC_WAIT or FENCE_EXPORT
  */
 struct gmem_accel_submit {
 	__u64 cmds;
@@ -298,6 +302,20 @@ struct gmem_accel_obj_import {
 	__u64 mmap_offset;
 };
 
+/**
+ * struct gmem_accel_fence_export - a batch's completion as a sync_file fd
+ * @fence: in: from GMEM_ACCEL_IOC_SUBMIT on this file
+ * @flags: in: O_CLOEXEC, else zero
+ * @fd:    out: a sync_file; poll() says POLLIN once the batch is done (WAIT tells how it went)
+ * @pad:   zero
+ */
+struct gmem_accel_fence_export {
+	__u64 fence;
+	__u32 flags;
+	__s32 fd;
+	__u64 pad;
+};
+
 #define GMEM_ACCEL_IOC_GET_INFO _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x00, struct gmem_accel_info)
 #define GMEM_ACCEL_IOC_SUBMIT   _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x01, struct gmem_accel_submit)
 #define GMEM_ACCEL_IOC_WAIT     _IOW(GMEM_ACCEL_IOC_MAGIC, 0x02, struct gmem_accel_wait)
@@ -310,5 +328,7 @@ struct gmem_accel_obj_import {
 #define GMEM_ACCEL_IOC_OBJ_QUERY _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x09, struct gmem_accel_obj_query)
 #define GMEM_ACCEL_IOC_OBJ_EXPORT _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x0a, struct gmem_accel_obj_export)
 #define GMEM_ACCEL_IOC_OBJ_IMPORT _IOWR(GMEM_ACCEL_IOC_MAGIC, 0x0b, struct gmem_accel_obj_import)
+#define GMEM_ACCEL_IOC_FENCE_EXPORT \
+	_IOWR(GMEM_ACCEL_IOC_MAGIC, 0x0c, struct gmem_accel_fence_export)
 
 #endif /* _UAPI_GMEM_ACCEL_H */

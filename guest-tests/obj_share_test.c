@@ -4,10 +4,13 @@
  * IMPORT), passed over a Unix socket with SCM_RIGHTS: the CUDA IPC scenario (N processes map
  * one HBM object, meet at a barrier, each has the device write its slice, all check every
  * byte), an exporter that exits first, and the refusals: another driver's dma-buf (the
- * system dma-buf heap), a file that is no dma-buf, a closed fd, bad handles and flags.
+ * system dma-buf heap), a file that is no dma-buf, a closed fd, bad handles and flags. And a
+ * batch's completion as a sync_file (GMEM_ACCEL_IOC_FENCE_EXPORT): poll() on it, and another
+ * process's SUBMIT ordered after it (GMEM_ACCEL_SUBMIT_IN_FENCE).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,8 +183,9 @@ TEST_F_TIMEOUT(share, ipc_processes_share_one_hbm_object, 600)
 	/* The exporter sees what they wrote, too. */
 	map = mmap(NULL, NPROC * slice, PROT_READ, MAP_SHARED, fd, a.mmap_offset);
 	ASSERT_NE(MAP_FAILED, map);
-	for (int i = 0; i < NPROC; i++)
+	for (int i = 0; i < NPROC; i++) {
 		EXPECT_EQ(0x10 + i, map[i * slice + slice / 2]);
+	}
 	EXPECT_EQ(0, munmap(map, NPROC * slice));
 	EXPECT_EQ(self->objects + 1, stat_of("objects_now"));
 	close(buf);
@@ -301,6 +305,161 @@ TEST_F_TIMEOUT(share, refusals_get_their_errno, 300)
 		EXPECT_EQ(self->objects + 1, stat_of("objects_now"));
 		close(b);
 	}
+	close(fd);
+}
+
+static int fence_export(int fd, uint64_t fence, uint32_t flags)
+{
+	struct gmem_accel_fence_export e = { .fence = fence, .flags = flags };
+
+	return ioctl(fd, GMEM_ACCEL_IOC_FENCE_EXPORT, &e) ? -errno : e.fd;
+}
+
+/* Submit one command; its fence, or -errno. @in_fence >= 0: wait for that sync_file first. */
+static int64_t submit_one(int fd, struct gmem_accel_cmd *c, int in_fence)
+{
+	struct gmem_accel_submit s = { .cmds = (uintptr_t)c, .count = 1 };
+
+	if (in_fence >= 0) {
+		s.flags = GMEM_ACCEL_SUBMIT_IN_FENCE;
+		s.fence = in_fence;
+	}
+	return ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &s) ? -errno : (int64_t)s.fence;
+}
+
+static int wait_fence(int fd, uint64_t fence)
+{
+	struct gmem_accel_wait w = { .fence = fence, .timeout_ms = 300000 };
+
+	return ioctl(fd, GMEM_ACCEL_IOC_WAIT, &w) ? -errno : 0;
+}
+
+/* A sync_file polls readable once its batch is done; one of a finished batch at once. */
+TEST_F_TIMEOUT(share, fence_as_sync_file_polls, 600)
+{
+	const size_t len = 32ul << 20;
+	int fd = gmem_open(0, O_RDWR), sync;
+	uint8_t *src = map_anon(len, RW), *dst = map_anon(len, RW);
+	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)dst,
+				    .src = (uintptr_t)src, .size = len };
+	struct pollfd p;
+	int64_t fence;
+
+	ASSERT_GE(fd, 0);
+	ASSERT_TRUE(src && dst);
+	pattern(src, len, 5);
+	fence = submit_one(fd, &c, -1);
+	ASSERT_GT(fence, 0);
+	sync = fence_export(fd, fence, O_CLOEXEC);
+	ASSERT_GE(sync, 0) TH_LOG("export: %s", strerror(-sync));
+	p = (struct pollfd) { .fd = sync, .events = POLLIN };
+	ASSERT_EQ(1, poll(&p, 1, 300000));
+	EXPECT_TRUE(p.revents & POLLIN);
+	/* Signaled means done: the bytes are there before WAIT is asked. */
+	EXPECT_EQ(0, memcmp(dst, src, len));
+	EXPECT_EQ(0, wait_fence(fd, fence));
+	close(sync);
+
+	/* Exported after the batch finished: readable at once. */
+	sync = fence_export(fd, fence, 0);
+	ASSERT_GE(sync, 0);
+	p = (struct pollfd) { .fd = sync, .events = POLLIN };
+	EXPECT_EQ(1, poll(&p, 1, 0));
+	close(sync);
+
+	/* Refusals. */
+	EXPECT_EQ(-EINVAL, fence_export(fd, 0, 0));
+	EXPECT_EQ(-EINVAL, fence_export(fd, fence + 1, 0));
+	EXPECT_EQ(-EINVAL, fence_export(fd, fence, O_NONBLOCK));
+	EXPECT_EQ(-EBADF, submit_one(fd, &c, 1000));
+	{
+		int pipefd[2];
+
+		ASSERT_EQ(0, pipe(pipefd));
+		EXPECT_EQ(-EINVAL, submit_one(fd, &c, pipefd[0]));
+		close(pipefd[0]);
+		close(pipefd[1]);
+	}
+	{
+		struct gmem_accel_submit s = { .cmds = (uintptr_t)&c, .count = 1, .flags = 2 };
+
+		EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &s));
+		EXPECT_EQ(EINVAL, errno);
+	}
+	munmap(src, len);
+	munmap(dst, len);
+	close(fd);
+}
+
+/*
+ * Another process's batch waits for this one's: the parent fills a shared object from memory
+ * the device must fault in first (slow), the child copies the object out with the parent's
+ * sync_file as its in-fence, and must see the parent's bytes, never the zeroes before them.
+ */
+TEST_F_TIMEOUT(share, in_fence_orders_another_process, 600)
+{
+	const size_t len = 32ul << 20;
+	struct gmem_accel_obj_alloc a = { .size = len, .flags = GMEM_ACCEL_OBJ_HBM };
+	int fd = gmem_open(0, O_RDWR), sv[2], buf, sync, status;
+	uint8_t *src = map_anon(len, RW), *map;
+	struct gmem_accel_cmd c;
+	int64_t fence;
+	pid_t pid;
+
+	ASSERT_GE(fd, 0);
+	ASSERT_NE(NULL, src);
+	ASSERT_EQ(0, ioctl(fd, GMEM_ACCEL_IOC_OBJ_ALLOC, &a));
+	map = mmap(NULL, len, RW, MAP_SHARED, fd, a.mmap_offset);
+	ASSERT_NE(MAP_FAILED, map);
+	buf = obj_export(fd, a.handle, 0);
+	ASSERT_GE(buf, 0);
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct gmem_accel_obj_import im;
+		int cfd = gmem_open(0, O_RDWR), b = recv_fd(sv[1]), s = recv_fd(sv[1]);
+		uint8_t *m, *out = map_anon(len, RW), want[PAGE];
+		int64_t f;
+
+		if (cfd < 0 || b < 0 || s < 0 || !out || obj_import(cfd, b, &im))
+			_exit(1);
+		m = mmap(NULL, len, PROT_READ, MAP_SHARED, cfd, im.mmap_offset);
+		if (m == MAP_FAILED)
+			_exit(2);
+		c = (struct gmem_accel_cmd) { .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)out,
+					      .src = (uintptr_t)m, .size = len };
+		f = submit_one(cfd, &c, s);
+		if (f <= 0 || wait_fence(cfd, f))
+			_exit(3);
+		/* Every byte is the parent's pattern (gmem_test_util.c's, seed 9). */
+		for (size_t i = 0; i < len; i += PAGE) {
+			for (size_t k = 0; k < PAGE; k++)
+				want[k] = (uint8_t)((i + k) * 7 + 9 * 13 + ((i + k) >> 12));
+			if (memcmp(out + i, want, PAGE))
+				_exit(4);
+		}
+		_exit(0);
+	}
+	close(sv[1]);
+	pattern(src, len, 9);
+	c = (struct gmem_accel_cmd) { .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)map,
+				      .src = (uintptr_t)src, .size = len };
+	fence = submit_one(fd, &c, -1);
+	ASSERT_GT(fence, 0);
+	sync = fence_export(fd, fence, 0);
+	ASSERT_GE(sync, 0);
+	ASSERT_EQ(0, send_fd(sv[0], buf));
+	ASSERT_EQ(0, send_fd(sv[0], sync));
+	EXPECT_EQ(0, wait_fence(fd, fence));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		TH_LOG("child: status %#x", status);
+	close(sync);
+	close(buf);
+	close(sv[0]);
+	munmap(map, len);
+	munmap(src, len);
 	close(fd);
 }
 

@@ -7,6 +7,7 @@
  * outlives its handle and is shared by fork and moved by mremap; bad input gets its errno.
  * Every test ends with the driver's object counters back where they started.
  */
+#define _GNU_SOURCE	/* mremap */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -143,8 +144,9 @@ static void check_object(struct __test_metadata *_metadata, int fd, uint64_t siz
 	/* Zeroed, as the device sees it and as the CPU does. */
 	memset(buf, 0xa5, q.size);
 	ASSERT_EQ(0, dev_copy(fd, buf, map, q.size));
-	for (uint64_t i = 0; i < q.size; i++)
+	for (uint64_t i = 0; i < q.size; i++) {
 		ASSERT_EQ(0, buf[i]) TH_LOG("byte %llu not zeroed", (unsigned long long)i);
+	}
 	EXPECT_EQ(0, map[q.size - 1]);
 
 	/* CPU writes, the device reads the same bytes at the same address. */

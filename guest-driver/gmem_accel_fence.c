@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: a batch's completion as a dma-fence, handed out as a sync_file (as
+ * CUDA's IPC event handles and GPU drivers' out-fences are). Each command queue is a
+ * timeline whose seqnos are its ring sequence numbers; the last command of every batch
+ * writes that number and raises the queue's interrupt, which signals the fences whose batch
+ * has passed. A sync_file polls, and a SUBMIT in any process may wait for one first.
+ *
+ * A fence never touches its queue once signaled; every unsignaled fence is on its queue's
+ * armed list, and unbind signals them all (with -ENODEV), so none outlives the device's
+ * rings unsignaled.
+ */
+#include <linux/dma-fence.h>
+#include <linux/fcntl.h>
+#include <linux/file.h>
+#include <linux/slab.h>
+#include <linux/sync_file.h>
+#include <linux/uaccess.h>
+
+#include "gmem_accel.h"
+
+struct gmem_dma_fence {
+	struct dma_fence base;
+	spinlock_t lock;
+	struct list_head link;		/* on gmem_queue.armed until signaled */
+	u64 seq;			/* the batch's ring sequence number */
+};
+
+static const char *gmem_fence_driver_name(struct dma_fence *f)
+{
+	return GMEM_ACCEL_NAME;
+}
+
+static const char *gmem_fence_timeline_name(struct dma_fence *f)
+{
+	return "command queue";
+}
+
+static const struct dma_fence_ops gmem_dma_fence_ops = {
+	.get_driver_name = gmem_fence_driver_name,
+	.get_timeline_name = gmem_fence_timeline_name,
+};
+
+void gmem_fences_init(struct gmem_queue *q)
+{
+	spin_lock_init(&q->fence_lock);
+	INIT_LIST_HEAD(&q->armed);
+	q->fence_context = dma_fence_context_alloc(1);
+}
+
+/*
+ * Signal @q's fences whose batch has passed, or with @err (unbind) all of them. Called from
+ * the queue's interrupt, after a queue reset and at unbind.
+ */
+void gmem_fences_signal(struct gmem_queue *q, int err)
+{
+	struct gmem_dma_fence *f, *n;
+	unsigned long flags;
+	LIST_HEAD(done);
+
+	spin_lock_irqsave(&q->fence_lock, flags);
+	list_for_each_entry_safe(f, n, &q->armed, link)
+		if (err || READ_ONCE(*q->fence) >= f->seq)
+			list_move_tail(&f->link, &done);
+	spin_unlock_irqrestore(&q->fence_lock, flags);
+	list_for_each_entry_safe(f, n, &done, link) {
+		list_del(&f->link);
+		if (err)
+			dma_fence_set_error(&f->base, err);
+		dma_fence_signal(&f->base);
+		dma_fence_put(&f->base);	/* the armed list's */
+	}
+}
+
+/* A fence for ring sequence number @seq of @q (0: long done), signaled already if it passed. */
+static struct dma_fence *gmem_fence_create(struct gmem_accel *g, struct gmem_queue *q, u64 seq)
+{
+	struct gmem_dma_fence *f = kzalloc(sizeof(*f), GFP_KERNEL);
+	unsigned long flags;
+	bool done;
+
+	if (!f)
+		return NULL;
+	spin_lock_init(&f->lock);
+	f->seq = seq;
+	dma_fence_init(&f->base, &gmem_dma_fence_ops, &f->lock, q->fence_context, seq);
+	/* Checked under the lock the interrupt takes: a later pass finds the fence armed. */
+	spin_lock_irqsave(&q->fence_lock, flags);
+	done = !seq || READ_ONCE(*q->fence) >= seq || READ_ONCE(g->unbinding);
+	if (!done) {
+		dma_fence_get(&f->base);
+		list_add_tail(&f->link, &q->armed);
+	}
+	spin_unlock_irqrestore(&q->fence_lock, flags);
+	if (done)
+		dma_fence_signal(&f->base);
+	return &f->base;
+}
+
+long gmem_fence_export(struct gmem_ctx *ctx, void __user *uarg)
+{
+	struct gmem_accel_fence_export e;
+	struct sync_file *sync;
+	struct dma_fence *fence;
+	s64 seq;
+	int fd;
+
+	if (copy_from_user(&e, uarg, sizeof(e)))
+		return -EFAULT;
+	if ((e.flags & ~O_CLOEXEC) || e.pad)
+		return -EINVAL;
+	seq = gmem_ctx_fence_seq(ctx, e.fence);
+	if (seq < 0)
+		return seq;		/* a fence this file never got */
+	fence = gmem_fence_create(ctx->g, &ctx->g->queue[gmem_ctx_queue(ctx)], seq);
+	if (!fence)
+		return -ENOMEM;
+	sync = sync_file_create(fence);
+	dma_fence_put(fence);
+	if (!sync)
+		return -ENOMEM;
+	fd = get_unused_fd_flags(e.flags);
+	if (fd < 0 || put_user(fd, &((struct gmem_accel_fence_export __user *)uarg)->fd)) {
+		if (fd >= 0)
+			put_unused_fd(fd);
+		fput(sync->file);
+		return fd < 0 ? fd : -EFAULT;
+	}
+	fd_install(fd, sync->file);
+	return 0;
+}
+
+/*
+ * Wait for the sync_file @fd before a SUBMIT: -EBADF for no such file, -EINVAL if it is no
+ * sync_file, -ERESTARTSYS if a signal came, -ENODEV if the device is being unbound. A fence
+ * that signaled with an error still lets the batch run: the caller asked for the order only.
+ */
+int gmem_fence_wait_fd(struct gmem_accel *g, int fd)
+{
+	struct dma_fence *fence;
+	struct file *file = fget(fd);
+	long ret = 0;
+
+	if (!file)
+		return -EBADF;
+	fput(file);
+	fence = sync_file_get_fence(fd);
+	if (!fence)
+		return -EINVAL;
+	/* A second at a time: unbind waits for the device lock this caller holds. */
+	while (!ret && !READ_ONCE(g->unbinding))
+		ret = dma_fence_wait_timeout(fence, true, HZ);
+	dma_fence_put(fence);
+	if (ret < 0)
+		return ret;
+	return ret ? 0 : -ENODEV;
+}
