@@ -4,7 +4,8 @@
  * handing a buffer to another process (as CUDA IPC memory handles and DRM PRIME do). A
  * process exports an object as a dma-buf fd, passes it over a Unix socket (SCM_RIGHTS); the
  * other process imports it on its own file of the same device and gets a handle on the same
- * object, which it mmaps and submits commands on. The dma-buf holds a reference on the
+ * object, which it mmaps and submits commands on; on another gmem-accel device, that device
+ * reaches the object over PCIe peer to peer. The dma-buf holds a reference on the
  * object, so the exporter may exit first; the memory goes with the last reference.
  */
 #include <linux/dma-buf.h>
@@ -107,9 +108,11 @@ long gmem_obj_import(struct gmem_file *f, void __user *uarg)
 	obj = dmabuf->priv;
 	if (dmabuf->ops != &gmem_dmabuf_ops)
 		ret = -EOPNOTSUPP;		/* another driver's buffer */
-	else if (obj->g != f->g)
-		ret = -EXDEV;			/* another gmem-accel device's object */
+	else if (obj->g != f->g)	/* another gmem-accel device's: reached peer to peer */
+		ret = gmem_obj_add_peer(obj, f->g);
 	else
+		ret = 0;
+	if (!ret)
 		ret = gmem_obj_add_handle(f, obj, &handle);
 	dma_buf_put(dmabuf);
 	if (ret)

@@ -49,10 +49,97 @@ static void gmem_obj_free_pages(struct gmem_obj *obj, unsigned long n)
 	}
 }
 
+/* Undo the first @n device pages of @peer's mappings, then drop the peer. */
+static void gmem_obj_peer_free(struct gmem_obj *obj, struct gmem_obj_peer *peer,
+			       unsigned long n)
+{
+	struct device *dev = peer->g->dev.parent;
+
+	for (unsigned long i = 0; i < n; i++) {
+		if (gmem_obj_in_hbm(obj))
+			dma_unmap_resource(dev, peer->addr[i], obj->page_size, DMA_BIDIRECTIONAL,
+					   0);
+		else
+			dma_unmap_page(dev, peer->addr[i], obj->page_size, DMA_BIDIRECTIONAL);
+	}
+	put_device(&peer->g->dev);
+	kvfree(peer);
+}
+
+static struct gmem_obj_peer *gmem_obj_peer_of_locked(struct gmem_obj *obj,
+						     struct gmem_accel *g)
+{
+	struct gmem_obj_peer *p;
+
+	lockdep_assert_held(&obj->peer_lock);
+	list_for_each_entry(p, &obj->peers, link)
+		if (p->g == g)
+			return p;
+	return NULL;
+}
+
+/* How device @g reaches @obj, if it was imported there; peers stay until the object goes. */
+static struct gmem_obj_peer *gmem_obj_peer_of(struct gmem_obj *obj, struct gmem_accel *g)
+{
+	struct gmem_obj_peer *p;
+
+	spin_lock(&obj->peer_lock);
+	p = gmem_obj_peer_of_locked(obj, g);
+	spin_unlock(&obj->peer_lock);
+	return p;
+}
+
+/*
+ * Let device @g reach @obj (of another device) peer to peer: map each device page for @g's
+ * DMA, BAR2 of the object's device for HBM (dma_map_resource(), through the IOMMU if there
+ * is one) or the system memory. Once per device; 0 or -errno.
+ */
+int gmem_obj_add_peer(struct gmem_obj *obj, struct gmem_accel *g)
+{
+	struct device *dev = g->dev.parent;
+	struct gmem_obj_peer *peer;
+	unsigned long i;
+
+	if (gmem_obj_peer_of(obj, g))
+		return 0;
+	if (gmem_obj_in_hbm(obj) && (READ_ONCE(obj->g->unbinding) || !READ_ONCE(obj->g->pdev)))
+		return -ENODEV;		/* its BAR2 is gone */
+	peer = kvzalloc(struct_size(peer, addr, obj->npages), GFP_KERNEL);
+	if (!peer)
+		return -ENOMEM;
+	peer->g = g;
+	get_device(&g->dev);
+	for (i = 0; i < obj->npages; i++) {
+		dma_addr_t dma = gmem_obj_in_hbm(obj) ?
+			dma_map_resource(dev, obj->g->hbm_bar + obj->addr[i], obj->page_size,
+					 DMA_BIDIRECTIONAL, 0) :
+			dma_map_page(dev, obj->pages[i], 0, obj->page_size, DMA_BIDIRECTIONAL);
+
+		if (dma_mapping_error(dev, dma)) {
+			gmem_obj_peer_free(obj, peer, i);
+			return -ENOMEM;
+		}
+		peer->addr[i] = dma;
+	}
+	spin_lock(&obj->peer_lock);
+	if (gmem_obj_peer_of_locked(obj, g)) {
+		spin_unlock(&obj->peer_lock);
+		gmem_obj_peer_free(obj, peer, obj->npages);	/* another import won */
+		return 0;
+	}
+	list_add_tail(&peer->link, &obj->peers);
+	spin_unlock(&obj->peer_lock);
+	return 0;
+}
+
 static void gmem_obj_release(struct kref *ref)
 {
 	struct gmem_obj *obj = container_of(ref, struct gmem_obj, ref);
+	struct gmem_obj_peer *peer, *next;
 	struct gmem_accel *g = obj->g;
+
+	list_for_each_entry_safe(peer, next, &obj->peers, link)
+		gmem_obj_peer_free(obj, peer, obj->npages);
 
 	mutex_lock(&g->obj_lock);
 	list_del(&obj->link);
@@ -204,6 +291,8 @@ static struct gmem_obj *gmem_obj_create(struct gmem_accel *g, u64 size, u32 flag
 		return ERR_PTR(-ENOMEM);
 	kref_init(&obj->ref);
 	obj->g = g;
+	spin_lock_init(&obj->peer_lock);
+	INIT_LIST_HEAD(&obj->peers);
 	obj->page_size = page_size;
 	obj->size = round_up(size, page_size);
 	obj->npages = obj->size / page_size;
@@ -472,9 +561,11 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 		struct vm_area_struct *vma;
 		unsigned long seq;
 		struct gmem_obj *obj;
+		struct gmem_obj_peer *peer = NULL;
 		u64 base, ws, we;
 		int ret = 0, replaced = 0;
-		bool wr;
+		const u64 *addr;
+		bool wr, hbm;
 
 		seq = mmu_interval_read_begin(&ctx->notifier);
 		mmap_read_lock(ctx->mm);
@@ -485,8 +576,13 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 		}
 		obj = vma->vm_private_data;
 		wr = vma->vm_flags & VM_WRITE;
-		if (!(vma->vm_flags & VM_READ) || obj->g != ctx->g)
-			ret = -EFAULT;	/* PROT_NONE; another device's object */
+		/* Another device's object: reached over PCIe, if it was imported here. */
+		if (obj->g != ctx->g)
+			peer = gmem_obj_peer_of(obj, ctx->g);
+		addr = peer ? peer->addr : obj->addr;
+		hbm = !peer && gmem_obj_in_hbm(obj);
+		if (!(vma->vm_flags & VM_READ) || (obj->g != ctx->g && !peer))
+			ret = -EFAULT;	/* PROT_NONE; another device's, never imported here */
 		else if (write && !wr)
 			ret = -EPERM;
 		kref_get(&obj->ref);
@@ -508,13 +604,12 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 		}
 		for (u64 a = ws; a < we && ret >= 0;) {
 			u64 off = base + (a - ws), ps = obj->page_size;
-			u64 unit = obj->addr[off / ps];
+			u64 unit = addr[off / ps];
 
 			/* A whole device page, aligned in VA and in memory: one leaf (or group). */
 			if (off % ps || !IS_ALIGNED(a, ps) || a + ps > we || !IS_ALIGNED(unit, ps))
 				ps = PAGE_SIZE;
-			ret = gmem_pt_map_obj(ctx, a, gmem_obj_target(obj, off), ps,
-					      gmem_obj_in_hbm(obj), wr);
+			ret = gmem_pt_map_obj(ctx, a, unit + off % obj->page_size, ps, hbm, wr);
 			replaced |= ret > 0;
 			a += ps;
 		}

@@ -17,6 +17,8 @@
  * @addr:      per device page, its HBM offset, or its system memory's bus address
  * @pages:     system memory: per device page, its (compound) page
  * @link:      on g->objs
+ * @peer_lock: guards @peers
+ * @peers:     other devices it was imported on (struct gmem_obj_peer)
  * @tgid:      who allocated it, for debugfs
  * @comm:      and its name
  */
@@ -31,8 +33,23 @@ struct gmem_obj {
 	u64 *addr;
 	struct page **pages;
 	struct list_head link;
+	spinlock_t peer_lock;
+	struct list_head peers;
 	pid_t tgid;
 	char comm[TASK_COMM_LEN];
+};
+
+/**
+ * struct gmem_obj_peer - an object as another device reaches it, over PCIe peer to peer
+ * @link: on gmem_obj.peers
+ * @g:    that device (a reference on g->dev)
+ * @addr: per device page, the bus address that device's DMA uses: BAR2 of the object's
+ *        device (HBM), or the system memory DMA-mapped for it
+ */
+struct gmem_obj_peer {
+	struct list_head link;
+	struct gmem_accel *g;
+	u64 addr[];
 };
 
 static inline bool gmem_obj_in_hbm(const struct gmem_obj *obj)
@@ -46,6 +63,7 @@ void gmem_obj_map_vma(struct gmem_obj *obj, struct vm_area_struct *vma);
 int gmem_obj_add_handle(struct gmem_file *f, struct gmem_obj *obj, u32 *handle);
 struct gmem_obj *gmem_obj_lookup(struct gmem_file *f, u32 handle);
 u64 gmem_obj_mmap_offset(u32 handle);
+int gmem_obj_add_peer(struct gmem_obj *obj, struct gmem_accel *g);
 
 /* gmem_accel_dmabuf.c */
 long gmem_obj_export(struct gmem_file *f, void __user *uarg);

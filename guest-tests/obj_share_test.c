@@ -6,7 +6,8 @@
  * byte), an exporter that exits first, and the refusals: another driver's dma-buf (the
  * system dma-buf heap), a file that is no dma-buf, a closed fd, bad handles and flags. And a
  * batch's completion as a sync_file (GMEM_ACCEL_IOC_FENCE_EXPORT): poll() on it, and another
- * process's SUBMIT ordered after it (GMEM_ACCEL_SUBMIT_IN_FENCE).
+ * process's SUBMIT ordered after it (GMEM_ACCEL_SUBMIT_IN_FENCE). And an object of one device
+ * imported on another, whose engine reaches it peer to peer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -461,6 +462,74 @@ TEST_F_TIMEOUT(share, in_fence_orders_another_process, 600)
 	munmap(map, len);
 	munmap(src, len);
 	close(fd);
+}
+
+static int64_t stat_dev(int dev, const char *name)
+{
+	int64_t v = INT64_MIN;
+
+	gmem_debugfs_stat(dev, name, &v);
+	return v;
+}
+
+/*
+ * An HBM object of device 0 imported on device 1: device 1's engine reads and writes it over
+ * PCIe peer to peer (BAR2 of device 0), no copy in system memory or in device 1's HBM.
+ */
+TEST_F_TIMEOUT(share, peer_to_peer_between_devices, 300)
+{
+	const size_t len = 2 * M2;
+	struct gmem_accel_obj_alloc a = { .size = len, .flags = GMEM_ACCEL_OBJ_HBM };
+	struct gmem_accel_obj_import im;
+	int fd0 = gmem_open(0, O_RDWR), fd1 = gmem_open(1, O_RDWR), buf;
+	uint8_t *map0, *map1, *want = map_anon(len, RW), *out = map_anon(len, RW), view;
+	int64_t hbm1 = stat_dev(1, "obj_hbm_pages_now"), migrated1;
+
+	ASSERT_GE(fd0, 0);
+	if (fd1 < 0)
+		SKIP(return, "no second gmem-accel device");
+	ASSERT_TRUE(want && out);
+	migrated1 = stat_dev(1, "migrated_to_device");
+	ASSERT_EQ(0, ioctl(fd0, GMEM_ACCEL_IOC_OBJ_ALLOC, &a));
+	map0 = mmap(NULL, len, RW, MAP_SHARED, fd0, a.mmap_offset);
+	ASSERT_NE(MAP_FAILED, map0);
+	pattern(want, len, 21);
+	memcpy(map0, want, len);
+
+	buf = obj_export(fd0, a.handle, 0);
+	ASSERT_GE(buf, 0);
+	ASSERT_EQ(0, obj_import(fd1, buf, &im)) TH_LOG("import on device 1: %s", strerror(errno));
+	close(buf);
+	map1 = mmap(NULL, len, RW, MAP_SHARED, fd1, im.mmap_offset);
+	ASSERT_NE(MAP_FAILED, map1);
+	EXPECT_EQ(0, memcmp(map1, want, len));
+
+	/* Device 1 reads device 0's HBM... */
+	ASSERT_EQ(0, dev_copy(fd1, out, map1, len));
+	EXPECT_EQ(0, memcmp(out, want, len));
+	/* ...over the bus: its page table points at a bus address, not its own HBM. */
+	view = page_view(fd1, map1);
+	EXPECT_TRUE(view & GMEM_ACCEL_PAGE_WRITE);
+	EXPECT_FALSE(view & GMEM_ACCEL_PAGE_HBM);
+	EXPECT_TRUE(page_view(fd0, map0) == 0 || (page_view(fd0, map0) & GMEM_ACCEL_PAGE_HBM));
+
+	/* ...and writes it: device 0 and the CPU see the bytes. */
+	ASSERT_EQ(0, dev_fill(fd1, map1 + M2 - PAGE, 0x5a5a5a5a5a5a5a5aull, 2 * PAGE));
+	memset(want + M2 - PAGE, 0x5a, 2 * PAGE);
+	EXPECT_EQ(0, memcmp(map0, want, len));
+	memset(out, 0, len);
+	ASSERT_EQ(0, dev_copy(fd0, out, map0, len));
+	EXPECT_EQ(0, memcmp(out, want, len));
+
+	/* Nothing moved into device 1's memory. */
+	EXPECT_EQ(hbm1, stat_dev(1, "obj_hbm_pages_now"));
+	EXPECT_EQ(migrated1, stat_dev(1, "migrated_to_device"));
+	EXPECT_EQ(0, munmap(map1, len));
+	EXPECT_EQ(0, munmap(map0, len));
+	close(fd1);
+	close(fd0);
+	munmap(want, len);
+	munmap(out, len);
 }
 
 TEST_HARNESS_MAIN
