@@ -233,7 +233,8 @@ static int gmem_obj_take_system(struct gmem_obj *obj)
 	if (!obj->pages)
 		return -ENOMEM;
 	for (i = 0; i < obj->npages; i++) {
-		gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_NOWARN | (order ? __GFP_COMP : 0);
+		gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_NOWARN | __GFP_RETRY_MAYFAIL |
+			    __GFP_ACCOUNT | (order ? __GFP_COMP : 0);
 		struct page *page = alloc_pages(gfp, order);
 		dma_addr_t dma;
 
@@ -273,6 +274,10 @@ static int gmem_obj_pick(struct gmem_accel *g, u64 size, u32 flags, u64 *page_si
 	if (!*place)	/* HBM while it has room without evicting anything */
 		*place = g->hbm.mapped && gmem_hbm_free_bytes(g) >= round_up(size, *page_size) ?
 			 GMEM_ACCEL_OBJ_HBM : GMEM_ACCEL_OBJ_SYSTEM;
+	/* Never more than half the system's memory: a request fails, it does not OOM-kill. */
+	if (*place == GMEM_ACCEL_OBJ_SYSTEM &&
+	    round_up(size, *page_size) > (u64)totalram_pages() << (PAGE_SHIFT - 1))
+		return -ENOMEM;
 	return 0;
 }
 
