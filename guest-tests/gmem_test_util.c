@@ -362,25 +362,42 @@ static bool gmem_json_u64(const char *obj, const char *key, unsigned long long *
 	return q && sscanf(q + strlen(pat), "%llu", val) == 1;
 }
 
-int64_t gmem_monitor_page_size(int n, unsigned int ctx, uint64_t va)
+/*
+ * QOM @verb ("get" or "set") of @property (with @value for a set) of the QEMU device behind
+ * /dev/gmem_accel@n, over the host's QMP relay; its reply line in @reply. 0, -EINVAL if QEMU
+ * answered with an error (in @reply), or -errno if there is no host to ask.
+ */
+static int gmem_qom(int n, const char *verb, const char *property, const char *value,
+		    char *reply, size_t len)
 {
-	static char reply[1 << 20];
-	char json[256];
+	char json[512];
 	unsigned int id;
-	const char *p;
 	int ret;
 
 	ret = gmem_qemu_id(n, &id);
 	if (ret)
 		return ret;
 	snprintf(json, sizeof(json),
-		 "{\"execute\": \"qom-get\", \"arguments\": {\"path\": "
-		 "\"/machine/peripheral/gmem%u\", \"property\": \"page-table[%u]\"}}", id, ctx);
-	ret = host_qmp(json, reply, sizeof(reply));
+		 "{\"execute\": \"qom-%s\", \"arguments\": {\"path\": "
+		 "\"/machine/peripheral/gmem%u\", \"property\": \"%s\"%s%s%s}}", verb, id,
+		 property, value ? ", \"value\": \"" : "", value ? value : "", value ? "\"" : "");
+	ret = host_qmp(json, reply, len);
 	if (ret)
 		return ret;
-	if (!strstr(reply, "\"return\""))
-		return -EINVAL;
+	return strstr(reply, "\"return\"") ? 0 : -EINVAL;
+}
+
+int64_t gmem_monitor_page_size(int n, unsigned int ctx, uint64_t va)
+{
+	static char reply[1 << 20];
+	char property[32];
+	const char *p;
+	int ret;
+
+	snprintf(property, sizeof(property), "page-table[%u]", ctx);
+	ret = gmem_qom(n, "get", property, NULL, reply, sizeof(reply));
+	if (ret)
+		return ret;
 	/* Each run is one {...} with "va", "size" and "page-size" among its members. */
 	for (p = strchr(reply, '{'); p; p = strchr(p + 1, '{')) {
 		const char *end = strpbrk(p + 1, "{}");
@@ -402,23 +419,10 @@ int64_t gmem_monitor_page_size(int n, unsigned int ctx, uint64_t va)
 
 int gmem_inject(int n, const char *what)
 {
-	char json[512], reply[1024];
-	unsigned int id;
-	int ret;
+	char reply[1024];
+	int ret = gmem_qom(n, "set", "inject", what, reply, sizeof(reply));
 
-	ret = gmem_qemu_id(n, &id);
-	if (ret)
-		return ret;
-	snprintf(json, sizeof(json),
-		 "{\"execute\": \"qom-set\", \"arguments\": {\"path\": "
-		 "\"/machine/peripheral/gmem%u\", \"property\": \"inject\", \"value\": \"%s\"}}",
-		 id, what);
-	ret = host_qmp(json, reply, sizeof(reply));
-	if (ret)
-		return ret;
-	if (!strstr(reply, "\"return\"")) {
+	if (ret == -EINVAL)
 		fprintf(stderr, "# inject %s into gmem_accel%d: %s\n", what, n, reply);
-		return -EINVAL;
-	}
-	return 0;
+	return ret;
 }
