@@ -199,7 +199,8 @@ TEST_F_TIMEOUT(share, exporter_exits_first, 300)
 {
 	int sv[2], status, fd, buf;
 	struct gmem_accel_obj_import im;
-	uint8_t *map, want[PAGE];
+	struct gmem_accel_obj_export e = { 0 };
+	uint8_t *map, *m2, want[PAGE];
 	pid_t pid;
 
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
@@ -238,17 +239,13 @@ TEST_F_TIMEOUT(share, exporter_exits_first, 300)
 	pattern(want, PAGE, 42);
 	EXPECT_EQ(0, memcmp(map + PAGE, want, PAGE));
 	/* The mmap of the dma-buf fd itself is the same memory. */
-	{
-		struct gmem_accel_obj_export e = { .handle = im.handle };
-		uint8_t *m2;
-
-		ASSERT_EQ(0, ioctl(fd, GMEM_ACCEL_IOC_OBJ_EXPORT, &e));
-		m2 = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, e.fd, PAGE);
-		ASSERT_NE(MAP_FAILED, m2);
-		EXPECT_EQ(0, memcmp(m2, want, PAGE));
-		EXPECT_EQ(0, munmap(m2, PAGE));
-		close(e.fd);
-	}
+	e.handle = im.handle;
+	ASSERT_EQ(0, ioctl(fd, GMEM_ACCEL_IOC_OBJ_EXPORT, &e));
+	m2 = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, e.fd, PAGE);
+	ASSERT_NE(MAP_FAILED, m2);
+	EXPECT_EQ(0, memcmp(m2, want, PAGE));
+	EXPECT_EQ(0, munmap(m2, PAGE));
+	close(e.fd);
 	EXPECT_EQ(0, munmap(map, 256 << 10));
 	close(fd);
 }
@@ -258,7 +255,9 @@ TEST_F_TIMEOUT(share, refusals_get_their_errno, 300)
 	struct gmem_accel_obj_alloc a = { .size = PAGE };
 	struct gmem_accel_obj_import im;
 	struct gmem_accel_obj_export e = { 0 };
-	int fd = gmem_open(0, O_RDWR), pipefd[2], heap;
+	struct dma_heap_allocation_data d = { .len = PAGE, .fd_flags = O_RDWR | O_CLOEXEC };
+	struct gmem_accel_obj_query q = { 0 };
+	int fd = gmem_open(0, O_RDWR), pipefd[2], heap, b;
 
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(0, ioctl(fd, GMEM_ACCEL_IOC_OBJ_ALLOC, &a));
@@ -283,29 +282,21 @@ TEST_F_TIMEOUT(share, refusals_get_their_errno, 300)
 	/* Another driver's dma-buf: the system heap's. */
 	heap = open("/dev/dma_heap/system", O_RDONLY | O_CLOEXEC);
 	ASSERT_GE(heap, 0) TH_LOG("no system dma-buf heap: CONFIG_DMABUF_HEAPS_SYSTEM");
-	{
-		struct dma_heap_allocation_data d = { .len = PAGE, .fd_flags = O_RDWR | O_CLOEXEC };
-
-		ASSERT_EQ(0, ioctl(heap, DMA_HEAP_IOCTL_ALLOC, &d));
-		EXPECT_EQ(-EOPNOTSUPP, obj_import(fd, d.fd, &im));
-		close(d.fd);
-	}
+	ASSERT_EQ(0, ioctl(heap, DMA_HEAP_IOCTL_ALLOC, &d));
+	EXPECT_EQ(-EOPNOTSUPP, obj_import(fd, d.fd, &im));
+	close(d.fd);
 	close(heap);
 
 	/* Importing on the same file gives a second handle on the same object. */
-	{
-		int b = obj_export(fd, a.handle, 0);
-		struct gmem_accel_obj_query q = { 0 };
-
-		ASSERT_GE(b, 0);
-		ASSERT_EQ(0, obj_import(fd, b, &im));
-		EXPECT_NE(a.handle, im.handle);
-		q.handle = im.handle;
-		ASSERT_EQ(0, ioctl(fd, GMEM_ACCEL_IOC_OBJ_QUERY, &q));
-		EXPECT_EQ(PAGE, q.size);
-		EXPECT_EQ(self->objects + 1, stat_of("objects_now"));
-		close(b);
-	}
+	b = obj_export(fd, a.handle, 0);
+	ASSERT_GE(b, 0);
+	ASSERT_EQ(0, obj_import(fd, b, &im));
+	EXPECT_NE(a.handle, im.handle);
+	q.handle = im.handle;
+	ASSERT_EQ(0, ioctl(fd, GMEM_ACCEL_IOC_OBJ_QUERY, &q));
+	EXPECT_EQ(PAGE, q.size);
+	EXPECT_EQ(self->objects + 1, stat_of("objects_now"));
+	close(b);
 	close(fd);
 }
 
@@ -343,8 +334,10 @@ TEST_F_TIMEOUT(share, fence_as_sync_file_polls, 600)
 	uint8_t *src = map_anon(len, RW), *dst = map_anon(len, RW);
 	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)dst,
 				    .src = (uintptr_t)src, .size = len };
+	struct gmem_accel_submit bad = { .cmds = (uintptr_t)&c, .count = 1, .flags = 2 };
 	struct pollfd p;
 	int64_t fence;
+	int pipefd[2];
 
 	ASSERT_GE(fd, 0);
 	ASSERT_TRUE(src && dst);
@@ -373,20 +366,12 @@ TEST_F_TIMEOUT(share, fence_as_sync_file_polls, 600)
 	EXPECT_EQ(-EINVAL, fence_export(fd, fence + 1, 0));
 	EXPECT_EQ(-EINVAL, fence_export(fd, fence, O_NONBLOCK));
 	EXPECT_EQ(-EBADF, submit_one(fd, &c, 1000));
-	{
-		int pipefd[2];
-
-		ASSERT_EQ(0, pipe(pipefd));
-		EXPECT_EQ(-EINVAL, submit_one(fd, &c, pipefd[0]));
-		close(pipefd[0]);
-		close(pipefd[1]);
-	}
-	{
-		struct gmem_accel_submit s = { .cmds = (uintptr_t)&c, .count = 1, .flags = 2 };
-
-		EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &s));
-		EXPECT_EQ(EINVAL, errno);
-	}
+	ASSERT_EQ(0, pipe(pipefd));
+	EXPECT_EQ(-EINVAL, submit_one(fd, &c, pipefd[0]));
+	close(pipefd[0]);
+	close(pipefd[1]);
+	EXPECT_EQ(-1, ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &bad));	/* an unknown flag */
+	EXPECT_EQ(EINVAL, errno);
 	munmap(src, len);
 	munmap(dst, len);
 	close(fd);

@@ -213,6 +213,7 @@ TEST_F_TIMEOUT(obj, forced_page_size_and_default_placement, 600)
 TEST_F_TIMEOUT(obj, mapping_outlives_handle_and_file, 300)
 {
 	struct gmem_accel_obj_alloc a;
+	struct gmem_accel_obj_query q;
 	uint8_t *map, want[PAGE];
 	int fd2;
 
@@ -225,11 +226,7 @@ TEST_F_TIMEOUT(obj, mapping_outlives_handle_and_file, 300)
 	memcpy(map + M2 - PAGE, want, PAGE);
 	EXPECT_EQ(0, obj_free(fd2, a.handle));
 	EXPECT_EQ(-ENOENT, obj_free(fd2, a.handle));	/* double free */
-	{
-		struct gmem_accel_obj_query q;
-
-		EXPECT_EQ(-ENOENT, obj_query(fd2, a.handle, &q));
-	}
+	EXPECT_EQ(-ENOENT, obj_query(fd2, a.handle, &q));
 	EXPECT_EQ(self->before.objects + 1, stat_of("objects_now"));
 	close(fd2);
 	EXPECT_EQ(0, memcmp(map + M2 - PAGE, want, PAGE));
