@@ -49,8 +49,11 @@
  *    when a zap waits for the device TLB).
  * 9. gmem_queue.lock (mutex): a command ring's tail, sequence numbers and slots; never held
  *    with gmem_ctx.lock.
- * 10. gmem_accel.obj_lock (mutex): the device's list of objects; nothing is taken under it
- *     but the HBM lock (an object's last reference may drop under mmap_lock, in munmap).
+ * 10. gmem_accel.obj_lock (mutex): the device's list of objects; only an object's lock is
+ *     taken under it (an object's last reference may drop under mmap_lock, in munmap).
+ *     gmem_obj.lock (mutex): where an object is (eviction moves it); taken under mmap_lock
+ *     by a CPU fault, before gmem_ctx.lock by a device fault, and held by an eviction while
+ *     it unmaps the object (the MMU notifier then takes gmem_ctx.lock).
  * 11. gmem_pt_spares.lock, gmem_hbm.lock, gmem_file.objs (spinlocks): spare table pages; HBM
  *     chunk lists; a file's object handles.
  *
@@ -120,6 +123,7 @@ enum gmem_dev_counter {
 	GMEM_DEV_OBJECTS_NOW,		/* device memory objects (gmem_accel_obj.c) */
 	GMEM_DEV_OBJ_HBM_PAGES_NOW,	/* 4 KiB pages of HBM they hold */
 	GMEM_DEV_OBJ_SYSTEM_PAGES_NOW,	/* 4 KiB pages of system memory they hold */
+	GMEM_DEV_OBJ_EVICTIONS,		/* objects moved from HBM to system memory */
 	GMEM_DEV_NR_COUNTERS
 };
 
@@ -269,9 +273,9 @@ struct gmem_accel {
 	struct dentry *debugfs;
 	atomic_t inject_stalls;		/* debugfs inject_stalled_faults */
 
-	struct mutex obj_lock;		/* objs, obj_ids */
-	struct list_head objs;		/* every device memory object (debugfs "objects") */
-	u64 obj_ids;			/* the last object id handed out */
+	struct mutex obj_lock;		/* objs */
+	struct list_head objs;		/* every device memory object, oldest first */
+	struct inode *obj_inode;	/* its address_space holds the objects' CPU mappings */
 	u64 hbm_bar;			/* BAR2's physical address: objects' CPU mappings */
 
 	struct cdev dmirror_cdev;	/* the test_hmm-compatible node (gmem_accel_dmirror.c) */
@@ -547,7 +551,9 @@ int gmem_dmirror_mirror(struct gmem_ctx *ctx, u64 start, u64 end, u8 __user *out
 int gmem_dmirror_take_exclusive(struct gmem_ctx *ctx, u64 start, u64 end);
 
 /* gmem_accel_obj.c: device memory objects: allocation, mmap, device faults on them */
-void gmem_obj_file_init(struct gmem_file *f);
+int gmem_obj_dev_init(struct gmem_accel *g);
+void gmem_obj_dev_fini(struct gmem_accel *g);
+void gmem_obj_file_init(struct gmem_file *f, struct file *file);
 void gmem_obj_file_fini(struct gmem_file *f);
 long gmem_obj_ioctl(struct gmem_file *f, unsigned int cmd, void __user *uarg);
 int gmem_obj_mmap(struct file *file, struct vm_area_struct *vma);

@@ -33,7 +33,7 @@ int gmem_file_open(struct gmem_accel *g, struct file *file)
 	}
 	get_device(&g->dev);
 	f->g = g;
-	gmem_obj_file_init(f);
+	gmem_obj_file_init(f, file);
 	file->private_data = f;
 	return 0;
 }
@@ -63,7 +63,13 @@ int gmem_file_release(struct file *file)
 
 static int gmem_accel_open(struct inode *inode, struct file *file)
 {
-	return gmem_file_open(container_of(inode->i_cdev, struct gmem_accel, cdev), file);
+	struct gmem_accel *g = container_of(inode->i_cdev, struct gmem_accel, cdev);
+	int ret = gmem_file_open(g, file);
+
+	/* Objects' CPU mappings all go in the device's own address_space (eviction). */
+	if (!ret)
+		file->f_mapping = g->obj_inode->i_mapping;
+	return ret;
 }
 
 static int gmem_accel_release_file(struct inode *inode, struct file *file)

@@ -43,6 +43,7 @@ static const char * const gmem_dev_counter_names[GMEM_DEV_NR_COUNTERS] = {
 	[GMEM_DEV_OBJECTS_NOW] = "objects_now",
 	[GMEM_DEV_OBJ_HBM_PAGES_NOW] = "obj_hbm_pages_now",
 	[GMEM_DEV_OBJ_SYSTEM_PAGES_NOW] = "obj_system_pages_now",
+	[GMEM_DEV_OBJ_EVICTIONS] = "obj_evictions",
 };
 
 static int stats_show(struct seq_file *m, void *unused)

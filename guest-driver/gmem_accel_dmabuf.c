@@ -38,23 +38,14 @@ static void gmem_dmabuf_release(struct dma_buf *dmabuf)
 	gmem_obj_put(dmabuf->priv);
 }
 
-/* mmap() of the dma-buf itself: the same mapping as through the device file. */
-static int gmem_dmabuf_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
-{
-	struct gmem_obj *obj = dmabuf->priv;
-
-	if (!(vma->vm_flags & VM_SHARED))
-		return -EINVAL;
-	kref_get(&obj->ref);
-	gmem_obj_map_vma(obj, vma);
-	return 0;
-}
-
 static const struct dma_buf_ops gmem_dmabuf_ops = {
 	.map_dma_buf = gmem_dmabuf_map,
 	.unmap_dma_buf = gmem_dmabuf_unmap,
 	.release = gmem_dmabuf_release,
-	.mmap = gmem_dmabuf_mmap,
+	/*
+	 * No .mmap: an object is mapped through a device file, where eviction finds every
+	 * mapping (the device's address_space); mmap() of the dma-buf fails with EINVAL.
+	 */
 };
 
 long gmem_obj_export(struct gmem_file *f, void __user *uarg)
@@ -112,13 +103,14 @@ long gmem_obj_import(struct gmem_file *f, void __user *uarg)
 		ret = gmem_obj_add_peer(obj, f->g);
 	else
 		ret = 0;
-	if (!ret)
+	if (!ret) {
+		im.mmap_offset = gmem_obj_mmap_offset(obj);
 		ret = gmem_obj_add_handle(f, obj, &handle);
+	}
 	dma_buf_put(dmabuf);
 	if (ret)
 		return ret;
 	im.handle = handle;
-	im.mmap_offset = gmem_obj_mmap_offset(handle);
 	if (copy_to_user(uarg, &im, sizeof(im))) {
 		gmem_obj_put(xa_erase(&f->objs, handle));
 		return -EFAULT;

@@ -24,6 +24,7 @@ static void gmem_accel_release(struct device *dev)
 
 	ida_free(&gmem_accel_minors, MINOR(dev->devt));
 	ida_destroy(&g->ctx_ids);
+	gmem_obj_dev_fini(g);
 	kfree(g);
 }
 
@@ -133,6 +134,9 @@ static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id
 	g->dev.release = gmem_accel_release;
 	dev_set_drvdata(&g->dev, g);
 	ret = dev_set_name(&g->dev, GMEM_ACCEL_NAME "%d", minor);
+	if (ret)
+		goto err_put;
+	ret = gmem_obj_dev_init(g);
 	if (ret)
 		goto err_put;
 

@@ -9,7 +9,10 @@
  * An object lives while a handle or a mapping refers to it.
  */
 #include <linux/dma-mapping.h>
+#include <linux/fs_context.h>
 #include <linux/mm.h>
+#include <linux/mount.h>
+#include <linux/pseudo_fs.h>
 #include <linux/mman.h>
 #include <linux/sched/mm.h>
 #include <linux/seq_file.h>
@@ -19,11 +22,60 @@
 #include "gmem_accel.h"
 #include "gmem_accel_obj.h"
 
-/* mmap offset of handle h: h << 36 (an object is at most GMEM_ACCEL_OBJ_MAX_SIZE) */
+/* mmap offset of object id i: i << 36 (an object is at most GMEM_ACCEL_OBJ_MAX_SIZE) */
 #define GMEM_OBJ_OFFSET_SHIFT	36
 #define GMEM_OBJ_PGOFF_SHIFT	(GMEM_OBJ_OFFSET_SHIFT - PAGE_SHIFT)
 #define GMEM_OBJ_PGOFF_MASK	((1ul << GMEM_OBJ_PGOFF_SHIFT) - 1)
 #define GMEM_OBJ_MAX_HANDLE	((1u << 20) - 1)
+#define GMEM_OBJ_MAX_ID		((1u << 20) - 1)
+
+static DEFINE_IDA(gmem_obj_ids);
+
+/*
+ * A pseudo filesystem for one inode per device, whose address_space holds every CPU mapping
+ * of the device's objects: eviction unmaps an object from all processes at once with
+ * unmap_mapping_range(), as DRM does with its anonymous inode.
+ */
+static int gmem_fs_cnt;
+static struct vfsmount *gmem_fs_mnt;
+
+static int gmem_fs_init_fs_context(struct fs_context *fc)
+{
+	return init_pseudo(fc, 0x676d656d) ? 0 : -ENOMEM;
+}
+
+static struct file_system_type gmem_fs_type = {
+	.name = GMEM_ACCEL_NAME,
+	.owner = THIS_MODULE,
+	.init_fs_context = gmem_fs_init_fs_context,
+	.kill_sb = kill_anon_super,
+};
+
+int gmem_obj_dev_init(struct gmem_accel *g)
+{
+	struct inode *inode;
+	int ret = simple_pin_fs(&gmem_fs_type, &gmem_fs_mnt, &gmem_fs_cnt);
+
+	if (ret)
+		return ret;
+	inode = alloc_anon_inode(gmem_fs_mnt->mnt_sb);
+	if (IS_ERR(inode)) {
+		simple_release_fs(&gmem_fs_mnt, &gmem_fs_cnt);
+		return PTR_ERR(inode);
+	}
+	g->obj_inode = inode;
+	return 0;
+}
+
+/* The device's last reference is gone: no file, mapping or object refers to it. */
+void gmem_obj_dev_fini(struct gmem_accel *g)
+{
+	if (!g->obj_inode)
+		return;
+	iput(g->obj_inode);
+	g->obj_inode = NULL;
+	simple_release_fs(&gmem_fs_mnt, &gmem_fs_cnt);
+}
 static_assert(GMEM_ACCEL_OBJ_MAX_SIZE == 1ull << GMEM_OBJ_OFFSET_SHIFT);
 
 #define GMEM_OBJ_PLACEMENT	(GMEM_ACCEL_OBJ_HBM | GMEM_ACCEL_OBJ_SYSTEM)
@@ -146,6 +198,8 @@ static void gmem_obj_release(struct kref *ref)
 	mutex_unlock(&g->obj_lock);
 	gmem_obj_free_pages(obj, obj->npages);
 	gmem_dev_count(g, GMEM_DEV_OBJECTS_NOW, -1);
+	ida_free(&gmem_obj_ids, obj->id);
+	mutex_destroy(&obj->lock);
 	kvfree(obj->addr);
 	kvfree(obj->pages);
 	kfree(obj);
@@ -195,10 +249,130 @@ static int gmem_obj_zero_hbm(struct gmem_obj *obj)
 	return ret;
 }
 
+/* System memory for every device page of @obj: @pages and their bus addresses in @addr. */
+static int gmem_obj_alloc_system(struct gmem_obj *obj, struct page **pages, u64 *addr)
+{
+	struct device *dev = obj->g->dev.parent;
+	unsigned int order = ilog2(obj->page_size >> PAGE_SHIFT);
+	gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_NOWARN | __GFP_RETRY_MAYFAIL |
+		    __GFP_ACCOUNT | (order ? __GFP_COMP : 0);
+	unsigned long i;
+
+	for (i = 0; i < obj->npages; i++) {
+		struct page *page = alloc_pages(gfp, order);
+		dma_addr_t dma;
+
+		if (!page)
+			break;
+		dma = dma_map_page(dev, page, 0, obj->page_size, DMA_BIDIRECTIONAL);
+		if (dma_mapping_error(dev, dma)) {
+			__free_pages(page, order);
+			break;
+		}
+		pages[i] = page;
+		addr[i] = dma;
+	}
+	if (i == obj->npages) {
+		gmem_dev_count(obj->g, GMEM_DEV_OBJ_SYSTEM_PAGES_NOW,
+			       obj->size >> PAGE_SHIFT);
+		return 0;
+	}
+	while (i--) {
+		dma_unmap_page(dev, addr[i], obj->page_size, DMA_BIDIRECTIONAL);
+		__free_pages(pages[i], order);
+	}
+	return -ENOMEM;
+}
+
+/*
+ * Move HBM object @obj to system memory to make room: unmap it from every process at once
+ * (its CPU mappings are in the device's address_space; the MMU notifier then zaps every
+ * context's device entries, and the TLB's), copy it with the DMA engine, and point it at its
+ * new pages, which the next faults map. Pinned objects, objects other devices reach (peers)
+ * and objects in system memory stay. True if it moved.
+ */
+static bool gmem_obj_evict(struct gmem_obj *obj)
+{
+	unsigned long batch = min_t(unsigned long, obj->npages, GMEM_WINDOW_PAGES), i;
+	struct page **pages = kvcalloc(obj->npages, sizeof(*pages), GFP_KERNEL);
+	u64 *addr = kvcalloc(obj->npages, sizeof(*addr), GFP_KERNEL);
+	struct gmem_cmd_desc *desc = kvcalloc(batch, sizeof(*desc), GFP_KERNEL);
+	struct gmem_accel *g = obj->g;
+	bool moved = false;
+	int ret = 0;
+
+	if (!pages || !addr || !desc)
+		goto out;
+	mutex_lock(&obj->lock);
+	if (!gmem_obj_in_hbm(obj) || (obj->flags & GMEM_ACCEL_OBJ_PINNED) ||
+	    !list_empty(&obj->peers) || gmem_obj_alloc_system(obj, pages, addr))
+		goto unlock;
+	unmap_mapping_range(g->obj_inode->i_mapping, gmem_obj_mmap_offset(obj), obj->size, 1);
+	for (i = 0; i < obj->npages && !ret; i += batch) {
+		unsigned int n = min(batch, obj->npages - i);
+
+		for (unsigned int k = 0; k < n; k++)
+			desc[k] = (struct gmem_cmd_desc) {
+				.opcode = GMEM_OP_COPY,
+				.flags = GMEM_CMD_F_DST(GMEM_ADDR_SYS) |
+					 GMEM_CMD_F_SRC(GMEM_ADDR_HBM),
+				.dst = cpu_to_le64(addr[i + k]),
+				.src = cpu_to_le64(obj->addr[i + k]),
+				.size = cpu_to_le64(obj->page_size),
+			};
+		ret = gmem_kernel_run(g, desc, n);
+	}
+	if (!ret) {
+		gmem_obj_free_pages(obj, obj->npages);	/* its HBM */
+		swap(obj->addr, addr);
+		obj->pages = pages;
+		pages = NULL;
+		obj->flags = (obj->flags & ~GMEM_ACCEL_OBJ_HBM) | GMEM_ACCEL_OBJ_SYSTEM;
+		gmem_dev_count(g, GMEM_DEV_OBJ_EVICTIONS, 1);
+		moved = true;
+	} else {	/* it stays in HBM: the faults map it there again */
+		struct gmem_obj tmp = { .g = g, .page_size = obj->page_size, .pages = pages,
+					.addr = addr, .flags = GMEM_ACCEL_OBJ_SYSTEM };
+
+		gmem_obj_free_pages(&tmp, obj->npages);
+	}
+unlock:
+	mutex_unlock(&obj->lock);
+out:
+	kvfree(pages);
+	kvfree(addr);
+	kvfree(desc);
+	return moved;
+}
+
+/* Evict the least recently allocated (or evicted-for) unpinned HBM object; true if one moved. */
+static bool gmem_obj_evict_one(struct gmem_accel *g)
+{
+	struct gmem_obj *obj, *victim = NULL;
+	bool moved;
+
+	mutex_lock(&g->obj_lock);
+	list_for_each_entry(obj, &g->objs, link) {
+		u32 flags = READ_ONCE(obj->flags);
+
+		if ((flags & GMEM_ACCEL_OBJ_HBM) && !(flags & GMEM_ACCEL_OBJ_PINNED) &&
+		    list_empty_careful(&obj->peers) && kref_get_unless_zero(&obj->ref)) {
+			victim = obj;
+			break;
+		}
+	}
+	mutex_unlock(&g->obj_lock);
+	if (!victim)
+		return false;
+	moved = gmem_obj_evict(victim);
+	gmem_obj_put(victim);
+	return moved;
+}
+
 /*
  * HBM for every device page of @obj. When HBM is full, migrated pages are evicted to make
- * room, the least recently used chunk first, as for a migration; objects are never evicted
- * for each other. -ENOSPC if it cannot be had.
+ * room, the least recently used chunk first, as for a migration; then unpinned objects,
+ * oldest first. -ENOSPC if it cannot be had.
  */
 static int gmem_obj_take_hbm(struct gmem_obj *obj)
 {
@@ -208,8 +382,10 @@ static int gmem_obj_take_hbm(struct gmem_obj *obj)
 	int ret = 0;
 
 	for (i = 0; i < obj->npages; i++) {
+		/* No room: migrated pages go home first, then unpinned objects. */
 		while ((ret = gmem_hbm_obj_take(g, obj->page_size >> PAGE_SHIFT, &obj->addr[i]))) {
-			if (evictions++ == g->hbm.nchunks || !gmem_hbm_evict_lru(g))
+			if (evictions++ == g->hbm.nchunks ||
+			    !(gmem_hbm_evict_lru(g) || gmem_obj_evict_one(g)))
 				break;
 		}
 		if (ret)
@@ -225,34 +401,10 @@ static int gmem_obj_take_hbm(struct gmem_obj *obj)
 /* Zeroed system memory for every device page of @obj, one compound page each, DMA-mapped. */
 static int gmem_obj_take_system(struct gmem_obj *obj)
 {
-	struct device *dev = obj->g->dev.parent;
-	unsigned int order = ilog2(obj->page_size >> PAGE_SHIFT);
-	unsigned long i;
-
 	obj->pages = kvcalloc(obj->npages, sizeof(*obj->pages), GFP_KERNEL);
 	if (!obj->pages)
 		return -ENOMEM;
-	for (i = 0; i < obj->npages; i++) {
-		gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_NOWARN | __GFP_RETRY_MAYFAIL |
-			    __GFP_ACCOUNT | (order ? __GFP_COMP : 0);
-		struct page *page = alloc_pages(gfp, order);
-		dma_addr_t dma;
-
-		if (!page)
-			break;
-		dma = dma_map_page(dev, page, 0, obj->page_size, DMA_BIDIRECTIONAL);
-		if (dma_mapping_error(dev, dma)) {
-			__free_pages(page, order);
-			break;
-		}
-		obj->pages[i] = page;
-		obj->addr[i] = dma;
-		gmem_dev_count(obj->g, GMEM_DEV_OBJ_SYSTEM_PAGES_NOW, 1u << order);
-	}
-	if (i == obj->npages)
-		return 0;
-	gmem_obj_free_pages(obj, i);
-	return -ENOMEM;
+	return gmem_obj_alloc_system(obj, obj->pages, obj->addr);
 }
 
 /* The device page size and placement an allocation asks for, or gets by default. */
@@ -295,6 +447,7 @@ static struct gmem_obj *gmem_obj_create(struct gmem_accel *g, u64 size, u32 flag
 	if (!obj)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&obj->ref);
+	mutex_init(&obj->lock);
 	obj->g = g;
 	spin_lock_init(&obj->peer_lock);
 	INIT_LIST_HEAD(&obj->peers);
@@ -307,9 +460,13 @@ static struct gmem_obj *gmem_obj_create(struct gmem_accel *g, u64 size, u32 flag
 	obj->tgid = current->tgid;
 	get_task_comm(obj->comm, current);
 	obj->addr = kvcalloc(obj->npages, sizeof(*obj->addr), GFP_KERNEL);
-	ret = obj->addr ? 0 : -ENOMEM;
-	if (!ret)
+	ret = obj->addr ? ida_alloc_range(&gmem_obj_ids, 1, GMEM_OBJ_MAX_ID, GFP_KERNEL) : -ENOMEM;
+	if (ret > 0) {
+		obj->id = ret;
 		ret = place == GMEM_ACCEL_OBJ_HBM ? gmem_obj_take_hbm(obj) : gmem_obj_take_system(obj);
+		if (ret)
+			ida_free(&gmem_obj_ids, obj->id);
+	}
 	if (ret) {
 		kvfree(obj->addr);
 		kvfree(obj->pages);
@@ -319,15 +476,32 @@ static struct gmem_obj *gmem_obj_create(struct gmem_accel *g, u64 size, u32 flag
 	get_device(&g->dev);
 	gmem_dev_count(g, GMEM_DEV_OBJECTS_NOW, 1);
 	mutex_lock(&g->obj_lock);
-	obj->id = ++g->obj_ids;
 	list_add_tail(&obj->link, &g->objs);
 	mutex_unlock(&g->obj_lock);
 	return obj;
 }
 
-u64 gmem_obj_mmap_offset(u32 handle)
+u64 gmem_obj_mmap_offset(const struct gmem_obj *obj)
 {
-	return (u64)handle << GMEM_OBJ_OFFSET_SHIFT;
+	return (u64)obj->id << GMEM_OBJ_OFFSET_SHIFT;
+}
+
+/* The object with id @id if @f holds a handle to it, referenced; else NULL. */
+static struct gmem_obj *gmem_obj_lookup_id(struct gmem_file *f, unsigned long id)
+{
+	struct gmem_obj *obj, *found = NULL;
+	unsigned long h;
+
+	xa_lock(&f->objs);
+	xa_for_each(&f->objs, h, obj) {
+		if (obj->id == id) {
+			kref_get(&obj->ref);
+			found = obj;
+			break;
+		}
+	}
+	xa_unlock(&f->objs);
+	return found;
 }
 
 int gmem_obj_add_handle(struct gmem_file *f, struct gmem_obj *obj, u32 *handle)
@@ -355,12 +529,12 @@ static long gmem_obj_alloc_ioctl(struct gmem_file *f, void __user *uarg)
 	obj = gmem_obj_create(f->g, a.size, a.flags);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);
+	a.mmap_offset = gmem_obj_mmap_offset(obj);
 	ret = gmem_obj_add_handle(f, obj, &handle);
 	gmem_obj_put(obj);	/* the handle holds it now, or nothing does */
 	if (ret)
 		return ret;
 	a.handle = handle;
-	a.mmap_offset = gmem_obj_mmap_offset(handle);
 	if (copy_to_user(uarg, &a, sizeof(a))) {
 		gmem_obj_put(xa_erase(&f->objs, handle));
 		return -EFAULT;
@@ -394,11 +568,13 @@ static long gmem_obj_query_ioctl(struct gmem_file *f, void __user *uarg)
 	obj = gmem_obj_lookup(f, q.handle);
 	if (!obj)
 		return -ENOENT;
+	mutex_lock(&obj->lock);
 	q.flags = obj->flags;
 	q.size = obj->size;
 	q.page_size = obj->page_size;
 	q.hbm_addr = gmem_obj_in_hbm(obj) ? obj->addr[0] : ~0ull;
-	q.mmap_offset = gmem_obj_mmap_offset(q.handle);
+	q.mmap_offset = gmem_obj_mmap_offset(obj);
+	mutex_unlock(&obj->lock);
 	gmem_obj_put(obj);
 	return copy_to_user(uarg, &q, sizeof(q)) ? -EFAULT : 0;
 }
@@ -420,7 +596,7 @@ long gmem_obj_ioctl(struct gmem_file *f, unsigned int cmd, void __user *uarg)
 	return -ENOTTY;
 }
 
-void gmem_obj_file_init(struct gmem_file *f)
+void gmem_obj_file_init(struct gmem_file *f, struct file *file)
 {
 	xa_init_flags(&f->objs, XA_FLAGS_ALLOC1);
 }
@@ -467,16 +643,15 @@ static vm_fault_t gmem_obj_vm_fault(struct vm_fault *vmf)
 	u64 unit = addr - gmem_obj_offset(vma, addr) % obj->page_size;
 	u64 first = max_t(u64, unit, vma->vm_start);
 	u64 last = min_t(u64, unit + obj->page_size, vma->vm_end);
-	vm_fault_t ret;
+	vm_fault_t ret = VM_FAULT_NOPAGE;
 
+	mutex_lock(&obj->lock);		/* an eviction moves it meanwhile */
 	if (gmem_obj_in_hbm(obj) && (READ_ONCE(obj->g->unbinding) || !READ_ONCE(obj->g->pdev)))
-		return VM_FAULT_SIGBUS;		/* BAR2 is gone with the device */
-	for (u64 va = first; va < last; va += PAGE_SIZE) {
+		ret = VM_FAULT_SIGBUS;		/* BAR2 is gone with the device */
+	for (u64 va = first; va < last && !(ret & VM_FAULT_ERROR); va += PAGE_SIZE)
 		ret = vmf_insert_pfn(vma, va, gmem_obj_pfn(obj, gmem_obj_offset(vma, va)));
-		if (ret & VM_FAULT_ERROR)
-			return ret;
-	}
-	return VM_FAULT_NOPAGE;
+	mutex_unlock(&obj->lock);
+	return ret & VM_FAULT_ERROR ? ret : VM_FAULT_NOPAGE;
 }
 
 /* A VMA copied (fork) or split off (partial munmap, mprotect) refers to the object too. */
@@ -497,7 +672,7 @@ static const struct vm_operations_struct gmem_obj_vm_ops = {
 };
 
 /* Make @vma (shared, inside the object) a mapping of @obj; takes over a reference. */
-void gmem_obj_map_vma(struct gmem_obj *obj, struct vm_area_struct *vma)
+static void gmem_obj_map_vma(struct gmem_obj *obj, struct vm_area_struct *vma)
 {
 	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
 	if (gmem_obj_in_hbm(obj))
@@ -512,11 +687,9 @@ int gmem_obj_mmap(struct file *file, struct vm_area_struct *vma)
 	u64 first = vma->vm_pgoff & GMEM_OBJ_PGOFF_MASK;
 	struct gmem_obj *obj;
 
-	if (vma->vm_pgoff >> GMEM_OBJ_PGOFF_SHIFT > GMEM_OBJ_MAX_HANDLE)
-		return -EINVAL;
-	obj = gmem_obj_lookup(f, vma->vm_pgoff >> GMEM_OBJ_PGOFF_SHIFT);
+	obj = gmem_obj_lookup_id(f, vma->vm_pgoff >> GMEM_OBJ_PGOFF_SHIFT);
 	if (!obj)
-		return -EINVAL;		/* no object at this offset */
+		return -EINVAL;		/* no object of this file's at this offset */
 	/* Beyond the object; or private: an object is shared memory, never copied on write. */
 	if (first + vma_pages(vma) > obj->size >> PAGE_SHIFT || !(vma->vm_flags & VM_SHARED)) {
 		gmem_obj_put(obj);
@@ -539,7 +712,7 @@ unsigned long gmem_obj_get_unmapped_area(struct file *file, unsigned long addr,
 	unsigned long align = PAGE_SIZE, va;
 	struct gmem_obj *obj;
 
-	obj = gmem_obj_lookup(f, pgoff >> GMEM_OBJ_PGOFF_SHIFT);
+	obj = gmem_obj_lookup_id(f, pgoff >> GMEM_OBJ_PGOFF_SHIFT);
 	if (obj) {
 		align = obj->page_size;
 		gmem_obj_put(obj);
@@ -584,8 +757,6 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 		/* Another device's object: reached over PCIe, if it was imported here. */
 		if (obj->g != ctx->g)
 			peer = gmem_obj_peer_of(obj, ctx->g);
-		addr = peer ? peer->addr : obj->addr;
-		hbm = !peer && gmem_obj_in_hbm(obj);
 		if (!(vma->vm_flags & VM_READ) || (obj->g != ctx->g && !peer))
 			ret = -EFAULT;	/* PROT_NONE; another device's, never imported here */
 		else if (write && !wr)
@@ -601,9 +772,14 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 			gmem_obj_put(obj);
 			return ret;
 		}
+		/* Where it is now: an eviction holds this while it moves it (then zaps). */
+		mutex_lock(&obj->lock);
+		addr = peer ? peer->addr : obj->addr;
+		hbm = !peer && gmem_obj_in_hbm(obj);
 		mutex_lock(&ctx->lock);
 		if (mmu_interval_read_retry(&ctx->notifier, seq)) {
 			mutex_unlock(&ctx->lock);
+			mutex_unlock(&obj->lock);
 			gmem_obj_put(obj);
 			continue;	/* the mapping changed meanwhile: look again */
 		}
@@ -619,6 +795,7 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 			a += ps;
 		}
 		mutex_unlock(&ctx->lock);
+		mutex_unlock(&obj->lock);
 		gmem_obj_put(obj);
 		if (replaced || ret == -EAGAIN)
 			gmem_tlb_invalidate(ctx->g, ctx->id, ws, we - ws);
@@ -637,11 +814,14 @@ void gmem_obj_debugfs_show(struct gmem_accel *g, struct seq_file *m)
 
 	seq_puts(m, "id size page_size placement hbm_addr pinned refs pid comm\n");
 	mutex_lock(&g->obj_lock);
-	list_for_each_entry(obj, &g->objs, link)
+	list_for_each_entry(obj, &g->objs, link) {
+		mutex_lock(&obj->lock);
 		seq_printf(m, "%llu %llu %llu %s %#llx %d %u %d %s\n", obj->id, obj->size,
 			   obj->page_size, gmem_obj_in_hbm(obj) ? "hbm" : "system",
 			   gmem_obj_in_hbm(obj) ? obj->addr[0] : ~0ull,
 			   !!(obj->flags & GMEM_ACCEL_OBJ_PINNED), kref_read(&obj->ref),
 			   obj->tgid, obj->comm);
+		mutex_unlock(&obj->lock);
+	}
 	mutex_unlock(&g->obj_lock);
 }

@@ -7,9 +7,11 @@
 
 /**
  * struct gmem_obj - a device memory object
- * @ref:       one per handle and per VMA mapping it
+ * @ref:       one per handle, per VMA mapping it and per dma-buf
+ * @lock:      guards where it is: @flags' placement, @addr, @pages (eviction changes them)
  * @g:         its device (a reference on g->dev)
- * @id:        device-wide number, for debugfs
+ * @id:        its number, unique among all devices' objects: its mmap offset is id << 36
+ *             on every file that holds it, so an eviction finds every CPU mapping
  * @size:      bytes, a multiple of @page_size
  * @page_size: bytes of each of its device pages
  * @flags:     GMEM_ACCEL_OBJ_*: its placement, page size and PINNED
@@ -24,6 +26,7 @@
  */
 struct gmem_obj {
 	struct kref ref;
+	struct mutex lock;
 	struct gmem_accel *g;
 	u64 id;
 	u64 size;
@@ -58,11 +61,10 @@ static inline bool gmem_obj_in_hbm(const struct gmem_obj *obj)
 }
 
 void gmem_obj_put(struct gmem_obj *obj);
-void gmem_obj_map_vma(struct gmem_obj *obj, struct vm_area_struct *vma);
 /* A new handle on @f for @obj (which gains a reference); 0 or -errno. */
 int gmem_obj_add_handle(struct gmem_file *f, struct gmem_obj *obj, u32 *handle);
 struct gmem_obj *gmem_obj_lookup(struct gmem_file *f, u32 handle);
-u64 gmem_obj_mmap_offset(u32 handle);
+u64 gmem_obj_mmap_offset(const struct gmem_obj *obj);
 int gmem_obj_add_peer(struct gmem_obj *obj, struct gmem_accel *g);
 
 /* gmem_accel_dmabuf.c */

@@ -232,7 +232,8 @@ struct gmem_accel_migrate {
  *               system memory) and at most one page size (none: < 64 KiB -> 4 KiB,
  *               < 2 MiB -> 64 KiB, else 2 MiB, as NVIDIA UVM picks chunks)
  * @handle:      out: names the object on this file
- * @mmap_offset: out: mmap(2) offset of the object on this file (MAP_SHARED)
+ * @mmap_offset: out: mmap(2) offset of the object (MAP_SHARED), the same on every file of
+ *               the device that holds it
  *
  * The object is zeroed. ENOSPC if HBM has no room for an HBM object, ENOMEM for system memory.
  */

@@ -318,6 +318,96 @@ TEST_F_TIMEOUT(obj, read_only_mapping_refuses_device_writes, 300)
 	EXPECT_EQ(0, obj_free(self->fd, a.handle));
 }
 
+/* An object of @size bytes with @flags, mapped, filled with pattern @seed by the CPU. */
+static uint8_t *obj_filled(struct __test_metadata *_metadata, int fd, uint64_t size,
+			   uint32_t flags, unsigned int seed, struct gmem_accel_obj_alloc *a)
+{
+	uint8_t *map;
+
+	if (obj_alloc(fd, size, flags, a))
+		return NULL;
+	map = obj_map(fd, a, size, RW);
+	if (map)
+		pattern(map, size, seed);
+	return map;
+}
+
+/* Are the @size bytes at @map pattern @seed, for the CPU and for the device? */
+static bool obj_holds(int fd, uint8_t *map, uint64_t size, unsigned int seed)
+{
+	uint8_t *want = malloc(size), *buf = malloc(size);
+	bool ok = want && buf;
+
+	if (ok) {
+		pattern(want, size, seed);
+		ok = !memcmp(map, want, size) && !dev_copy(fd, buf, map, size) &&
+		     !memcmp(buf, want, size);
+	}
+	free(want);
+	free(buf);
+	return ok;
+}
+
+static uint32_t obj_flags(int fd, uint32_t handle)
+{
+	struct gmem_accel_obj_query q;
+
+	return obj_query(fd, handle, &q) ? 0 : q.flags;
+}
+
+/*
+ * More objects than HBM holds: the oldest unpinned one moves to system memory with its bytes
+ * (for the CPU and the device, at the same addresses); pinned ones never move; when only
+ * pinned ones are left, an HBM allocation gets ENOSPC.
+ */
+TEST_F_TIMEOUT(obj, unpinned_objects_evicted_under_oversubscription, 900)
+{
+	struct gmem_accel_info info = { 0 };
+	struct gmem_accel_obj_alloc p, a, b, c, d;
+	uint64_t unit;
+	int64_t ev0 = stat_of("obj_evictions");
+	uint8_t *mp, *ma, *mb, *mc;
+
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_GET_INFO, &info));
+	unit = info.hbm_size * 3 / 8 / M2 * M2;		/* two fit in HBM, three do not */
+	mp = obj_filled(_metadata, self->fd, unit, GMEM_ACCEL_OBJ_HBM | GMEM_ACCEL_OBJ_PINNED, 1,
+			&p);
+	ma = obj_filled(_metadata, self->fd, unit, GMEM_ACCEL_OBJ_HBM, 2, &a);
+	ASSERT_TRUE(mp && ma);
+	ASSERT_TRUE(obj_holds(self->fd, ma, unit, 2));	/* the device maps it too */
+
+	/* A third: A (unpinned, older than B) goes to system memory, P stays. */
+	mb = obj_filled(_metadata, self->fd, unit, GMEM_ACCEL_OBJ_HBM, 3, &b);
+	ASSERT_NE(NULL, mb) TH_LOG("HBM object beyond HBM: %s", strerror(errno));
+	EXPECT_EQ(ev0 + 1, stat_of("obj_evictions"));
+	EXPECT_TRUE(obj_flags(self->fd, a.handle) & GMEM_ACCEL_OBJ_SYSTEM);
+	EXPECT_TRUE(obj_flags(self->fd, p.handle) & GMEM_ACCEL_OBJ_HBM);
+	EXPECT_TRUE(obj_holds(self->fd, ma, unit, 2));
+	EXPECT_FALSE(page_view(self->fd, ma) & GMEM_ACCEL_PAGE_HBM);
+	EXPECT_TRUE(obj_holds(self->fd, mp, unit, 1));
+	EXPECT_TRUE(obj_holds(self->fd, mb, unit, 3));
+
+	/* A pinned one now: B goes. Then nothing unpinned is left in HBM: ENOSPC. */
+	mc = obj_filled(_metadata, self->fd, unit, GMEM_ACCEL_OBJ_HBM | GMEM_ACCEL_OBJ_PINNED, 4,
+			&c);
+	ASSERT_NE(NULL, mc);
+	EXPECT_TRUE(obj_flags(self->fd, b.handle) & GMEM_ACCEL_OBJ_SYSTEM);
+	EXPECT_TRUE(obj_holds(self->fd, mb, unit, 3));
+	EXPECT_EQ(-ENOSPC, obj_alloc(self->fd, unit, GMEM_ACCEL_OBJ_HBM, &d));
+	EXPECT_EQ(ev0 + 2, stat_of("obj_evictions"));
+	EXPECT_TRUE(obj_holds(self->fd, mp, unit, 1));
+	EXPECT_TRUE(obj_holds(self->fd, mc, unit, 4));
+
+	EXPECT_EQ(0, munmap(mp, unit));
+	EXPECT_EQ(0, munmap(ma, unit));
+	EXPECT_EQ(0, munmap(mb, unit));
+	EXPECT_EQ(0, munmap(mc, unit));
+	EXPECT_EQ(0, obj_free(self->fd, p.handle));
+	EXPECT_EQ(0, obj_free(self->fd, a.handle));
+	EXPECT_EQ(0, obj_free(self->fd, b.handle));
+	EXPECT_EQ(0, obj_free(self->fd, c.handle));
+}
+
 TEST_F_TIMEOUT(obj, bad_input_gets_its_errno, 300)
 {
 	struct gmem_accel_info info = { 0 };
