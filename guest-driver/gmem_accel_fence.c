@@ -8,8 +8,9 @@
  *
  * A fence never touches its queue once signaled; every unsignaled fence is on its queue's
  * armed list, and unbind signals them all (with -ENODEV), so none outlives the device's
- * rings unsignaled.
+ * rings unsignaled. Its ops are this module's code: a fence pins the module until released.
  */
+#include <linux/module.h>
 #include <linux/dma-fence.h>
 #include <linux/fcntl.h>
 #include <linux/file.h>
@@ -36,9 +37,16 @@ static const char *gmem_fence_timeline_name(struct dma_fence *f)
 	return "command queue";
 }
 
+static void gmem_fence_release(struct dma_fence *f)
+{
+	dma_fence_free(f);
+	module_put(THIS_MODULE);	/* taken in gmem_fence_create() */
+}
+
 static const struct dma_fence_ops gmem_dma_fence_ops = {
 	.get_driver_name = gmem_fence_driver_name,
 	.get_timeline_name = gmem_fence_timeline_name,
+	.release = gmem_fence_release,
 };
 
 void gmem_fences_init(struct gmem_queue *q)
@@ -81,6 +89,7 @@ static struct dma_fence *gmem_fence_create(struct gmem_accel *g, struct gmem_que
 
 	if (!f)
 		return NULL;
+	__module_get(THIS_MODULE);
 	spin_lock_init(&f->lock);
 	f->seq = seq;
 	dma_fence_init(&f->base, &gmem_dma_fence_ops, &f->lock, q->fence_context, seq);

@@ -44,9 +44,13 @@ static int gmem_fs_init_fs_context(struct fs_context *fc)
 	return init_pseudo(fc, 0x676d656d) ? 0 : -ENOMEM;
 }
 
+/*
+ * No .owner: the mount would pin the module while a device is bound, and rmmod would fail.
+ * The mount goes with the last device (gmem_obj_dev_fini()), which files, mappings and
+ * dma-bufs keep, and those pin the module themselves.
+ */
 static struct file_system_type gmem_fs_type = {
 	.name = GMEM_ACCEL_NAME,
-	.owner = THIS_MODULE,
 	.init_fs_context = gmem_fs_init_fs_context,
 	.kill_sb = kill_anon_super,
 };

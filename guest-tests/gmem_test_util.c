@@ -387,34 +387,92 @@ static int gmem_qom(int n, const char *verb, const char *property, const char *v
 	return strstr(reply, "\"return\"") ? 0 : -EINVAL;
 }
 
+/*
+ * Call @fn on each flat JSON object (no object inside it) of @reply, as text, until it
+ * returns false. Every run the monitor reports is one.
+ */
+static void gmem_json_objects(const char *reply, bool (*fn)(const char *obj, void *opaque),
+			      void *opaque)
+{
+	for (const char *p = strchr(reply, '{'); p; p = strchr(p + 1, '{')) {
+		const char *end = strpbrk(p + 1, "{}");
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char obj[1024];
+
+		if (!end || *end == '{' || len >= sizeof(obj))
+			continue;
+		memcpy(obj, p, len);
+		obj[len] = '\0';
+		if (!fn(obj, opaque))
+			return;
+	}
+}
+
+struct gmem_page_size_find {
+	uint64_t va;
+	int64_t result;
+};
+
+static bool gmem_page_size_of_run(const char *run, void *opaque)
+{
+	struct gmem_page_size_find *f = opaque;
+	unsigned long long rva, rsize, ps;
+
+	if (!gmem_json_u64(run, "va", &rva) || !gmem_json_u64(run, "size", &rsize) ||
+	    f->va < rva || f->va >= rva + rsize)
+		return true;
+	f->result = gmem_json_u64(run, "page-size", &ps) ? (int64_t)ps : -EINVAL;
+	return false;
+}
+
 int64_t gmem_monitor_page_size(int n, unsigned int ctx, uint64_t va)
 {
 	static char reply[1 << 20];
+	struct gmem_page_size_find f = { .va = va };
 	char property[32];
-	const char *p;
 	int ret;
 
 	snprintf(property, sizeof(property), "page-table[%u]", ctx);
 	ret = gmem_qom(n, "get", property, NULL, reply, sizeof(reply));
 	if (ret)
 		return ret;
-	/* Each run is one {...} with "va", "size" and "page-size" among its members. */
-	for (p = strchr(reply, '{'); p; p = strchr(p + 1, '{')) {
-		const char *end = strpbrk(p + 1, "{}");
-		unsigned long long rva, rsize, ps;
-		char run[1024];
-		size_t len = end ? (size_t)(end - p) : strlen(p);
+	gmem_json_objects(reply, gmem_page_size_of_run, &f);
+	return f.result;
+}
 
-		if (len >= sizeof(run))
-			continue;
-		memcpy(run, p, len);
-		run[len] = '\0';
-		if (!gmem_json_u64(run, "va", &rva) || !gmem_json_u64(run, "size", &rsize) ||
-		    va < rva || va >= rva + rsize)
-			continue;
-		return gmem_json_u64(run, "page-size", &ps) ? (int64_t)ps : -EINVAL;
-	}
-	return 0;
+struct gmem_hbm_find {
+	uint64_t hbm;
+	struct gmem_hbm_use *out;
+	int max, n;
+};
+
+static bool gmem_hbm_use_of(const char *m, void *opaque)
+{
+	struct gmem_hbm_find *f = opaque;
+	unsigned long long hbm, size, ps, va, ctx;
+
+	if (!gmem_json_u64(m, "hbm", &hbm) || !gmem_json_u64(m, "size", &size) ||
+	    !gmem_json_u64(m, "page-size", &ps) || !gmem_json_u64(m, "va", &va) ||
+	    !gmem_json_u64(m, "context", &ctx) || f->hbm < hbm || f->hbm >= hbm + size)
+		return true;
+	if (f->n < f->max)
+		f->out[f->n] = (struct gmem_hbm_use) {
+			.hbm = hbm, .size = size, .page_size = ps, .va = va, .context = ctx,
+		};
+	f->n++;
+	return true;
+}
+
+int gmem_monitor_hbm_users(int n, uint64_t hbm, struct gmem_hbm_use *out, int max)
+{
+	static char reply[1 << 20];
+	struct gmem_hbm_find f = { .hbm = hbm, .out = out, .max = max };
+	int ret = gmem_qom(n, "get", "hbm-map", NULL, reply, sizeof(reply));
+
+	if (ret)
+		return ret;
+	gmem_json_objects(reply, gmem_hbm_use_of, &f);
+	return f.n;
 }
 
 int gmem_inject(int n, const char *what)

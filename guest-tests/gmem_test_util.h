@@ -92,6 +92,18 @@ int gmem_inject(int n, const char *what);
  */
 int64_t gmem_monitor_page_size(int n, unsigned int ctx, uint64_t va);
 
+/* One run of a context's over HBM, as the monitor's hbm-map shows it. */
+struct gmem_hbm_use {
+	uint64_t hbm, size, page_size, va;
+	unsigned int context;
+};
+
+/*
+ * The runs the QEMU monitor's hbm-map of /dev/gmem_accel@n shows over HBM offset @hbm (up to
+ * @max of them in @out): how many, or -errno if the host cannot say.
+ */
+int gmem_monitor_hbm_users(int n, uint64_t hbm, struct gmem_hbm_use *out, int max);
+
 /* Does a path exist? */
 bool path_exists(const char *path);
 

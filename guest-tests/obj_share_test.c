@@ -448,6 +448,67 @@ TEST_F_TIMEOUT(share, in_fence_orders_another_process, 600)
 	close(fd);
 }
 
+/*
+ * The QEMU monitor shows who maps an object's HBM: two contexts of this process (two files,
+ * the object imported on the second) are its sharers, each at its own address with the
+ * object's page size; after one unmaps, one is left.
+ */
+TEST_F_TIMEOUT(share, monitor_shows_sharers, 300)
+{
+	struct gmem_accel_obj_alloc a = { .size = M2, .flags = GMEM_ACCEL_OBJ_HBM };
+	struct gmem_accel_obj_query q = { 0 };
+	struct gmem_accel_obj_import im;
+	int fa = gmem_open(0, O_RDWR), fb = gmem_open(0, O_RDWR), buf, n;
+	unsigned int ca, cb;
+	struct gmem_hbm_use use[4];
+	uint8_t *ma, *mb, tmp[PAGE];
+
+	ASSERT_TRUE(fa >= 0 && fb >= 0);
+	ca = ctx_stats(fa).context;
+	cb = ctx_stats(fb).context;
+	ASSERT_EQ(0, ioctl(fa, GMEM_ACCEL_IOC_OBJ_ALLOC, &a));
+	buf = obj_export(fa, a.handle, 0);
+	ASSERT_GE(buf, 0);
+	ASSERT_EQ(0, obj_import(fb, buf, &im));
+	close(buf);
+	q.handle = a.handle;
+	ASSERT_EQ(0, ioctl(fa, GMEM_ACCEL_IOC_OBJ_QUERY, &q));
+	ma = mmap(NULL, M2, RW, MAP_SHARED, fa, a.mmap_offset);
+	mb = mmap(NULL, M2, PROT_READ, MAP_SHARED, fb, im.mmap_offset);
+	ASSERT_TRUE(ma != MAP_FAILED && mb != MAP_FAILED);
+	ASSERT_EQ(0, dev_copy(fa, tmp, ma, PAGE));	/* each context's device maps it */
+	ASSERT_EQ(0, dev_copy(fb, tmp, mb, PAGE));
+
+	n = gmem_monitor_hbm_users(0, q.hbm_addr, use, 4);
+	ASSERT_EQ(2, n) TH_LOG("monitor: %d runs over HBM %#llx", n,
+			      (unsigned long long)q.hbm_addr);
+	/* By context number: the lower one first. */
+	if (use[0].context != ca) {
+		struct gmem_hbm_use t = use[0];
+
+		use[0] = use[1];
+		use[1] = t;
+	}
+	EXPECT_EQ(ca, use[0].context);
+	EXPECT_EQ((uintptr_t)ma, use[0].va);
+	EXPECT_EQ(cb, use[1].context);
+	EXPECT_EQ((uintptr_t)mb, use[1].va);
+	for (int i = 0; i < 2; i++) {
+		EXPECT_EQ(q.hbm_addr, use[i].hbm);
+		EXPECT_EQ(M2, use[i].size);
+		EXPECT_EQ(M2, use[i].page_size);
+	}
+
+	EXPECT_EQ(0, munmap(mb, M2));
+	n = gmem_monitor_hbm_users(0, q.hbm_addr, use, 4);
+	EXPECT_EQ(1, n);
+	EXPECT_EQ(ca, use[0].context);
+	EXPECT_EQ(0, munmap(ma, M2));
+	EXPECT_EQ(0, gmem_monitor_hbm_users(0, q.hbm_addr, use, 4));
+	close(fb);
+	close(fa);
+}
+
 static int64_t stat_dev(int dev, const char *name)
 {
 	int64_t v = INT64_MIN;

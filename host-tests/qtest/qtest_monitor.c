@@ -176,6 +176,53 @@ static void test_page_table(void)
     env_quit(e);
 }
 
+static void check_use(JsonObject *m, uint64_t hbm, uint64_t size,
+                      uint64_t page_size, uint64_t va)
+{
+    g_assert_cmphex(num(m, "hbm"), ==, hbm);
+    g_assert_cmphex(num(m, "size"), ==, size);
+    g_assert_cmphex(num(m, "page-size"), ==, page_size);
+    g_assert_cmpint(num(m, "context"), ==, CTX);
+    g_assert_cmphex(num(m, "va"), ==, va);
+    g_assert_true(flag(m, "read"));
+}
+
+/*
+ * hbm-map: who maps HBM, by HBM address. The sample plus a 4 KiB alias of the first 64 KiB
+ * page: two runs over HBM 0x40000 (the sharers), system pages and the malformed entry left
+ * out. And the same from HMP.
+ */
+static void test_hbm_map(void)
+{
+    Env *e = env_start(NULL);
+    g_autoptr(JsonNode) map = NULL;
+    g_autofree char *hmp = NULL, *line = NULL;
+    JsonArray *uses;
+
+    map_sample(e);
+    map4k(e, VA + 0x8000, 0x40000, RO | GMEM_PTE_HBM);
+    map = qom_get(e->g, "hbm-map");
+    g_assert_cmpstr(str(json_node_get_object(map), "dump"), ==, "complete");
+    uses = json_object_get_array_member(json_node_get_object(map), "mappings");
+    g_assert_cmpuint(json_array_get_length(uses), ==, 3);
+    check_use(obj_at(uses, 0), 0x40000, 0x1000, 0x1000, VA + 0x8000);
+    check_use(obj_at(uses, 1), 0x40000, 2 * GMEM_CONT_SIZE, GMEM_CONT_SIZE,
+              VA_64K);
+    check_use(obj_at(uses, 2), 0x200000, GMEM_HUGE_SIZE, GMEM_HUGE_SIZE, VA_2M);
+    g_assert_false(flag(obj_at(uses, 0), "write"));
+
+    hmp = gq_hmp(e->g, "info gmem-accel-hbm gmem0");
+    g_test_message("%s", hmp);
+    g_assert_nonnull(strstr(hmp, "HBM 64 MiB: 3 runs map it, dump complete\n"));
+    line = g_strdup_printf("  0x000000040000-0x000000060000    128 KiB  64K   %d  "
+                           "0x%012" PRIx64 " rw-\n", CTX, (uint64_t)VA_64K);
+    g_assert_nonnull(strstr(hmp, line));
+    g_free(hmp);
+    hmp = gq_hmp(e->g, "info gmem-accel-hbm nosuch");
+    g_assert_cmpstr(hmp, ==, "no gmem-accel device with id 'nosuch'\n");
+    env_quit(e);
+}
+
 static void test_hmp(void)
 {
     Env *e = env_start(NULL);
@@ -319,6 +366,7 @@ int main(int argc, char **argv)
     g_test_add_func("/gmem-accel/monitor/state", test_state);
     g_test_add_func("/gmem-accel/monitor/page-table", test_page_table);
     g_test_add_func("/gmem-accel/monitor/hmp", test_hmp);
+    g_test_add_func("/gmem-accel/monitor/hbm-map", test_hbm_map);
     g_test_add_func("/gmem-accel/migration/stalled-fault", test_migration);
     g_test_add_func("/gmem-accel/migration/stopped-vm", test_stopped_vm);
     return g_test_run();

@@ -4,8 +4,12 @@
  * QMP (machine-readable), read-only QOM properties of each device:
  *   state           contexts, queues, fault queue and counters
  *   page-table[N]   context N's page table as runs of mapped pages
- * HMP: info gmem-accel [id [ctx [va [size]]]] prints the same data, built
- * from the same dictionaries, so the two views cannot disagree.
+ *   hbm-map         who maps HBM: every run of every enabled context that
+ *                   targets HBM, by HBM address (sharers are runs of several
+ *                   contexts over the same HBM)
+ * HMP: info gmem-accel [id [ctx [va [size]]]] and info gmem-accel-hbm id
+ * print the same data, built from the same dictionaries, so the views
+ * cannot disagree.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -188,6 +192,89 @@ static QDict *gmem_page_table_dict(GmemAccelState *s, unsigned c,
     return d;
 }
 
+/* ---- HBM: which context maps which of it, where ---- */
+
+typedef struct GmemHbmUse {
+    uint64_t hbm, size, page_size, va;
+    unsigned ctx;
+    uint8_t perms;
+} GmemHbmUse;
+
+typedef struct GmemHbmCollect {
+    GArray *uses;
+    unsigned ctx;
+} GmemHbmCollect;
+
+static bool gmem_collect_hbm(void *opaque, const GmemPtRange *r)
+{
+    GmemHbmCollect *col = opaque;
+    GmemHbmUse u = {
+        .hbm = r->first.target, .size = r->size,
+        .page_size = r->first.page_size, .va = r->va, .ctx = col->ctx,
+        .perms = r->first.perms,
+    };
+
+    if (r->status == GMEM_WALK_OK && r->first.target_hbm) {
+        g_array_append_val(col->uses, u);
+    }
+    return col->uses->len < GMEM_DUMP_MAX_RUNS;
+}
+
+static gint gmem_hbm_use_cmp(gconstpointer a, gconstpointer b)
+{
+    const GmemHbmUse *x = a, *y = b;
+
+    if (x->hbm != y->hbm) {
+        return x->hbm < y->hbm ? -1 : 1;
+    }
+    if (x->ctx != y->ctx) {
+        return x->ctx < y->ctx ? -1 : 1;
+    }
+    return x->va < y->va ? -1 : x->va > y->va;
+}
+
+/* Every enabled context's runs that target HBM, sorted by HBM address. */
+static QDict *gmem_hbm_map_dict(GmemAccelState *s)
+{
+    GmemHbmCollect col = { .uses = g_array_new(false, false,
+                                               sizeof(GmemHbmUse)) };
+    QDict *d = qdict_new();
+    QList *list = qlist_new();
+    bool complete = true;
+
+    for (unsigned c = 0; c < GMEM_NUM_CONTEXTS && complete; c++) {
+        if (!(s->ctx[c].ctrl & GMEM_CTX_CTRL_ENABLE)) {
+            continue;
+        }
+        col.ctx = c;
+        complete = gmem_pt_dump(gmem_read_pte, s, s->ctx[c].root,
+                                s->ctx[c].ctrl & GMEM_CTX_CTRL_ROOT_HBM,
+                                s->hbm_size, 0, UINT64_MAX,
+                                GMEM_DUMP_MAX_TABLES, gmem_collect_hbm,
+                                &col) == GMEM_DUMP_COMPLETE;
+    }
+    g_array_sort(col.uses, gmem_hbm_use_cmp);
+    for (guint i = 0; i < col.uses->len; i++) {
+        const GmemHbmUse *u = &g_array_index(col.uses, GmemHbmUse, i);
+        QDict *m = qdict_new();
+
+        qdict_put_int(m, "hbm", u->hbm);
+        qdict_put_int(m, "size", u->size);
+        qdict_put_int(m, "page-size", u->page_size);
+        qdict_put_int(m, "context", u->ctx);
+        qdict_put_int(m, "va", u->va);
+        qdict_put_bool(m, "read", u->perms & GMEM_ACCESS_READ);
+        qdict_put_bool(m, "write", u->perms & GMEM_ACCESS_WRITE);
+        qdict_put_bool(m, "atomic", u->perms & GMEM_ACCESS_ATOMIC);
+        qlist_append(list, m);
+    }
+    g_array_free(col.uses, true);
+    qdict_put_int(d, "hbm-size", s->hbm_size);
+    qdict_put_str(d, "dump", complete ? "complete" : "truncated");
+    qdict_put(d, "mappings", list);
+    return d;
+}
+
 static void gmem_visit_dict(Visitor *v, const char *name, QDict *d,
                             Error **errp)
 {
@@ -210,6 +297,12 @@ static void gmem_get_page_table(Object *obj, Visitor *v, const char *name,
 
     gmem_visit_dict(v, name, gmem_page_table_dict(GMEM_ACCEL(obj), c, 0,
                                                   UINT64_MAX), errp);
+}
+
+static void gmem_get_hbm_map(Object *obj, Visitor *v, const char *name,
+                             void *opaque, Error **errp)
+{
+    gmem_visit_dict(v, name, gmem_hbm_map_dict(GMEM_ACCEL(obj)), errp);
 }
 
 /* ---- HMP: info gmem-accel ---- */
@@ -402,12 +495,70 @@ static void hmp_info_gmem_accel(Monitor *mon, const QDict *qdict)
     }
 }
 
+static void gmem_print_hbm_map(Monitor *mon, QDict *d)
+{
+    QList *list = qdict_get_qlist(d, "mappings");
+    const QListEntry *e;
+
+    monitor_printf(mon, "  HBM %" PRId64 " MiB: %zu runs map it, dump %s\n",
+                   qdict_get_int(d, "hbm-size") >> 20, qlist_size(list),
+                   qdict_get_str(d, "dump"));
+    monitor_printf(mon, "  %-29s %10s %4s %3s  %-14s %s\n", "HBM range", "size",
+                   "page", "ctx", "VA", "perm");
+    QLIST_FOREACH_ENTRY(list, e) {
+        QDict *m = qobject_to(QDict, qlist_entry_obj(e));
+        uint64_t hbm = qdict_get_int(m, "hbm");
+
+        monitor_printf(mon, "  0x%012" PRIx64 "-0x%012" PRIx64 " ", hbm,
+                       hbm + qdict_get_int(m, "size"));
+        gmem_print_size(mon, qdict_get_int(m, "size"));
+        monitor_printf(mon, " %4s %3" PRId64 "  0x%012" PRIx64 " %c%c%c\n",
+                       gmem_page_size_name(qdict_get_int(m, "page-size")),
+                       qdict_get_int(m, "context"), qdict_get_int(m, "va"),
+                       qdict_get_bool(m, "read") ? 'r' : '-',
+                       qdict_get_bool(m, "write") ? 'w' : '-',
+                       qdict_get_bool(m, "atomic") ? 'a' : '-');
+    }
+}
+
+static int gmem_info_hbm_one(Object *obj, void *opaque)
+{
+    GmemInfoArgs *a = opaque;
+    QDict *d;
+
+    if (!object_dynamic_cast(obj, TYPE_GMEM_ACCEL) ||
+        g_strcmp0(a->id, DEVICE(obj)->id)) {
+        return 0;
+    }
+    a->found++;
+    monitor_printf(a->mon, "%s:\n", a->id);
+    d = gmem_hbm_map_dict(GMEM_ACCEL(obj));
+    gmem_print_hbm_map(a->mon, d);
+    qobject_unref(d);
+    return 0;
+}
+
+static void hmp_info_gmem_accel_hbm(Monitor *mon, const QDict *qdict)
+{
+    GmemInfoArgs a = { .mon = mon, .id = qdict_get_str(qdict, "id") };
+
+    object_child_foreach_recursive(object_get_root(), gmem_info_hbm_one, &a);
+    if (!a.found) {
+        monitor_printf(mon, "no gmem-accel device with id '%s'\n", a.id);
+    }
+}
+
 void gmem_monitor_class_init(ObjectClass *klass)
 {
     object_class_property_add(klass, "state", "any", gmem_get_state, NULL,
                               NULL, NULL);
     object_class_property_set_description(klass, "state",
         "contexts, queues, fault queue and counters (read-only)");
+    object_class_property_add(klass, "hbm-map", "any", gmem_get_hbm_map, NULL,
+                              NULL, NULL);
+    object_class_property_set_description(klass, "hbm-map",
+        "which context maps which HBM, where, with what page size: runs of "
+        "every enabled context that target HBM, by HBM address (read-only)");
     for (uintptr_t c = 0; c < GMEM_NUM_CONTEXTS; c++) {
         g_autofree char *name = g_strdup_printf("page-table[%" PRIuPTR "]", c);
 
@@ -421,4 +572,5 @@ void gmem_monitor_class_init(ObjectClass *klass)
 void gmem_monitor_register(void)
 {
     monitor_register_hmp("gmem-accel", true, hmp_info_gmem_accel);
+    monitor_register_hmp("gmem-accel-hbm", true, hmp_info_gmem_accel_hbm);
 }

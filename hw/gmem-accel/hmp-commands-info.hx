@@ -13,3 +13,16 @@ SRST
   ``info gmem-accel`` [*id* [*ctx* [*va* [*size*]]]]
     Show gmem-accel devices, or one context's device page table.
 ERST
+
+    {
+        .name       = "gmem-accel-hbm",
+        .args_type  = "id:s",
+        .params     = "id",
+        .help       = "show which context maps which HBM of gmem-accel "
+                      "device id, where, with what page size (sharers)",
+    },
+
+SRST
+  ``info gmem-accel-hbm`` *id*
+    Show which contexts map which HBM of a gmem-accel device.
+ERST
