@@ -282,6 +282,7 @@ TEST_F_TIMEOUT(hbm, thp_moves_whole, 600)
 	unsigned long npages = len / PAGE, huge_hbm = 0;
 	uint8_t *raw = map_anon(len + HUGE, RW), *buf, *want = malloc(len), *view = malloc(npages);
 	struct gmem_accel_snapshot snap = { .npages = npages };
+	uint8_t *scratch;
 	char path[96];
 	uint64_t thp = 0;
 	int64_t cmds;
@@ -299,6 +300,19 @@ TEST_F_TIMEOUT(hbm, thp_moves_whole, 600)
 	cmds = dev_stat("commands");
 	ASSERT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
 	EXPECT_EQ((int64_t)(len / HUGE), dev_stat("commands") - cmds);
+	/*
+	 * MIGRATE maps what it moved unless the mm changed meanwhile (NUMA balancing's scans do,
+	 * on a slow debug kernel). Drop that mapping the same way every time (mprotect zaps it,
+	 * the pages stay in HBM), then have the device read the range: its faults map the HBM
+	 * THPs again, and the view below is theirs.
+	 */
+	ASSERT_EQ(0, mprotect(buf, len, PROT_READ));
+	ASSERT_EQ(0, mprotect(buf, len, RW));
+	scratch = map_anon(len, RW);
+	ASSERT_NE(NULL, scratch);
+	ASSERT_EQ(0, dev_copy(self->fd, scratch, buf, len));
+	EXPECT_EQ(0, memcmp(scratch, want, len));
+	munmap(scratch, len);
 	snap.addr = (uintptr_t)buf;
 	snap.out = (uintptr_t)view;
 	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_SNAPSHOT, &snap));
