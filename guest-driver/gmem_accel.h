@@ -31,16 +31,18 @@
  * below it. Lockdep checks the order on the debug kernel (the guest suite fails on a report).
  *
  * 1. gmem_accel.lock (rwsem): the device against unbind; read by every file operation,
- *    written by unbind, which first sets gmem_accel.unbinding and wakes every waiter.
+ *    written by unbind, which first sets gmem_accel.unbinding and wakes every waiter. Another
+ *    device's is only tried, under mmap_lock (device-to-device migration, gmem_accel_peer.c).
  * 2. gmem_dmirror_state.cmd_lock (mutex): one test_hmm-interface command at a time per file.
  * 3. gmem_accel.fault_lock (mutex): the fault queue and the drainer's scratch (fault_req,
  *    fault_pfns, hbm.fault_migration); the worker or a waiting process holds it.
- * 4. gmem_accel.ctx_lock (mutex): the context table and held ids, held only to look up or
- *    change them: a fault server holds a reference on its context (gmem_ctx_get()), not this
- *    lock, so one process's fault servicing never stalls another's close.
- * 5. mmap_lock of a process (read; for eviction "settled": written, then downgraded): VMAs
+ * 4. mmap_lock of a process (read; for eviction "settled": written, then downgraded): VMAs
  *    during hmm_range_fault() and migrate_vma_*(), an HBM page's owner's VMAs during its
  *    eviction. A second mm is only ever trylocked.
+ * 5. gmem_accel.ctx_lock (mutex): the context table and held ids, held only to look up or
+ *    change them (nothing is taken under it): a fault server holds a reference on its
+ *    context (gmem_ctx_get()), not this lock, so one process's fault servicing never stalls
+ *    another's close. A device-to-device migration looks at a peer's table under mmap_lock.
  * 6. folio locks: pages during migration and make_device_exclusive_range().
  * 7. gmem_ctx.lock (mutex): the context's device page table. The MMU notifier takes it, so
  *    under it nothing allocates memory that may enter reclaim (gmem_pt_reserve() allocates
@@ -124,6 +126,7 @@ enum gmem_dev_counter {
 	GMEM_DEV_OBJ_HBM_PAGES_NOW,	/* 4 KiB pages of HBM they hold */
 	GMEM_DEV_OBJ_SYSTEM_PAGES_NOW,	/* 4 KiB pages of system memory they hold */
 	GMEM_DEV_OBJ_EVICTIONS,		/* objects moved from HBM to system memory */
+	GMEM_DEV_MIGRATED_FROM_PEER,	/* pages moved in from another device's HBM */
 	GMEM_DEV_NR_COUNTERS
 };
 
@@ -160,6 +163,9 @@ struct gmem_migration {
 	dma_addr_t dma[GMEM_WINDOW_PAGES];	/* the system page of each entry, or 0 */
 	DECLARE_BITMAP(dma_huge, GMEM_WINDOW_PAGES);	/* ... mapped as a whole 2 MiB folio */
 	struct gmem_ctx *ctx;			/* the context that asked, if one did */
+	/* moving in from another device's HBM: it, and its BAR2 as this device reaches it */
+	struct gmem_accel *peer;
+	dma_addr_t peer_bar;
 	struct gmem_cmd_desc desc[GMEM_WINDOW_PAGES];
 	unsigned int ndesc;
 };
@@ -338,6 +344,7 @@ typedef int (*gmem_fault_hook_fn)(struct gmem_ctx *ctx, const struct gmem_fault 
 struct gmem_owner {
 	struct kref ref;
 	struct mm_struct *mm;
+	atomic_long_t pages;	/* HBM pages it holds now (gmem_peer_holds()) */
 };
 
 /**
@@ -513,6 +520,17 @@ bool gmem_thp_migration_possible(struct gmem_accel *g);
 int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool skip_holes,
 		 u64 *moved);
 void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end);
+int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
+			  struct vm_area_struct *vma, unsigned long start, unsigned long end,
+			  unsigned long *moved);
+int gmem_map_window(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
+		    unsigned long *pfns);
+/* gmem_accel_peer.c */
+int gmem_window_from_peers(struct gmem_ctx *ctx, struct gmem_migration *m,
+			   struct vm_area_struct *vma, unsigned long start, unsigned long end,
+			   unsigned long *moved);
+typedef int (*gmem_device_fn)(struct device *dev, void *data);
+int gmem_walk_devices(void *data, gmem_device_fn fn);
 void gmem_fault_unshare(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_hbm_release_ctx(struct gmem_ctx *ctx);
 void gmem_hbm_evict_all(struct gmem_accel *g);

@@ -152,6 +152,19 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 	}
 }
 
+/*
+ * Map into the device page table what the CPU maps of [start, end) (2 MiB at most),
+ * faulting nothing: the result of a migration whose own notifier call left it no sequence
+ * number to map by (gmem_window_from_peers()). @req, @pfns: a window's scratch. Takes the
+ * mmap lock.
+ */
+int gmem_map_window(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
+		    unsigned long *pfns)
+{
+	memset(req, 0, ((end - start) >> PAGE_SHIFT) * sizeof(*req));
+	return gmem_hmm_pass(ctx, start, end, req, pfns, false, true);
+}
+
 /* Memory that lives in 2 MiB units, a THP or an HBM chunk of ours, is mapped a window at once. */
 static bool gmem_fault_whole_window(struct gmem_ctx *ctx, unsigned long hmm_pfn)
 {

@@ -266,6 +266,8 @@ void gmem_hbm_folio_free(struct folio *folio)
 		gmem_dev_count(g, GMEM_DEV_HBM_CHUNKS_NOW, -1);
 	}
 	spin_unlock(&hbm->lock);
+	if (owner)
+		atomic_long_sub(nr, &owner->pages);
 	gmem_owner_put(owner);
 	gmem_dev_count(g, GMEM_DEV_HBM_PAGES_NOW, -(long)nr);
 }

@@ -28,6 +28,12 @@ static void gmem_accel_release(struct device *dev)
 	kfree(g);
 }
 
+/* Call @fn on each gmem-accel class device (referenced meanwhile) until it returns nonzero. */
+int gmem_walk_devices(void *data, gmem_device_fn fn)
+{
+	return class_for_each_device(&gmem_accel_class, NULL, data, fn);
+}
+
 /* Check that BAR0 is a gmem-accel this driver speaks to, and read its identity. */
 static int gmem_accel_identify(struct gmem_accel *g)
 {

@@ -37,6 +37,13 @@ static unsigned long gmem_select_compound(struct gmem_accel *g, unsigned long st
 	       GMEM_SELECT_COMPOUND : 0;
 }
 
+/* migrate_vma's selection of @g's HBM pages. */
+static unsigned long gmem_select_hbm(struct gmem_accel *g)
+{
+	return g->hbm.pgmap.type == MEMORY_DEVICE_COHERENT ? MIGRATE_VMA_SELECT_DEVICE_COHERENT :
+							      MIGRATE_VMA_SELECT_DEVICE_PRIVATE;
+}
+
 /*
  * Evict the least recently used chunk of migrated pages to system memory (@held: the mm whose
  * lock the caller holds, settled, or NULL). False if no chunk holds migrated pages.
@@ -84,6 +91,7 @@ static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx, bool huge)
 	}
 	gmem_zone_device_init(page, &g->hbm.pgmap, order);
 	kref_get(&ctx->owner->ref);
+	atomic_long_add(1ul << order, &ctx->owner->pages);
 	page->zone_device_data = ctx->owner;
 	return page;
 }
@@ -159,9 +167,30 @@ static void gmem_unmap_sys(struct gmem_migration *m, unsigned long i)
 {
 	if (!m->dma[i])
 		return;
-	dma_unmap_page(&m->g->pdev->dev, m->dma[i],
-		       test_bit(i, m->dma_huge) ? GMEM_HUGE_SIZE : PAGE_SIZE, DMA_BIDIRECTIONAL);
+	if (!m->peer)	/* (a peer's BAR2 is mapped once for the whole pass) */
+		dma_unmap_page(&m->g->pdev->dev, m->dma[i],
+			       test_bit(i, m->dma_huge) ? GMEM_HUGE_SIZE : PAGE_SIZE,
+			       DMA_BIDIRECTIONAL);
 	m->dma[i] = 0;
+}
+
+/*
+ * Where this device's engine reads source page @spage of entry @i (with @huge, a 2 MiB
+ * folio): system memory, DMA-mapped; in a pass from a peer, the peer's BAR2 at the page's
+ * HBM offset. false if it cannot (a poisoned peer page stays where it is).
+ */
+static bool gmem_map_src(struct gmem_migration *m, unsigned long i, struct page *spage,
+			 bool huge)
+{
+	u64 off;
+
+	if (!m->peer)
+		return gmem_map_sys(m, i, spage, huge);
+	if (!gmem_hbm_page(m->peer, spage, &off) ||
+	    gmem_hbm_any_poisoned(m->peer, spage, huge ? GMEM_WINDOW_PAGES : 1))
+		return false;
+	m->dma[i] = m->peer_bar + off;
+	return true;
 }
 
 /* How many pages entry @i of @m moves: a whole THP's, or one. */
@@ -467,9 +496,7 @@ static int gmem_window_to_ram(struct gmem_accel *g, struct gmem_migration *m,
 		.src = m->src,
 		.dst = m->dst,
 		.pgmap_owner = g,
-		.flags = (g->hbm.pgmap.type == MEMORY_DEVICE_COHERENT ?
-			  MIGRATE_VMA_SELECT_DEVICE_COHERENT : MIGRATE_VMA_SELECT_DEVICE_PRIVATE) |
-			 gmem_select_compound(g, start, end),
+		.flags = gmem_select_hbm(g) | gmem_select_compound(g, start, end),
 		.fault_page = fault_page,
 	};
 	unsigned long npages = (end - start) >> PAGE_SHIFT;
@@ -532,7 +559,7 @@ static bool gmem_hbm_dst(struct gmem_ctx *ctx, struct gmem_migration *m, unsigne
 	dpage = huge && gmem_fail_huge(ctx) ? NULL : gmem_hbm_alloc(ctx, huge);
 	if (!dpage)
 		return false;
-	if (spage && !gmem_map_sys(m, i, spage, huge)) {
+	if (spage && !gmem_map_src(m, i, spage, huge)) {
 		unlock_page(dpage);
 		put_page(dpage);
 		return !huge;	/* (a page that cannot be mapped stays; HBM is not full) */
@@ -547,22 +574,28 @@ static bool gmem_hbm_dst(struct gmem_ctx *ctx, struct gmem_migration *m, unsigne
 }
 
 /*
- * Move [start, end) of @vma (one window) into HBM. The context's own mapping of the range
- * is removed here (its notifier skips migrations this context starts) and set up again,
+ * Move [start, end) of @vma (one window) into HBM: its system pages, or with m->peer set, its
+ * pages in that device's HBM (gmem_accel_peer.c). The context's own mapping of the range is
+ * removed here (its notifier skips migrations this context starts) and set up again,
  * pointing at HBM, once the pages have moved.
  */
-static int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
-				 struct vm_area_struct *vma, unsigned long start,
-				 unsigned long end, unsigned long *moved)
+int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
+			  struct vm_area_struct *vma, unsigned long start, unsigned long end,
+			  unsigned long *moved)
 {
+	struct gmem_accel *peer = m->peer;
 	struct migrate_vma args = {
 		.vma = vma,
 		.start = start,
 		.end = end,
 		.src = m->src,
 		.dst = m->dst,
-		.pgmap_owner = ctx,
-		.flags = MIGRATE_VMA_SELECT_SYSTEM | gmem_select_compound(ctx->g, start, end),
+		/* A peer's pages are selected by their owner; ours by none. */
+		.pgmap_owner = peer ? (void *)peer : ctx,
+		.flags = peer ? gmem_select_hbm(peer) |
+				(gmem_select_compound(peer, start, end) &
+				 gmem_select_compound(ctx->g, start, end)) :
+				MIGRATE_VMA_SELECT_SYSTEM | gmem_select_compound(ctx->g, start, end),
 	};
 	unsigned long npages = (end - start) >> PAGE_SHIFT;
 	unsigned long seq;
@@ -612,10 +645,17 @@ static int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 	ret = gmem_migration_copy(m, npages, false);
 	migrate_vma_pages(&args);
 	*moved = gmem_count_migrated(m, npages);
-	gmem_pt_map_migrated(ctx, start, m->src, m->dst, npages, seq);
+	/*
+	 * A peer pass's own setup invalidated @seq (the notifier skips only migrations owned
+	 * by this context): gmem_map_window() maps the result once it is final instead.
+	 */
+	if (!peer)
+		gmem_pt_map_migrated(ctx, start, m->src, m->dst, npages, seq);
 	migrate_vma_finalize(&args);
 	gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_DEVICE, *moved);
 	gmem_dev_count(ctx->g, GMEM_DEV_MIGRATED_TO_DEVICE, *moved);
+	if (peer)
+		gmem_dev_count(ctx->g, GMEM_DEV_MIGRATED_FROM_PEER, *moved);
 	return ret;
 }
 
@@ -627,14 +667,21 @@ static int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
  */
 static int gmem_window_to_device_retry(struct gmem_ctx *ctx, struct gmem_migration *m,
 				       struct vm_area_struct *vma, unsigned long start,
-				       unsigned long end, unsigned long *moved)
+				       unsigned long end, unsigned long *moved,
+				       unsigned long *from_peers)
 {
-	unsigned long again = 0;
+	unsigned long again = 0, npages = (end - start) >> PAGE_SHIFT;
 	int ret;
 
 	ret = gmem_window_to_device(ctx, m, vma, start, end, moved);
-	if (ret || *moved == (end - start) >> PAGE_SHIFT)
+	if (ret || *moved == npages)
 		return ret;
+	/* Pages in another device's HBM come straight from there. */
+	ret = gmem_window_from_peers(ctx, m, vma, start, end, from_peers);
+	*moved += *from_peers;
+	if (ret || *moved == npages)
+		return ret;
+	again = 0;
 	ret = gmem_window_to_device(ctx, m, vma, start, end, &again);
 	*moved += again;
 	return ret;
@@ -649,6 +696,7 @@ static int gmem_window_to_device_retry(struct gmem_ctx *ctx, struct gmem_migrati
 int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool skip_holes,
 		 u64 *moved)
 {
+	u64 peer_start = end, peer_end = start;
 	struct gmem_accel *g = ctx->g;
 	struct gmem_migration *m;
 	int ret = 0;
@@ -672,7 +720,7 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool 
 		mmap_read_lock(ctx->mm);
 	for (u64 addr = start; addr < end && !ret;) {
 		struct vm_area_struct *vma = find_vma(ctx->mm, addr);
-		unsigned long n = 0;
+		unsigned long n = 0, from_peers = 0;
 		u64 first, next;
 
 		if (!vma || vma->vm_start >= end || (vma->vm_start > addr && !skip_holes)) {
@@ -689,12 +737,17 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool 
 			continue;
 		}
 		if (to_device)
-			ret = gmem_window_to_device_retry(ctx, m, vma, addr, next, &n);
+			ret = gmem_window_to_device_retry(ctx, m, vma, addr, next, &n,
+							  &from_peers);
 		else
 			ret = gmem_window_to_ram(g, m, vma, addr, next, NULL, &n);
 		if (!to_device)
 			gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_SYSTEM, n);
 		*moved += n;
+		if (from_peers) {
+			peer_start = min(peer_start, addr);
+			peer_end = max_t(u64, peer_end, next);
+		}
 		addr = next;
 		if (fatal_signal_pending(current))
 			ret = -EINTR;
@@ -702,6 +755,17 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool 
 			ret = -ENODEV;
 	}
 	mmap_read_unlock(ctx->mm);
+	/*
+	 * What came from peers is mapped now, as the rest was when it moved (if this fails,
+	 * the device's first access faults it in).
+	 */
+	for (u64 addr = peer_start; addr < peer_end;) {
+		u64 next = min(ALIGN(addr + 1, GMEM_HUGE_SIZE), peer_end);
+
+		if (gmem_map_window(ctx, addr, next, m->dst, m->src))
+			break;
+		addr = next;
+	}
 	mmput(ctx->mm);
 	kvfree(m);
 	return ret;
@@ -724,8 +788,10 @@ void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
 	gmem_mmap_lock_settled(ctx->mm);	/* it may evict (gmem_evict_owned()) */
 	vma = vma_lookup(ctx->mm, start);
 	/* Only memory the process may read: the fault's own check comes after this. */
-	if (vma && end <= vma->vm_end && (vma->vm_flags & VM_READ))
-		gmem_window_to_device(ctx, m, vma, start, end, &n);
+	if (vma && end <= vma->vm_end && (vma->vm_flags & VM_READ) &&
+	    !gmem_window_to_device(ctx, m, vma, start, end, &n) &&
+	    n < (end - start) >> PAGE_SHIFT)
+		gmem_window_from_peers(ctx, m, vma, start, end, &n);
 	mmap_read_unlock(ctx->mm);
 }
 

@@ -2,7 +2,8 @@
 /*
  * gmem-accel driver trace events: /sys/kernel/tracing/events/gmem_accel/. The fault path
  * (one event per group, one per hmm_range_fault window) and the invalidation path (notifier
- * callbacks, device TLB invalidations), plus command submission to relate them to batches.
+ * callbacks, device TLB invalidations), plus command submission to relate them to batches,
+ * and device-to-device migration.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM gmem_accel
@@ -152,6 +153,31 @@ TRACE_EVENT(gmem_accel_submit,
 	),
 	TP_printk("ctx=%u queue=%u seq=%llu commands=%u",
 		  __entry->ctx, __entry->queue, __entry->seq, __entry->count)
+);
+
+/* A device-to-device migration pass: pages of a window moved in from a peer's HBM. */
+TRACE_EVENT(gmem_accel_migrate_peer,
+	TP_PROTO(u16 ctx, const char *peer, u64 start, u64 end, unsigned long moved, int err),
+	TP_ARGS(ctx, peer, start, end, moved, err),
+	TP_STRUCT__entry(
+		__field(u16, ctx)
+		__string(peer, peer)
+		__field(u64, start)
+		__field(u64, end)
+		__field(unsigned long, moved)
+		__field(int, err)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__assign_str(peer);
+		__entry->start = start;
+		__entry->end = end;
+		__entry->moved = moved;
+		__entry->err = err;
+	),
+	TP_printk("ctx=%u from=%s start=%#llx end=%#llx moved=%lu err=%d",
+		  __entry->ctx, __get_str(peer), __entry->start, __entry->end, __entry->moved,
+		  __entry->err)
 );
 
 #endif /* GMEM_ACCEL_TRACE_H */

@@ -704,13 +704,6 @@ TEST_F_TIMEOUT(hbm_proc, two_processes, 300)
 	}
 }
 
-/* ioctl(@req) on argument @var, set to (@type){ ... }, must fail with errno @err. */
-#define EXPECT_ARGS_ERRNO(err, req, var, type, ...) do {			\
-	var = (type){ __VA_ARGS__ };						\
-	EXPECT_EQ(-1, ioctl(self->fd, req, &var));				\
-	EXPECT_EQ(err, errno);							\
-} while (0)
-
 static int advise(int fd, void *addr, size_t len, unsigned int location)
 {
 	struct gmem_accel_advise a = { .addr = (uintptr_t)addr, .size = len,
@@ -718,6 +711,100 @@ static int advise(int fd, void *addr, size_t len, unsigned int location)
 
 	return ioctl(fd, GMEM_ACCEL_IOC_ADVISE, &a) ? -errno : 0;
 }
+
+#define MAX_DEVS 16
+
+/*
+ * One hop of migrate_between_devices: MIGRATE on device @to's file moves @buf, in device
+ * @from's HBM, straight into @to's: @to's engine reads @from's BAR2 peer to peer. Nothing
+ * goes home on the way (@from's migrated_to_system stays), @from's HBM and page table let go
+ * of the pages, @to maps them in its HBM at once and reads and writes the same bytes.
+ */
+static void hop(struct __test_metadata *_metadata, const int *fd, int from, int to,
+		uint8_t *buf, uint8_t *want, uint8_t *out, size_t len, bool by_fault)
+{
+	unsigned long npages = len / PAGE;
+	int64_t home = dev_stat_of(from, "migrated_to_system");
+	int64_t peer = dev_stat_of(to, "migrated_from_peer");
+	int64_t from_pages = dev_stat_of(from, "hbm_pages_now");
+	int64_t to_pages = dev_stat_of(to, "hbm_pages_now");
+	uint8_t mark = 0x40 + to;
+
+	ASSERT_EQ(npages, pages_in_hbm(fd[from], buf, npages)) TH_LOG("device %d", from);
+	if (by_fault) {
+		/* A device fault in a PREFER_DEVICE range takes the same road. */
+		ASSERT_EQ(0, advise(fd[to], buf, len, GMEM_ACCEL_PREFER_DEVICE));
+		ASSERT_EQ(0, dev_copy(fd[to], out, buf, len));
+	} else {
+		ASSERT_EQ((long)npages, dev_migrate(fd[to], buf, len, GMEM_ACCEL_TO_DEVICE))
+			TH_LOG("device %d -> %d", from, to);
+	}
+	EXPECT_EQ(npages, pages_in_hbm(fd[to], buf, npages)) TH_LOG("device %d -> %d", from, to);
+	EXPECT_EQ(0, pages_in_hbm(fd[from], buf, npages));
+	EXPECT_EQ(peer + (int64_t)npages, dev_stat_of(to, "migrated_from_peer"));
+	EXPECT_EQ(home, dev_stat_of(from, "migrated_to_system")) TH_LOG("went home on the way");
+	from_pages -= npages;
+	to_pages += npages;
+	EXPECT_EQ(from_pages, gmem_wait_stat(from, "hbm_pages_now", from_pages, 10000));
+	EXPECT_EQ(to_pages, gmem_wait_stat(to, "hbm_pages_now", to_pages, 10000));
+	if (!by_fault) {
+		memset(out, 0, len);
+		ASSERT_EQ(0, dev_copy(fd[to], out, buf, len));
+	}
+	EXPECT_EQ(0, memcmp(out, want, len)) TH_LOG("device %d -> %d", from, to);
+	/* The new home's writes land in its HBM (the pages stay there). */
+	ASSERT_EQ(0, dev_fill(fd[to], buf + PAGE * to, 0x0101010101010101ull * mark, PAGE));
+	memset(want + PAGE * to, mark, PAGE);
+	EXPECT_EQ(npages, pages_in_hbm(fd[to], buf, npages));
+}
+
+/*
+ * Device-to-device migration of a process's pages around every device (private to private,
+ * private to coherent, coherent to coherent, coherent to private with run-vm.sh's default
+ * four), by MIGRATE and by a device fault in a PREFER_DEVICE range; then the CPU reads every
+ * byte and each device's HBM is back to its baseline once the files close.
+ */
+TEST_F_TIMEOUT(hbm_proc, migrate_between_devices, 600)
+{
+	int ndev = gmem_expect("devices", 1), fd[MAX_DEVS];
+	size_t len = 2 * HUGE;
+	uint8_t *buf = map_small_pages(len), *want = malloc(len), *out = map_anon(len, RW);
+	int64_t pages0[MAX_DEVS];
+
+	if (ndev < 2)
+		SKIP(return, "one gmem-accel device (run-vm.sh --devices 2 or more)");
+	ASSERT_LE(ndev, MAX_DEVS);
+	ASSERT_TRUE(buf && want && out);
+	for (int d = 0; d < ndev; d++) {
+		fd[d] = gmem_open(d, O_RDWR);
+		ASSERT_LE(0, fd[d]) TH_LOG("open device %d: %s", d, strerror(errno));
+		pages0[d] = dev_stat_of(d, "hbm_pages_now");
+	}
+	pattern_with_copy(buf, want, len, 31);
+	ASSERT_EQ((long)(len / PAGE), dev_migrate(fd[0], buf, len, GMEM_ACCEL_TO_DEVICE));
+	for (int d = 0; d < ndev; d++)
+		hop(_metadata, fd, d, (d + 1) % ndev, buf, want, out, len, false);
+	hop(_metadata, fd, 0, 1, buf, want, out, len, true);
+
+	EXPECT_EQ(0, memcmp(buf, want, len));
+	for (int d = 0; d < ndev; d++)
+		close(fd[d]);
+	for (int d = 0; d < ndev; d++) {
+		EXPECT_EQ(pages0[d], gmem_wait_stat(d, "hbm_pages_now", pages0[d], 10000))
+			TH_LOG("device %d", d);
+	}
+	EXPECT_EQ(0, memcmp(buf, want, len));
+	free(want);
+	munmap(out, len);
+	munmap(buf, len);
+}
+
+/* ioctl(@req) on argument @var, set to (@type){ ... }, must fail with errno @err. */
+#define EXPECT_ARGS_ERRNO(err, req, var, type, ...) do {			\
+	var = (type){ __VA_ARGS__ };						\
+	EXPECT_EQ(-1, ioctl(self->fd, req, &var));				\
+	EXPECT_EQ(err, errno);							\
+} while (0)
 
 /* In a PREFER_DEVICE range, device faults bring the pages into HBM; elsewhere they do not. */
 TEST_F_TIMEOUT(hbm, advise_device_migrates_on_fault, 120)
