@@ -799,6 +799,56 @@ TEST_F_TIMEOUT(hbm_proc, migrate_between_devices, 600)
 	munmap(buf, len);
 }
 
+/*
+ * Where THPs move whole (thp_migration: Linux 7.3, private HBM), a 2 MiB folio in device 0's
+ * HBM moves to device 1's whole too: one 2 MiB peer-to-peer copy per THP, a 2 MiB HBM leaf
+ * on device 1, and a THP again once back in system memory.
+ */
+TEST_F_TIMEOUT(hbm_proc, migrate_thp_between_devices, 600)
+{
+	size_t len = 2 * HUGE;
+	unsigned long npages = len / PAGE;
+	uint8_t *raw = map_anon(len + HUGE, RW), *buf, *want = malloc(len), *out = map_anon(len, RW);
+	int fd0 = gmem_open(0, O_RDWR), fd1 = gmem_open(1, O_RDWR);
+	uint64_t thp0 = 0, thp1 = 0;
+	int64_t cmds, peer, pages0 = dev_stat_of(0, "hbm_pages_now");
+
+	if (fd1 < 0)
+		SKIP(return, "one gmem-accel device (run-vm.sh --devices 2 or more)");
+	ASSERT_LE(0, fd0);
+	ASSERT_EQ(0, read_sysfs_u64("/sys/class/gmem_accel/gmem_accel0/thp_migration", &thp0));
+	ASSERT_EQ(0, read_sysfs_u64("/sys/class/gmem_accel/gmem_accel1/thp_migration", &thp1));
+	if (!thp0 || !thp1)
+		SKIP(return, "THPs move page by page here (thp_migration 0: Linux 6.12, or coherent HBM)");
+	ASSERT_TRUE(raw && want && out);
+	buf = (uint8_t *)(((uintptr_t)raw + HUGE - 1) & ~(HUGE - 1));
+	ASSERT_EQ(0, madvise(buf, len, MADV_HUGEPAGE));
+	pattern_with_copy(buf, want, len, 33);
+	ASSERT_EQ((long)len, anon_huge_bytes(buf)) TH_LOG("the kernel gave no THPs to start with");
+	ASSERT_EQ((long)npages, dev_migrate(fd0, buf, len, GMEM_ACCEL_TO_DEVICE));
+
+	cmds = dev_stat_of(1, "commands");
+	peer = dev_stat_of(1, "migrated_from_peer");
+	ASSERT_EQ((long)npages, dev_migrate(fd1, buf, len, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ((int64_t)(len / HUGE), dev_stat_of(1, "commands") - cmds);
+	EXPECT_EQ(peer + (int64_t)npages, dev_stat_of(1, "migrated_from_peer"));
+	EXPECT_EQ(pages0, gmem_wait_stat(0, "hbm_pages_now", pages0, 10000));
+	EXPECT_EQ(0, pages_in_hbm(fd0, buf, npages));
+	ASSERT_EQ(0, dev_copy(fd1, out, buf, len));
+	EXPECT_EQ(0, memcmp(out, want, len));
+	EXPECT_EQ(GMEM_ACCEL_PAGE_HBM | GMEM_ACCEL_PAGE_2M,
+		  page_view(fd1, buf + HUGE) & (GMEM_ACCEL_PAGE_HBM | GMEM_ACCEL_PAGE_2M));
+
+	ASSERT_EQ((long)npages, dev_migrate(fd1, buf, len, GMEM_ACCEL_TO_SYSTEM));
+	EXPECT_EQ(0, memcmp(buf, want, len));
+	EXPECT_EQ((long)len, anon_huge_bytes(buf));
+	close(fd1);
+	close(fd0);
+	free(want);
+	munmap(out, len);
+	munmap(raw, len + HUGE);
+}
+
 /* ioctl(@req) on argument @var, set to (@type){ ... }, must fail with errno @err. */
 #define EXPECT_ARGS_ERRNO(err, req, var, type, ...) do {			\
 	var = (type){ __VA_ARGS__ };						\
