@@ -517,8 +517,11 @@ u64 gmem_hbm_free_bytes(struct gmem_accel *g);
 extern const struct dev_pagemap_ops gmem_hbm_private_ops;
 extern const struct dev_pagemap_ops gmem_hbm_coherent_ops;
 bool gmem_thp_migration_possible(struct gmem_accel *g);
-int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool skip_holes,
-		 u64 *moved);
+/* gmem_migrate()'s @how */
+#define GMEM_MIGRATE_TO_DEVICE	(1u << 0)	/* into HBM (else home) */
+#define GMEM_MIGRATE_SKIP_HOLES	(1u << 1)	/* unmapped or unreadable parts are no error */
+#define GMEM_MIGRATE_PEERS	(1u << 2)	/* and from other devices' HBM, peer to peer */
+int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64 *moved);
 void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end);
 int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 			  struct vm_area_struct *vma, unsigned long start, unsigned long end,

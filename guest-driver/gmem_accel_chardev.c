@@ -190,7 +190,8 @@ static long gmem_accel_migrate(struct gmem_ctx *ctx, void __user *uarg)
 	if (ret)
 		return ret;
 	ret = gmem_migrate(ctx, mig.addr, mig.addr + mig.size,
-			   mig.target == GMEM_ACCEL_TO_DEVICE, false, &mig.pages);
+			   mig.target == GMEM_ACCEL_TO_DEVICE ?
+			   GMEM_MIGRATE_TO_DEVICE | GMEM_MIGRATE_PEERS : 0, &mig.pages);
 	if (put_user(mig.pages, &((struct gmem_accel_migrate __user *)uarg)->pages))
 		ret = ret ?: -EFAULT;
 	return ret;
@@ -216,7 +217,7 @@ static long gmem_accel_advise(struct gmem_ctx *ctx, void __user *uarg)
 				NULL : xa_mk_value(adv.location), GFP_KERNEL);
 	if (ret || adv.location != GMEM_ACCEL_PREFER_SYSTEM || !ctx->g->hbm.mapped)
 		return ret;
-	return gmem_migrate(ctx, adv.addr, adv.addr + adv.size, false, true, &moved);
+	return gmem_migrate(ctx, adv.addr, adv.addr + adv.size, GMEM_MIGRATE_SKIP_HOLES, &moved);
 }
 
 static long gmem_accel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)

@@ -204,7 +204,8 @@ static int gmem_dmirror_migrate_to_dev(struct gmem_file *f, struct hmm_dmirror_c
 	ret = gmem_dmirror_check_vmas(ctx->mm, cmd->addr, end);
 	if (ret)
 		return ret;
-	ret = gmem_migrate(ctx, cmd->addr, end, true, false, &moved);
+	/* test_hmm's semantics: a page in another device's HBM stays there (-ENOENT below). */
+	ret = gmem_migrate(ctx, cmd->addr, end, GMEM_MIGRATE_TO_DEVICE, &moved);
 	if (ret)
 		return ret == -EFAULT ? -EINVAL : ret;	/* unmapped meanwhile */
 	ret = gmem_dmirror_mirror(ctx, cmd->addr, end, NULL, &local);
@@ -225,7 +226,7 @@ static int gmem_dmirror_migrate_to_sys(struct gmem_file *f, struct hmm_dmirror_c
 	ret = gmem_dmirror_check_vmas(f->ctx->mm, cmd->addr, end);
 	if (ret)
 		return ret;
-	ret = gmem_migrate(f->ctx, cmd->addr, end, false, false, &cmd->cpages);
+	ret = gmem_migrate(f->ctx, cmd->addr, end, 0, &cmd->cpages);
 	return ret == -EFAULT ? -EINVAL : ret;
 }
 

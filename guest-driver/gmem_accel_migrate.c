@@ -676,11 +676,13 @@ static int gmem_window_to_device_retry(struct gmem_ctx *ctx, struct gmem_migrati
 	ret = gmem_window_to_device(ctx, m, vma, start, end, moved);
 	if (ret || *moved == npages)
 		return ret;
-	/* Pages in another device's HBM come straight from there. */
-	ret = gmem_window_from_peers(ctx, m, vma, start, end, from_peers);
-	*moved += *from_peers;
-	if (ret || *moved == npages)
-		return ret;
+	/* Pages in another device's HBM come straight from there, if asked (@from_peers). */
+	if (from_peers) {
+		ret = gmem_window_from_peers(ctx, m, vma, start, end, from_peers);
+		*moved += *from_peers;
+		if (ret || *moved == npages)
+			return ret;
+	}
 	again = 0;
 	ret = gmem_window_to_device(ctx, m, vma, start, end, &again);
 	*moved += again;
@@ -688,14 +690,15 @@ static int gmem_window_to_device_retry(struct gmem_ctx *ctx, struct gmem_migrati
 }
 
 /*
- * Migrate [start, end) of the context's process to HBM (@to_device) or back to system
- * memory, a window (2 MiB block inside a VMA) at a time. -EFAULT if part of the range is
- * not mapped, or (to HBM) not readable (unless @skip_holes); pages that cannot move
- * (pinned, shared, HBM full of such) stay where they are.
+ * Migrate [start, end) of the context's process to HBM (@how: GMEM_MIGRATE_TO_DEVICE; with
+ * GMEM_MIGRATE_PEERS from other devices' HBM too) or back to system memory, a window (2 MiB
+ * block inside a VMA) at a time. -EFAULT if part of the range is not mapped, or (to HBM) not
+ * readable (unless GMEM_MIGRATE_SKIP_HOLES); pages that cannot move (pinned, shared, HBM full
+ * of such) stay where they are.
  */
-int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool skip_holes,
-		 u64 *moved)
+int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64 *moved)
 {
+	bool to_device = how & GMEM_MIGRATE_TO_DEVICE, skip_holes = how & GMEM_MIGRATE_SKIP_HOLES;
 	u64 peer_start = end, peer_end = start;
 	struct gmem_accel *g = ctx->g;
 	struct gmem_migration *m;
@@ -738,7 +741,8 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, bool to_device, bool 
 		}
 		if (to_device)
 			ret = gmem_window_to_device_retry(ctx, m, vma, addr, next, &n,
-							  &from_peers);
+							  (how & GMEM_MIGRATE_PEERS) ?
+							  &from_peers : NULL);
 		else
 			ret = gmem_window_to_ram(g, m, vma, addr, next, NULL, &n);
 		if (!to_device)
