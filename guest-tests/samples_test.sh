@@ -1,0 +1,38 @@
+#!/bin/sh
+# The samples (samples/*.c, built against libgmem): each runs as a user would run it, and its
+# output is checked — exit status, the figures it prints, and its PASS line.
+. /usr/libexec/gmem-accel/tap.sh
+bin=/usr/libexec/gmem-accel
+out=/tmp/sample.out
+
+plan 8
+# run NAME: the sample's exit status, its output in $out (and the log, as comments)
+run() {
+	"$bin/$1" >$out 2>&1
+	st=$?
+	diag <$out
+	return $st
+}
+
+check "device_mmap exits 0" run device_mmap
+check "device_mmap: the CPU reads the device's result (x[1000] = 2005), PASS" \
+	sh -c "grep -q 'x\[1000\] = 2005 (2 \* 1000 + 5), 0 wrong' $out && grep -q 'device_mmap: PASS' $out"
+
+check "allocator_sizes exits 0" run allocator_sizes
+# 4 KiB .. 64 MiB by 4: UVM's page size by size class, in HBM
+check "allocator_sizes: 4K, 64K and 2M pages by size class, all in HBM" sh -c "
+	grep -Eq ' 4096 HBM +4K ' $out && grep -Eq ' 16384 HBM +4K ' $out &&
+	grep -Eq ' 65536 HBM +64K ' $out && grep -Eq ' 1048576 HBM +64K ' $out &&
+	grep -Eq ' 4194304 HBM +2048K ' $out && grep -Eq ' 67108864 HBM +2048K ' $out &&
+	[ \$(grep -c ' HBM ' $out) = 8 ] && grep -q 'allocator_sizes: PASS' $out"
+
+check "simple_ipc exits 0" run simple_ipc
+check "simple_ipc: 4 processes each checked 4 slices, 0 bytes wrong, PASS" sh -c "
+	[ \$(grep -c 'checked 4 slices: 0 bytes wrong' $out) = 4 ] &&
+	grep -q 'simple_ipc: 4 processes, PASS' $out"
+
+check "oversubscribe exits 0" run oversubscribe
+check "oversubscribe: 4x HBM in 2 passes, 0 elements wrong, PASS" sh -c "
+	grep -q 'MiB through .* MiB of HBM, 2 passes' $out && grep -q 'pass 1 done' $out &&
+	grep -Eq ': 0 of [0-9]+ elements wrong' $out && grep -q 'oversubscribe: PASS' $out"
+tap_done
