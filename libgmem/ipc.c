@@ -211,22 +211,20 @@ gmemError_t gmemIpcRecvEventHandle(int sock, gmemIpcEventHandle_t *h)
 	return gmem_ipc_recv(sock, GMEM_IPC_EVENT, &msg, &h->fd);
 }
 
+static gmemError_t gmem_close_handle_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+	return gmem_ok();
+}
+
 gmemError_t gmemIpcCloseMemHandleFd(gmemIpcMemHandle_t *h)
 {
-	if (!h)
-		return gmem_fail(gmemErrorInvalidValue);
-	if (h->fd >= 0)
-		close(h->fd);
-	h->fd = -1;
-	return gmem_ok();
+	return h ? gmem_close_handle_fd(&h->fd) : gmem_fail(gmemErrorInvalidValue);
 }
 
 gmemError_t gmemIpcCloseEventHandleFd(gmemIpcEventHandle_t *h)
 {
-	if (!h)
-		return gmem_fail(gmemErrorInvalidValue);
-	if (h->fd >= 0)
-		close(h->fd);
-	h->fd = -1;
-	return gmem_ok();
+	return h ? gmem_close_handle_fd(&h->fd) : gmem_fail(gmemErrorInvalidValue);
 }

@@ -160,27 +160,33 @@ gmemError_t gmemMemAdvise(const void *ptr, size_t count, gmemMemoryAdvise_t how,
 	return gmem_ok();
 }
 
-/* Map object @handle of @dev's file (at @offset) and record it. */
+/*
+ * Map object @handle of @dev's file (at @offset; its size as the driver reports it) and
+ * record it. On failure the handle is dropped.
+ */
 static gmemError_t gmem_map_object(struct gmemDevice *dev, uint32_t handle, uint64_t offset,
-				   uint64_t size, bool imported, void **ptr)
+				   bool imported, void **ptr)
 {
+	struct gmem_accel_obj_query q = { .handle = handle };
 	struct gmem_accel_obj_free fr = { .handle = handle };
-	struct gmem_alloc *a = calloc(1, sizeof(*a));
-	void *p;
+	struct gmem_alloc *a = NULL;
+	void *p = MAP_FAILED;
+	int err = -gmem_ioctl(dev->fd, GMEM_ACCEL_IOC_OBJ_QUERY, &q);
 
-	if (!a) {
-		gmem_ioctl(dev->fd, GMEM_ACCEL_IOC_OBJ_FREE, &fr);
-		return gmem_fail_errno(ENOMEM);
+	if (!err) {
+		a = calloc(1, sizeof(*a));
+		err = a ? 0 : ENOMEM;
 	}
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, dev->fd, offset);
-	if (p == MAP_FAILED) {
-		int err = errno;
-
+	if (!err) {
+		p = mmap(NULL, q.size, PROT_READ | PROT_WRITE, MAP_SHARED, dev->fd, offset);
+		err = p == MAP_FAILED ? errno : 0;
+	}
+	if (err) {
 		free(a);
 		gmem_ioctl(dev->fd, GMEM_ACCEL_IOC_OBJ_FREE, &fr);
 		return gmem_fail_errno(err);
 	}
-	*a = (struct gmem_alloc){ .dev = dev, .base = p, .size = size, .handle = handle,
+	*a = (struct gmem_alloc){ .dev = dev, .base = p, .size = q.size, .handle = handle,
 				  .imported = imported };
 	pthread_mutex_lock(&gmem_lock);
 	a->next = gmem_allocs;
@@ -194,7 +200,6 @@ static gmemError_t gmem_map_object(struct gmemDevice *dev, uint32_t handle, uint
 gmemError_t gmemMalloc(gmemDevice_t dev, void **ptr, size_t size, unsigned int flags)
 {
 	struct gmem_accel_obj_alloc al = { .size = size };
-	struct gmem_accel_obj_query q = { 0 };
 	int ret;
 
 	if (!ptr)
@@ -209,21 +214,12 @@ gmemError_t gmemMalloc(gmemDevice_t dev, void **ptr, size_t size, unsigned int f
 	ret = gmem_ioctl(dev->fd, GMEM_ACCEL_IOC_OBJ_ALLOC, &al);
 	if (ret)
 		return gmem_fail_errno(-ret);
-	q.handle = al.handle;
-	ret = gmem_ioctl(dev->fd, GMEM_ACCEL_IOC_OBJ_QUERY, &q);
-	if (ret) {
-		struct gmem_accel_obj_free fr = { .handle = al.handle };
-
-		gmem_ioctl(dev->fd, GMEM_ACCEL_IOC_OBJ_FREE, &fr);
-		return gmem_fail_errno(-ret);
-	}
-	return gmem_map_object(dev, al.handle, al.mmap_offset, q.size, false, ptr);
+	return gmem_map_object(dev, al.handle, al.mmap_offset, false, ptr);
 }
 
 gmemError_t gmem_ipc_open(struct gmemDevice *dev, int fd, void **ptr)
 {
 	struct gmem_accel_obj_import im = { .fd = fd };
-	struct gmem_accel_obj_query q = { 0 };
 	int ret;
 
 	ret = gmem_ioctl(dev->fd, GMEM_ACCEL_IOC_OBJ_IMPORT, &im);
@@ -231,15 +227,7 @@ gmemError_t gmem_ipc_open(struct gmemDevice *dev, int fd, void **ptr)
 		return gmem_fail_as(gmemErrorInvalidIpcHandle, -ret);
 	if (ret)
 		return gmem_fail_errno(-ret);
-	q.handle = im.handle;
-	ret = gmem_ioctl(dev->fd, GMEM_ACCEL_IOC_OBJ_QUERY, &q);
-	if (ret) {
-		struct gmem_accel_obj_free fr = { .handle = im.handle };
-
-		gmem_ioctl(dev->fd, GMEM_ACCEL_IOC_OBJ_FREE, &fr);
-		return gmem_fail_errno(-ret);
-	}
-	return gmem_map_object(dev, im.handle, im.mmap_offset, q.size, true, ptr);
+	return gmem_map_object(dev, im.handle, im.mmap_offset, true, ptr);
 }
 
 gmemError_t gmemFree(void *ptr)
