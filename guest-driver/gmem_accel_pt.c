@@ -284,6 +284,30 @@ unsigned long gmem_pt_zap(struct gmem_ctx *ctx, u64 start, u64 end)
 	return n;
 }
 
+/*
+ * Drop the table of 4 KiB entries under level-2 entry @idx of @pt (covering @va, 2 MiB aligned)
+ * so that a 2 MiB leaf can go there. Its leaves are cleared, then the pointer, and one
+ * invalidation of the 2 MiB makes the device forget both — the translations and its walk
+ * cache's copy of the pointer — before the table and the pages are released. Returns whether
+ * a valid leaf was dropped. Called with ctx->lock held.
+ */
+static bool gmem_pt_drop_table(struct gmem_ctx *ctx, struct gmem_pt *pt, unsigned int idx,
+			       u64 va)
+{
+	struct gmem_pt *old = pt->child[idx];
+	unsigned long n = 0;
+
+	gmem_pt_walk(ctx, old, 1, va, va, va + GMEM_HUGE_SIZE, gmem_leaf_clear, &n);
+	WRITE_ONCE(pt->pte[idx], 0);
+	if (ctx->g->regs)
+		gmem_tlb_invalidate(ctx->g, ctx->id, va, GMEM_HUGE_SIZE);
+	pt->child[idx] = NULL;
+	gmem_pt_free(ctx, old, 1);	/* releases the cleared (STALE) leaves */
+	kfree(old);
+	gmem_ctx_count(ctx, GMEM_CTX_PAGES_ZAPPED, n);
+	return n;
+}
+
 /* A leaf for bus address (or, @hbm, HBM offset) @addr. */
 static u64 gmem_leaf_pte(u64 addr, bool write, bool hbm)
 {
@@ -342,15 +366,8 @@ static int gmem_pt_set_2m(struct gmem_ctx *ctx, u64 va, u64 entry)
 	pte = &pt->pte[idx];
 	if (READ_ONCE(*pte) == entry)
 		return 0;
-	if (pt->child[idx]) {
-		struct gmem_pt *old = pt->child[idx];
-
-		replaced = gmem_pt_zap(ctx, va, va + GMEM_HUGE_SIZE) > 0;
-		WRITE_ONCE(*pte, 0);
-		pt->child[idx] = NULL;
-		gmem_pt_free(ctx, old, 1);
-		kfree(old);
-	}
+	if (pt->child[idx])
+		replaced = gmem_pt_drop_table(ctx, pt, idx, va);
 	if (READ_ONCE(*pte) & GMEM_PTE_VALID)
 		replaced = 1;
 	if (READ_ONCE(*pte) & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE))
@@ -497,17 +514,9 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 		if (!pt)
 			return -EAGAIN;
 		pte = &pt->pte[GMEM_PT_INDEX(addr, level)];
-		if (huge && pt->child[GMEM_PT_INDEX(addr, 2)]) {
-			/* 4 KiB entries there before: zap them and drop their table. */
-			struct gmem_pt *old = pt->child[GMEM_PT_INDEX(addr, 2)];
-
-			gmem_pt_zap(ctx, addr, addr + GMEM_HUGE_SIZE);
-			WRITE_ONCE(*pte, 0);
-			pt->child[GMEM_PT_INDEX(addr, 2)] = NULL;
-			gmem_pt_free(ctx, old, 1);
-			kfree(old);
-			replaced++;
-		}
+		/* 4 KiB entries there before: drop them and their table (invalidated). */
+		if (huge && pt->child[GMEM_PT_INDEX(addr, 2)])
+			gmem_pt_drop_table(ctx, pt, GMEM_PT_INDEX(addr, 2), addr);
 		dma = dma_map_page(dev, hmm_pfn_to_page(pfn), 0, gmem_leaf_size(level),
 				   DMA_BIDIRECTIONAL);
 		if (dma_mapping_error(dev, dma))

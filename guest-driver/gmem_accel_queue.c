@@ -87,20 +87,27 @@ static int gmem_check_cmd(const struct gmem_accel_cmd *c, u8 op, u8 flags)
 	return ret;
 }
 
-/* Check one user command and turn it into a device descriptor for context @ctx. */
-static int gmem_encode(const struct gmem_accel_cmd *c, u16 ctx, struct gmem_cmd_desc *d)
+/*
+ * Check one user command and turn it into a device descriptor for context @ctx of a device
+ * of @version (an opcode it predates is -EOPNOTSUPP).
+ */
+static int gmem_encode(const struct gmem_accel_cmd *c, u16 ctx, u32 version,
+		       struct gmem_cmd_desc *d)
 {
 	static const u8 ops[] = {
 		[GMEM_ACCEL_OP_COPY] = GMEM_OP_COPY,
 		[GMEM_ACCEL_OP_FILL] = GMEM_OP_FILL,
 		[GMEM_ACCEL_OP_ATOMIC_ADD] = GMEM_OP_ATOMIC_ADD,
 		[GMEM_ACCEL_OP_SCALE_ADD] = GMEM_OP_SCALE_ADD,
+		[GMEM_ACCEL_OP_AXPY] = GMEM_OP_AXPY,
 	};
 	u8 flags = GMEM_CMD_F_DST(GMEM_ADDR_VA) | GMEM_CMD_F_SRC(GMEM_ADDR_VA);
 	int ret;
 
 	if (c->op >= ARRAY_SIZE(ops) || !ops[c->op] || c->flags & ~GMEM_ACCEL_CMD_WIDE)
 		return -EINVAL;
+	if (ops[c->op] == GMEM_OP_AXPY && GMEM_VERSION_MINOR_OF(version) < 6)
+		return -EOPNOTSUPP;
 	if (c->flags & GMEM_ACCEL_CMD_WIDE)
 		flags |= GMEM_CMD_F_WIDE;
 	ret = gmem_check_cmd(c, ops[c->op], flags);
@@ -270,7 +277,7 @@ int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 cou
 	if (!desc)
 		return -ENOMEM;
 	for (u32 i = 0; i < count && !ret; i++)
-		ret = gmem_encode(&cmds[i], ctx->id, &desc[i]);
+		ret = gmem_encode(&cmds[i], ctx->id, ctx->g->info.version, &desc[i]);
 	if (!ret)
 		ret = gmem_submit_desc(ctx, desc, count, fence);
 	kfree(desc);

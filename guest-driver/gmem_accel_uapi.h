@@ -40,6 +40,7 @@ struct gmem_accel_info {
 #define GMEM_ACCEL_OP_FILL		2	/* dst[0, size) = the bytes of value, repeated */
 #define GMEM_ACCEL_OP_ATOMIC_ADD	3	/* dst[i * dst_stride] += value, i < size */
 #define GMEM_ACCEL_OP_SCALE_ADD		4	/* dst[i * ds] = src[i * ss] * value + value2 */
+#define GMEM_ACCEL_OP_AXPY		5	/* dst[i * ds] += src[i * ss] * value (from 0.6) */
 
 /* struct gmem_accel_cmd.flags */
 #define GMEM_ACCEL_CMD_WIDE		(1u << 0)	/* compute on u64 elements, not u32 */
@@ -52,12 +53,12 @@ struct gmem_accel_info {
  * @op:         GMEM_ACCEL_OP_*
  * @flags:      GMEM_ACCEL_CMD_*
  * @dst:        destination address
- * @src:        source address (COPY, SCALE_ADD; else 0)
+ * @src:        source address (COPY, SCALE_ADD, AXPY; else 0)
  * @size:       bytes (COPY, FILL: up to 4 GiB) or elements (compute: up to 2^24)
- * @value:      FILL pattern, addend (ATOMIC_ADD) or factor (SCALE_ADD)
+ * @value:      FILL pattern, addend (ATOMIC_ADD) or factor (SCALE_ADD, AXPY)
  * @value2:     SCALE_ADD addend; else 0
  * @dst_stride: compute: bytes between elements (0: all at dst), element aligned
- * @src_stride: SCALE_ADD: likewise for src
+ * @src_stride: SCALE_ADD, AXPY: likewise for src
  *
  * Fields an operation does not use must be zero. Compute addresses are element aligned.
  */

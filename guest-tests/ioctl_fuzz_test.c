@@ -102,7 +102,7 @@ static uint32_t rand_small(struct fuzz *z, uint32_t usual)
 
 static void rand_cmd(struct fuzz *z, struct gmem_accel_cmd *c)
 {
-	c->op = rand_small(z, 5);
+	c->op = rand_small(z, GMEM_ACCEL_OP_AXPY + 1);
 	c->flags = rand_small(z, 2);
 	c->dst = rand_ptr(z);
 	c->src = rand_ptr(z);

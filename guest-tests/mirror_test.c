@@ -415,6 +415,29 @@ TEST_F_TIMEOUT(svm, compute, 120)
 	free(y);
 }
 
+/* AXPY: y[i] += x[i] * a on plain malloc'd u64 arrays over several pages, both read back. */
+TEST_F_TIMEOUT(svm, axpy, 120)
+{
+	enum { N = 3000 };
+	uint64_t *x = malloc(N * 8), *y = malloc(N * 8);
+	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_AXPY, .flags = GMEM_ACCEL_CMD_WIDE,
+				    .dst = (uintptr_t)y, .src = (uintptr_t)x, .size = N,
+				    .value = 3, .dst_stride = 8, .src_stride = 8 };
+
+	ASSERT_TRUE(x && y);
+	for (int i = 0; i < N; i++) {
+		x[i] = 0x100000001ull * i;
+		y[i] = UINT64_MAX - i;
+	}
+	ASSERT_EQ(0, run_cmds(self->fd, &c, 1));
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(UINT64_MAX - i + 0x300000003ull * i, y[i]) TH_LOG("y[%d]", i);
+		ASSERT_EQ(0x100000001ull * i, x[i]) TH_LOG("x[%d] changed", i);
+	}
+	free(x);
+	free(y);
+}
+
 /* Several processes at once, each its own context and data. */
 TEST_F_TIMEOUT(svm_proc, many_processes, 300)
 {
@@ -541,6 +564,10 @@ TEST_F_TIMEOUT(svm, bad_ioctls, 60)
 				       .size = 1 }, EINVAL },
 		{ "scale-add unaligned src", { .op = GMEM_ACCEL_OP_SCALE_ADD, .dst = w,
 					       .src = w + 2, .size = 1 }, EINVAL },
+		{ "axpy with value2", { .op = GMEM_ACCEL_OP_AXPY, .dst = w, .src = w,
+					.size = 1, .value2 = 1 }, EINVAL },
+		{ "op past the last", { .op = GMEM_ACCEL_OP_AXPY + 1, .dst = w, .size = 1 },
+		  EINVAL },
 		{ "compute past the device's 48-bit VA", { .op = GMEM_ACCEL_OP_ATOMIC_ADD,
 			.dst = 0xfffffffff000, .size = 4096, .dst_stride = 4096 }, EFAULT },
 	};

@@ -89,6 +89,25 @@ static void test_walk_4k(void)
     g_assert_cmpint(walk(va + GMEM_PAGE_SIZE, &t), ==, GMEM_WALK_NOT_PRESENT);
     g_assert_cmpint(t.level, ==, 1);
     g_assert_cmphex(t.pte, ==, 0);
+
+    /* From the level-1 table (the walk cache's start): one read, same page */
+    pte_reads = 0;
+    g_assert_cmpint(gmem_pt_walk_from(fake_read_pte, NULL, L1, false, 1,
+                                      HBM_SIZE, va + 8, &t), ==, GMEM_WALK_OK);
+    g_assert_cmpuint(pte_reads, ==, 1);
+    g_assert_cmphex(t.target, ==, 0x5000);
+    g_assert_cmphex(t.pte_addr, ==, L1 + GMEM_PT_INDEX(va, 1) * 8);
+    /* from level 2: two reads; a level out of range maps nothing */
+    pte_reads = 0;
+    g_assert_cmpint(gmem_pt_walk_from(fake_read_pte, NULL, L2, false, 2,
+                                      HBM_SIZE, va, &t), ==, GMEM_WALK_OK);
+    g_assert_cmpuint(pte_reads, ==, 2);
+    g_assert_cmpint(gmem_pt_walk_from(fake_read_pte, NULL, L1, false, 0,
+                                      HBM_SIZE, va, &t), ==,
+                    GMEM_WALK_NOT_PRESENT);
+    g_assert_cmpint(gmem_pt_walk_from(fake_read_pte, NULL, L1, false, 5,
+                                      HBM_SIZE, va, &t), ==,
+                    GMEM_WALK_NOT_PRESENT);
 }
 
 static void test_walk_perms(void)
@@ -546,7 +565,7 @@ static void test_tlb(void)
     GmemTranslation b = xlat(0x200000, GMEM_HUGE_SIZE, 0x400000);
     const GmemTlbEntry *e;
 
-    gmem_tlb_init(&tlb, 64);
+    gmem_tlb_init(&tlb, 64, 0);
     g_assert_null(gmem_tlb_lookup(&tlb, 1, 0x10000));
     gmem_tlb_insert(&tlb, 1, &a);
     gmem_tlb_insert(&tlb, 1, &b);
@@ -595,13 +614,56 @@ static void test_tlb(void)
     gmem_tlb_free(&tlb);
 }
 
+/*
+ * The walk cache: one level-1 table per (context, 2 MiB of VA), dropped by
+ * any invalidation that overlaps its 2 MiB (a changed pointer above it).
+ */
+static void test_walk_cache(void)
+{
+    GmemTlb tlb;
+    const GmemWalkEntry *w;
+
+    gmem_tlb_init(&tlb, 16, 0);
+    gmem_walk_insert(&tlb, 1, 0x200000, 0x4000, false);
+    g_assert_null(gmem_walk_lookup(&tlb, 1, 0x200000));     /* none: off */
+    gmem_tlb_free(&tlb);
+
+    gmem_tlb_init(&tlb, 16, 64);      /* 64 slots: these two do not collide */
+    g_assert_null(gmem_walk_lookup(&tlb, 1, 0x200000));
+    gmem_walk_insert(&tlb, 1, 0x212345, 0x4000, false);
+    gmem_walk_insert(&tlb, 2, 0x200000, 0x8000, true);
+    w = gmem_walk_lookup(&tlb, 1, 0x3ff000);
+    g_assert_nonnull(w);
+    g_assert_cmphex(w->va, ==, 0x200000);
+    g_assert_cmphex(w->table, ==, 0x4000);
+    g_assert_false(w->table_hbm);
+    g_assert_null(gmem_walk_lookup(&tlb, 1, 0x400000));
+    g_assert_null(gmem_walk_lookup(&tlb, 3, 0x200000));
+    w = gmem_walk_lookup(&tlb, 2, 0x200000);
+    g_assert_true(w && w->table_hbm && w->table == 0x8000);
+
+    /* A range ending where the region starts leaves it; one byte in drops */
+    gmem_tlb_invalidate(&tlb, 1, 0x100000, 0x100000);
+    g_assert_nonnull(gmem_walk_lookup(&tlb, 1, 0x200000));
+    gmem_tlb_invalidate(&tlb, 1, 0x3ff000, 0x1000);
+    g_assert_null(gmem_walk_lookup(&tlb, 1, 0x200000));
+    g_assert_nonnull(gmem_walk_lookup(&tlb, 2, 0x200000));
+    /* a 1 GiB range (a level-3 pointer) and every context */
+    gmem_walk_insert(&tlb, 1, 0x200000, 0x4000, false);
+    gmem_tlb_invalidate(&tlb, 1, 0, 1ull << 30);
+    g_assert_null(gmem_walk_lookup(&tlb, 1, 0x200000));
+    gmem_tlb_invalidate(&tlb, GMEM_INV_ALL_CONTEXTS, 0, 0);
+    g_assert_null(gmem_walk_lookup(&tlb, 2, 0x200000));
+    gmem_tlb_free(&tlb);
+}
+
 static void test_tlb_capacity(void)
 {
     GmemTlb tlb;
     unsigned hits = 0;
 
     /* A one-entry TLB holds exactly the last translation. */
-    gmem_tlb_init(&tlb, 1);
+    gmem_tlb_init(&tlb, 1, 0);
     for (uint64_t p = 0; p < 8; p++) {
         GmemTranslation t = xlat(p << 12, GMEM_PAGE_SIZE, p << 20);
 
@@ -747,6 +809,16 @@ static void test_cmd_validate(void)
     c.src = 0x2000;
     EXPECT(c, GMEM_CMD_ST_OK);
 
+    /* AXPY: SCALE_ADD's operands without value2. */
+    c.opcode = GMEM_OP_AXPY;
+    c.value = 3;
+    EXPECT(c, GMEM_CMD_ST_OK);
+    c.value2 = 1;
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+    c.value2 = 0;
+    c.src_stride = 6;
+    EXPECT(c, GMEM_CMD_ST_BAD_FIELD);
+
     /* NOP takes nothing. */
     c = (GmemCmd) { .opcode = GMEM_OP_NOP };
     EXPECT(c, GMEM_CMD_ST_OK);
@@ -804,6 +876,14 @@ static void test_cmd_steps(void)
     g_assert_cmphex(st.op[1].addr, ==, 0x100000 + 7 * 4096);
     g_assert_cmpuint(st.op[1].len, ==, 8);
     g_assert_cmpuint(st.next, ==, 8);
+    g_assert_cmpuint(st.op[1].access, ==, GMEM_ACCESS_WRITE);
+    c.opcode = GMEM_OP_AXPY;        /* reads the element it writes */
+    gmem_cmd_step(&c, 7, &st);
+    g_assert_cmphex(st.op[0].addr, ==, 0x200000 + 7 * 8);
+    g_assert_cmpuint(st.op[0].access, ==, GMEM_ACCESS_READ);
+    g_assert_cmphex(st.op[1].addr, ==, 0x100000 + 7 * 4096);
+    g_assert_cmpuint(st.op[1].access, ==,
+                     GMEM_ACCESS_READ | GMEM_ACCESS_WRITE);
     c.opcode = GMEM_OP_ATOMIC_ADD;
     gmem_cmd_step(&c, 2, &st);
     g_assert_cmpuint(st.op[0].len, ==, 0);
@@ -824,6 +904,7 @@ int main(int argc, char **argv)
     g_test_add_func("/gmem-accel/core/dump/malformed", test_dump_malformed);
     g_test_add_func("/gmem-accel/core/tlb/basic", test_tlb);
     g_test_add_func("/gmem-accel/core/tlb/capacity", test_tlb_capacity);
+    g_test_add_func("/gmem-accel/core/tlb/walk-cache", test_walk_cache);
     g_test_add_func("/gmem-accel/core/cmd/roundtrip", test_cmd_roundtrip);
     g_test_add_func("/gmem-accel/core/cmd/validate", test_cmd_validate);
     g_test_add_func("/gmem-accel/core/cmd/steps", test_cmd_steps);

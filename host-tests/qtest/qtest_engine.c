@@ -244,6 +244,77 @@ static void test_64k_pages(void)
     env_quit(e);
 }
 
+/* Copy @pages 4 KiB pages at @va to system memory at @out: the bytes */
+static void read_pages(Env *e, uint64_t va, unsigned pages, uint64_t out)
+{
+    g_assert_cmpuint(run(e, 0, copy_cmd(GMEM_ADDR_SYS, out, GMEM_ADDR_VA, va,
+                                        pages * 4096ull)), ==, GMEM_CMD_ST_OK);
+}
+
+/*
+ * The walk cache (0.6): a walk after the first in a 2 MiB region starts at
+ * its level-1 table, and keeps using that table until an invalidation of
+ * the region, even when software repointed the level-2 entry.
+ */
+static void test_walk_cache(void)
+{
+    const uint64_t va = 0x50000000ull, out = SYS_DATA + 0x300000;
+    Env *e = env_start(NULL);
+    uint64_t l2_slot, old_l1, new_l1;
+
+    g_assert_cmpint(gq_state(e->g, "gmem0", "walk-cache-entries"), ==, 64);
+    for (unsigned p = 0; p < 40; p++) {
+        map4k(e, va + p * 4096, SYS_DATA + p * 4096, RW);
+        qtest_writeq(e->qt, SYS_DATA + p * 4096, 0x1000 + p);
+    }
+    read_pages(e, va, 32, out);
+    g_assert_cmpuint(counter(e, GMEM_CNT_WALKS), ==, 32);
+    g_assert_cmpint(gq_state(e->g, "gmem0", "walk-cache-hits"), ==, 31);
+    g_assert_cmphex(qtest_readq(e->qt, out + 31 * 4096), ==, 0x1000 + 31);
+
+    /* A new level-1 table mapping pages 32-39 elsewhere, no invalidation */
+    l2_slot = pte_slot(e, va, 2);
+    old_l1 = qtest_readq(e->qt, l2_slot) & GMEM_PTE_ADDR_MASK;
+    new_l1 = pt_alloc(e);
+    for (unsigned p = 32; p < 40; p++) {
+        uint64_t other = SYS_DATA + 0x100000 + p * 4096;
+
+        qtest_writeq(e->qt, new_l1 + GMEM_PT_INDEX(va + p * 4096, 1) * 8,
+                     other | RW);
+        qtest_writeq(e->qt, other, 0x2000 + p);
+    }
+    qtest_writeq(e->qt, l2_slot, new_l1 | GMEM_PTE_VALID);
+    g_assert_cmphex(old_l1, !=, new_l1);
+    read_pages(e, va + 32 * 4096, 1, out);     /* the cached, old table */
+    g_assert_cmphex(qtest_readq(e->qt, out), ==, 0x1000 + 32);
+    g_assert_cmpint(gq_state(e->g, "gmem0", "walk-cache-hits"), ==, 32);
+    /* Invalidating any page of the region drops the cached table */
+    g_assert_cmpuint(run(e, 0, (GmemCmd) { .opcode = GMEM_OP_TLB_INV,
+                         .ctx = CTX, .dst = va + 0x1ff000, .size = 4096 }),
+                     ==, GMEM_CMD_ST_OK);
+    read_pages(e, va + 33 * 4096, 1, out);
+    g_assert_cmphex(qtest_readq(e->qt, out), ==, 0x2000 + 33);
+    g_assert_cmpint(gq_state(e->g, "gmem0", "walk-cache-hits"), ==, 32);
+    read_pages(e, va + 34 * 4096, 1, out);
+    g_assert_cmphex(qtest_readq(e->qt, out), ==, 0x2000 + 34);
+    g_assert_cmpint(gq_state(e->g, "gmem0", "walk-cache-hits"), ==, 33);
+    /* Rewriting the context's CTRL drops its tables too */
+    gq_set_reg(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_CTRL), GMEM_CTX_CTRL_ENABLE);
+    read_pages(e, va + 35 * 4096, 1, out);
+    g_assert_cmpint(gq_state(e->g, "gmem0", "walk-cache-hits"), ==, 33);
+    env_quit(e);
+
+    /* walk-cache-entries=0: every miss walks from the root */
+    e = env_start("walk-cache-entries=0");
+    for (unsigned p = 0; p < 8; p++) {
+        map4k(e, va + p * 4096, SYS_DATA + p * 4096, RW);
+    }
+    read_pages(e, va, 8, out);
+    g_assert_cmpuint(counter(e, GMEM_CNT_WALKS), ==, 8);
+    g_assert_cmpint(gq_state(e->g, "gmem0", "walk-cache-hits"), ==, 0);
+    env_quit(e);
+}
+
 static void test_fault_replay(void)
 {
     const uint64_t va = 0x30000000ull;
@@ -487,6 +558,51 @@ static void test_compute(void)
     env_quit(e);
 }
 
+/*
+ * AXPY (0.6): y[i] += x[i] * a, y read back and written on u32,
+ * wrapping; a y the context may only read stops the engine on a permission
+ * fault whose record asks for read and write.
+ */
+static void test_axpy(void)
+{
+    const uint64_t va = 0x78000000ull;
+    const unsigned n = 64;
+    Env *e = env_start(NULL);
+    GmemCmd axpy = { .opcode = GMEM_OP_AXPY, .ctx = CTX, .dst = va + 4096,
+                     .src = va, .size = n, .dst_stride = 4, .src_stride = 4,
+                     .value = 7 };
+
+    map4k(e, va, SYS_DATA, RW);
+    map4k(e, va + 4096, SYS_DATA + 4096, RW);
+    for (unsigned i = 0; i < n; i++) {
+        qtest_writel(e->qt, SYS_DATA + i * 4, 0x30000000u + i);
+        qtest_writel(e->qt, SYS_DATA + 4096 + i * 4, 1000 * i);
+    }
+    g_assert_cmpuint(run(e, 0, axpy), ==, GMEM_CMD_ST_OK);
+    for (unsigned i = 0; i < n; i++) {
+        g_assert_cmphex(qtest_readl(e->qt, SYS_DATA + 4096 + i * 4), ==,
+                        (uint32_t)(1000 * i + (0x30000000u + i) * 7));
+        g_assert_cmphex(qtest_readl(e->qt, SYS_DATA + i * 4), ==,
+                        0x30000000u + i);
+    }
+    /* value2 is not AXPY's: BAD_FIELD, y untouched */
+    axpy.value2 = 1;
+    g_assert_cmpuint(run(e, 0, axpy), ==, GMEM_CMD_ST_BAD_FIELD);
+    g_assert_cmphex(qtest_readl(e->qt, SYS_DATA + 4096), ==, 0x30000000u * 7);
+    axpy.value2 = 0;
+
+    map4k(e, va + 4096, SYS_DATA + 4096, RO);
+    g_assert_cmpuint(run(e, 0, (GmemCmd) { .opcode = GMEM_OP_TLB_INV,
+                         .ctx = CTX }), ==, GMEM_CMD_ST_OK);
+    submit(e, 0, axpy);
+    wait_state(e, 0, GMEM_CQ_STATE_STALLED);
+    g_assert_cmpuint(fault_record(e, 0).access, ==,
+                     GMEM_ACCESS_READ | GMEM_ACCESS_WRITE);
+    g_assert_cmpuint(fault_record(e, 0).reason, ==, GMEM_FAULT_PERMISSION);
+    g_assert_cmphex(fault_record(e, 0).va, ==, va + 4096);
+    env_quit(e);
+}
+
 static void test_fault_coalescing(void)
 {
     const uint64_t va = 0x80000000ull;
@@ -634,17 +750,23 @@ static void test_bad_page_tables(void)
     gq_expect_error(e->g, GMEM_ERR_PT_RESERVED, CTX << 16 | 1);
     g_assert_true(gq_log_has(e->g, "reserved-bits at level 1"));
 
-    /* A level-2 entry pointing back at the level-3 table: a loop. */
+    /*
+     * A level-2 entry pointing back at the level-3 table: a loop. (A valid
+     * table pointer changed: invalidate, or the walk cache keeps the old.)
+     */
     qtest_writeq(e->qt, l2_slot, l3_table | GMEM_PTE_VALID);
+    run(e, 0, inv);
     expect_cmd_error(e, rd, GMEM_CMD_ST_PT_ERROR, GMEM_ERR_PT_LOOP,
                      CTX << 16 | 1, "loop");
     /* ... or at the root (self-reference through the whole walk). */
     qtest_writeq(e->qt, l2_slot, e->root | GMEM_PTE_VALID);
+    run(e, 0, inv);
     expect_cmd_error(e, rd, GMEM_CMD_ST_PT_ERROR, GMEM_ERR_PT_LOOP,
                      CTX << 16 | 1, "loop");
 
     /* A table where there is no memory, and one past the end of HBM. */
     qtest_writeq(e->qt, l2_slot, UNBACKED | GMEM_PTE_VALID);
+    run(e, 0, inv);
     expect_cmd_error(e, rd, GMEM_CMD_ST_PT_ERROR, GMEM_ERR_PT_ADDRESS,
                      CTX << 16 | 1, "bad-address");
     qtest_writeq(e->qt, l2_slot, HBM_SIZE | GMEM_PTE_VALID | GMEM_PTE_HBM);
@@ -967,8 +1089,10 @@ int main(int argc, char **argv)
     g_test_add_func("/gmem-accel/dma/fill-all-kinds", test_fill_all_kinds);
     g_test_add_func("/gmem-accel/dma/fence-notify", test_fence_notify);
     g_test_add_func("/gmem-accel/dma/compute", test_compute);
+    g_test_add_func("/gmem-accel/dma/axpy", test_axpy);
     g_test_add_func("/gmem-accel/mmu/huge-pages", test_huge_pages);
     g_test_add_func("/gmem-accel/mmu/64k-pages", test_64k_pages);
+    g_test_add_func("/gmem-accel/mmu/walk-cache", test_walk_cache);
     g_test_add_func("/gmem-accel/mmu/tlb-invalidation",
                     test_tlb_invalidation);
     g_test_add_func("/gmem-accel/fault/replay", test_fault_replay);

@@ -62,6 +62,7 @@ static const char *const gmem_op_names[] = {
     [GMEM_OP_TLB_INV] = "tlb-inv",
     [GMEM_OP_ATOMIC_ADD] = "atomic-add",
     [GMEM_OP_SCALE_ADD] = "scale-add",
+    [GMEM_OP_AXPY] = "axpy",
 };
 
 const char *gmem_op_name(unsigned opcode)
@@ -177,6 +178,7 @@ uint64_t gmem_cmd_length(const GmemCmd *cmd)
     case GMEM_OP_FILL:
     case GMEM_OP_ATOMIC_ADD:
     case GMEM_OP_SCALE_ADD:
+    case GMEM_OP_AXPY:
         return cmd->size;
     case GMEM_OP_FENCE:
         return 1;
@@ -240,12 +242,15 @@ void gmem_cmd_step(const GmemCmd *cmd, uint64_t progress, GmemStep *step)
         step->next = progress + 1;
         break;
     case GMEM_OP_SCALE_ADD:
+    case GMEM_OP_AXPY:
         gmem_set_op(&step->op[0], skind,
                     cmd->src + progress * cmd->src_stride, elem,
                     GMEM_ACCESS_READ);
+        /* AXPY reads the element it writes */
         gmem_set_op(&step->op[1], dkind,
                     cmd->dst + progress * cmd->dst_stride, elem,
-                    GMEM_ACCESS_WRITE);
+                    cmd->opcode == GMEM_OP_AXPY ?
+                    GMEM_ACCESS_READ | GMEM_ACCESS_WRITE : GMEM_ACCESS_WRITE);
         step->next = progress + 1;
         break;
     default:

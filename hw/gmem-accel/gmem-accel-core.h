@@ -49,6 +49,11 @@ typedef bool (*GmemPteReader)(void *opaque, bool hbm, uint64_t addr,
 GmemWalkStatus gmem_pt_walk(GmemPteReader read_pte, void *opaque,
                             uint64_t root, bool root_hbm, uint64_t hbm_size,
                             uint64_t va, GmemTranslation *t);
+/* The walk from @table, a table of level @level (the walk cache's start). */
+GmemWalkStatus gmem_pt_walk_from(GmemPteReader read_pte, void *opaque,
+                                 uint64_t table, bool table_hbm, int level,
+                                 uint64_t hbm_size, uint64_t va,
+                                 GmemTranslation *t);
 /* GMEM_WALK_OK or GMEM_WALK_PERMISSION for @access on translation @t. */
 GmemWalkStatus gmem_pt_check(const GmemTranslation *t, unsigned access);
 uint8_t gmem_pte_perms(uint64_t pte);
@@ -85,7 +90,10 @@ GmemPtDumpResult gmem_pt_dump(GmemPteReader read_pte, void *opaque,
                               void *fn_opaque);
 const char *gmem_walk_status_name(GmemWalkStatus st);
 
-/* ---- device TLB (gmem-accel-tlb.c): direct-mapped, 4K, 64K, 2M entries ---- */
+/*
+ * ---- device TLB (gmem-accel-tlb.c): direct-mapped, 4K, 64K, 2M entries,
+ * and a walk cache: the level-1 table a walk reached, by 2 MiB of VA ----
+ */
 
 typedef struct GmemTlbEntry {
     bool valid;
@@ -93,17 +101,35 @@ typedef struct GmemTlbEntry {
     GmemTranslation t;
 } GmemTlbEntry;
 
+typedef struct GmemWalkEntry {
+    bool valid;
+    bool table_hbm;
+    uint16_t ctx;
+    uint64_t va;            /* 2 MiB aligned */
+    uint64_t table;         /* the level-1 table mapping it */
+} GmemWalkEntry;
+
 typedef struct GmemTlb {
     GmemTlbEntry *entries;
     uint32_t size;          /* a power of two */
+    GmemWalkEntry *walk;
+    uint32_t walk_size;     /* a power of two, or 0: no walk cache */
 } GmemTlb;
 
-void gmem_tlb_init(GmemTlb *tlb, uint32_t size);
+void gmem_tlb_init(GmemTlb *tlb, uint32_t size, uint32_t walk_size);
 void gmem_tlb_free(GmemTlb *tlb);
 const GmemTlbEntry *gmem_tlb_lookup(const GmemTlb *tlb, uint16_t ctx,
                                     uint64_t va);
 void gmem_tlb_insert(GmemTlb *tlb, uint16_t ctx, const GmemTranslation *t);
-/* Drop entries of @ctx (or every context) overlapping [va, va + size). */
+/* The level-1 table that maps @va in @ctx, if the walk cache has it */
+const GmemWalkEntry *gmem_walk_lookup(const GmemTlb *tlb, uint16_t ctx,
+                                      uint64_t va);
+void gmem_walk_insert(GmemTlb *tlb, uint16_t ctx, uint64_t va,
+                      uint64_t table, bool table_hbm);
+/*
+ * Drop entries of @ctx (or every context) overlapping [va, va + size), the
+ * walk cache's too; returns the TLB entries dropped.
+ */
 unsigned gmem_tlb_invalidate(GmemTlb *tlb, uint16_t ctx, uint64_t va,
                              uint64_t size);
 unsigned gmem_tlb_count(const GmemTlb *tlb);

@@ -246,10 +246,19 @@ static bool gmem_step_exec(GmemAccelState *s, GmemQueue *q,
         return gmem_mem_atomic_add(s, tgt[1].hbm, tgt[1].addr, width,
                                    c->value);
     case GMEM_OP_SCALE_ADD:
+    case GMEM_OP_AXPY:
         if (!gmem_mem_rw(s, tgt[0].hbm, tgt[0].addr, elem, width, false)) {
             return false;
         }
         v = gmem_load_elem(elem, width) * c->value + c->value2;
+        /* AXPY's addend is dst's element (value2 is 0: GMEM_USES_AXPY) */
+        if (c->opcode == GMEM_OP_AXPY) {
+            if (!gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr, elem, width,
+                             false)) {
+                return false;
+            }
+            v += gmem_load_elem(elem, width);
+        }
         gmem_store_elem(elem, width, v);
         return gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr, elem, width, true);
     default:
@@ -301,7 +310,8 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
 
     if (q->cmd.opcode == GMEM_OP_TLB_INV) {
         gmem_invalidate(s, q->cmd.ctx, q->cmd.dst, q->cmd.size);
-        *budget -= MIN(*budget, (uint64_t)s->tlb.size * GMEM_TLB_SCAN_COST);
+        *budget -= MIN(*budget, ((uint64_t)s->tlb.size + s->tlb.walk_size) *
+                                GMEM_TLB_SCAN_COST);
         gmem_queue_complete(s, qid, GMEM_CMD_ST_OK);
         return;
     }
@@ -461,6 +471,7 @@ void gmem_engine_reset(GmemAccelState *s)
     s->inject_fq_full = false;
     s->npoison = 0;
     memset(s->counters, 0, sizeof(s->counters));
+    s->walk_cache_hits = 0;
 }
 
 static void gmem_engine_vm_state(void *opaque, bool running,
@@ -480,7 +491,7 @@ void gmem_engine_realize(GmemAccelState *s)
                                        &DEVICE(s)->mem_reentrancy_guard);
     s->engine_pause = timer_new_ns(QEMU_CLOCK_REALTIME, gmem_engine_pause_end,
                                    s);
-    gmem_tlb_init(&s->tlb, s->tlb_entries);
+    gmem_tlb_init(&s->tlb, s->tlb_entries, s->walk_cache_entries);
     s->bounce = g_malloc(GMEM_STEP_MAX_BYTES);
     s->vm_state = qemu_add_vm_change_state_handler(gmem_engine_vm_state, s);
 }

@@ -13,6 +13,7 @@ GmemWalkStatus gmem_translate(GmemAccelState *s, uint16_t ctx, uint64_t va,
                               unsigned access, GmemTranslation *t)
 {
     const GmemTlbEntry *e = gmem_tlb_lookup(&s->tlb, ctx, va);
+    const GmemWalkEntry *w;
     GmemContext *c = &s->ctx[ctx];
     GmemWalkStatus st;
 
@@ -23,10 +24,28 @@ GmemWalkStatus gmem_translate(GmemAccelState *s, uint16_t ctx, uint64_t va,
     }
     s->counters[GMEM_CNT_TLB_MISSES]++;
     s->counters[GMEM_CNT_WALKS]++;
-    st = gmem_pt_walk(gmem_read_pte, s, c->root,
-                      c->ctrl & GMEM_CTX_CTRL_ROOT_HBM, s->hbm_size, va, t);
+    w = gmem_walk_lookup(&s->tlb, ctx, va);
+    if (w) {
+        s->walk_cache_hits++;
+        st = gmem_pt_walk_from(gmem_read_pte, s, w->table, w->table_hbm, 1,
+                               s->hbm_size, va, t);
+    } else {
+        st = gmem_pt_walk(gmem_read_pte, s, c->root,
+                          c->ctrl & GMEM_CTX_CTRL_ROOT_HBM, s->hbm_size, va,
+                          t);
+        /*
+         * A walk that read a level-1 entry went through valid pointers:
+         * keep the table it reached, unless that table was the trouble.
+         */
+        if (t->level == 1 && st != GMEM_WALK_BAD_ADDRESS &&
+            st != GMEM_WALK_LOOP) {
+            gmem_walk_insert(&s->tlb, ctx, va,
+                             t->pte_addr & ~(uint64_t)(GMEM_PAGE_SIZE - 1),
+                             t->pte_hbm);
+        }
+    }
     trace_gmem_accel_walk(ctx, va, gmem_walk_status_name(st), t->level,
-                          t->pte);
+                          t->pte, !!w);
     if (st == GMEM_WALK_OK) {
         gmem_tlb_insert(&s->tlb, ctx, t);
         st = gmem_pt_check(t, access);

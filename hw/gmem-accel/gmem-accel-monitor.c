@@ -99,6 +99,8 @@ static QDict *gmem_state_dict(GmemAccelState *s)
     qdict_put_int(d, "error-code", s->error_code);
     qdict_put_int(d, "tlb-entries", s->tlb_entries);
     qdict_put_int(d, "tlb-valid", gmem_tlb_count(&s->tlb));
+    qdict_put_int(d, "walk-cache-entries", s->walk_cache_entries);
+    qdict_put_int(d, "walk-cache-hits", s->walk_cache_hits);
     qdict_put_int(d, "inline-max-commands", s->inline_max_commands);
     qdict_put_int(d, "kicks-deferred", s->kicks_deferred);
     qdict_put_int(d, "engine-pauses", s->engine_pauses);

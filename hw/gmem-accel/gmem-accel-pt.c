@@ -126,19 +126,26 @@ GmemWalkStatus gmem_pt_walk(GmemPteReader read_pte, void *opaque,
                             uint64_t root, bool root_hbm, uint64_t hbm_size,
                             uint64_t va, GmemTranslation *t)
 {
-    uint64_t table = root;
-    bool table_hbm = root_hbm;
+    return gmem_pt_walk_from(read_pte, opaque, root, root_hbm, GMEM_PT_LEVELS,
+                             hbm_size, va, t);
+}
+
+GmemWalkStatus gmem_pt_walk_from(GmemPteReader read_pte, void *opaque,
+                                 uint64_t table, bool table_hbm, int start,
+                                 uint64_t hbm_size, uint64_t va,
+                                 GmemTranslation *t)
+{
     uint64_t visited[GMEM_PT_LEVELS];
     bool visited_hbm[GMEM_PT_LEVELS];
 
     memset(t, 0, sizeof(*t));
-    t->level = GMEM_PT_LEVELS;
-    if (va >> GMEM_VA_BITS) {
+    t->level = start;
+    if (va >> GMEM_VA_BITS || start < 1 || start > GMEM_PT_LEVELS) {
         return GMEM_WALK_NOT_PRESENT;   /* no entry can map it */
     }
 
-    for (int level = GMEM_PT_LEVELS; level >= 1; level--) {
-        int depth = GMEM_PT_LEVELS - level;
+    for (int level = start; level >= 1; level--) {
+        int depth = start - level;
         GmemWalkStatus st;
         bool is_table;
         uint64_t pte;

@@ -9,10 +9,12 @@
 #include "qemu/osdep.h"
 #include "gmem-accel-core.h"
 
-void gmem_tlb_init(GmemTlb *tlb, uint32_t size)
+void gmem_tlb_init(GmemTlb *tlb, uint32_t size, uint32_t walk_size)
 {
     tlb->size = size;
     tlb->entries = g_new0(GmemTlbEntry, size);
+    tlb->walk_size = walk_size;
+    tlb->walk = g_new0(GmemWalkEntry, walk_size);
 }
 
 void gmem_tlb_free(GmemTlb *tlb)
@@ -20,16 +22,26 @@ void gmem_tlb_free(GmemTlb *tlb)
     g_free(tlb->entries);
     tlb->entries = NULL;
     tlb->size = 0;
+    g_free(tlb->walk);
+    tlb->walk = NULL;
+    tlb->walk_size = 0;
 }
 
-static uint32_t gmem_tlb_slot(const GmemTlb *tlb, uint16_t ctx, uint64_t va,
-                              unsigned shift)
+/* Slot of (@ctx, @va >> @shift) in a direct-mapped table of @size slots */
+static uint32_t gmem_slot(uint32_t size, uint16_t ctx, uint64_t va,
+                          unsigned shift)
 {
     uint64_t key = (va >> shift) ^ ((uint64_t)ctx << 36) ^
                    ((uint64_t)shift << 42);
 
     /* Fibonacci hashing: neighbouring pages land in different slots. */
-    return (key * 0x9e3779b97f4a7c15ull) >> 32 & (tlb->size - 1);
+    return (key * 0x9e3779b97f4a7c15ull) >> 32 & (size - 1);
+}
+
+static uint32_t gmem_tlb_slot(const GmemTlb *tlb, uint16_t ctx, uint64_t va,
+                              unsigned shift)
+{
+    return gmem_slot(tlb->size, ctx, va, shift);
 }
 
 const GmemTlbEntry *gmem_tlb_lookup(const GmemTlb *tlb, uint16_t ctx,
@@ -65,6 +77,33 @@ void gmem_tlb_insert(GmemTlb *tlb, uint16_t ctx, const GmemTranslation *t)
     e->t = *t;
 }
 
+const GmemWalkEntry *gmem_walk_lookup(const GmemTlb *tlb, uint16_t ctx,
+                                      uint64_t va)
+{
+    const GmemWalkEntry *w;
+
+    if (!tlb->walk_size) {
+        return NULL;
+    }
+    va &= ~(GMEM_HUGE_SIZE - 1);
+    w = &tlb->walk[gmem_slot(tlb->walk_size, ctx, va, GMEM_HUGE_SHIFT)];
+    return w->valid && w->ctx == ctx && w->va == va ? w : NULL;
+}
+
+void gmem_walk_insert(GmemTlb *tlb, uint16_t ctx, uint64_t va,
+                      uint64_t table, bool table_hbm)
+{
+    GmemWalkEntry *w;
+
+    if (!tlb->walk_size) {
+        return;
+    }
+    va &= ~(GMEM_HUGE_SIZE - 1);
+    w = &tlb->walk[gmem_slot(tlb->walk_size, ctx, va, GMEM_HUGE_SHIFT)];
+    *w = (GmemWalkEntry) { .valid = true, .table_hbm = table_hbm, .ctx = ctx,
+                           .va = va, .table = table };
+}
+
 unsigned gmem_tlb_invalidate(GmemTlb *tlb, uint16_t ctx, uint64_t va,
                              uint64_t size)
 {
@@ -73,6 +112,15 @@ unsigned gmem_tlb_invalidate(GmemTlb *tlb, uint16_t ctx, uint64_t va,
 
     if (end < va) {
         end = UINT64_MAX;
+    }
+    /* A changed table pointer above a 2 MiB region: its cached table goes */
+    for (uint32_t i = 0; i < tlb->walk_size; i++) {
+        GmemWalkEntry *w = &tlb->walk[i];
+
+        if (w->valid && (ctx == GMEM_INV_ALL_CONTEXTS || w->ctx == ctx) &&
+            (!size || (w->va < end && w->va + GMEM_HUGE_SIZE > va))) {
+            w->valid = false;
+        }
     }
     for (uint32_t i = 0; i < tlb->size; i++) {
         GmemTlbEntry *e = &tlb->entries[i];

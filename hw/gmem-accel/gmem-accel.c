@@ -63,6 +63,15 @@ static bool gmem_accel_check_props(GmemAccelState *s, Error **errp)
                    GMEM_TLB_MAX_ENTRIES);
         return false;
     }
+    if (s->walk_cache_entries &&
+        (!is_power_of_2(s->walk_cache_entries) ||
+         s->walk_cache_entries > GMEM_WALK_CACHE_MAX_ENTRIES)) {
+        error_setg(errp, "walk-cache-entries=%u is invalid: it must be 0 (no "
+                   "walk cache) or a power of two up to %u (e.g. "
+                   "walk-cache-entries=64)", s->walk_cache_entries,
+                   GMEM_WALK_CACHE_MAX_ENTRIES);
+        return false;
+    }
     if (s->pri && !s->ats) {
         error_setg(errp, "pri=on needs ats=on: page requests are part of ATS");
         return false;
@@ -151,6 +160,8 @@ static void gmem_accel_reset_hold(Object *obj, ResetType type)
 static const Property gmem_accel_props[] = {
     DEFINE_PROP_SIZE("hbm-size", GmemAccelState, hbm_size, 256 * MiB),
     DEFINE_PROP_UINT32("tlb-entries", GmemAccelState, tlb_entries, 256),
+    DEFINE_PROP_UINT32("walk-cache-entries", GmemAccelState,
+                       walk_cache_entries, 64),
     DEFINE_PROP_BOOL("ats", GmemAccelState, ats, true),
     DEFINE_PROP_BOOL("pasid", GmemAccelState, pasid, true),
     DEFINE_PROP_BOOL("pri", GmemAccelState, pri, true),
@@ -178,6 +189,8 @@ static void gmem_accel_class_init(ObjectClass *klass, void *data)
         "device memory (BAR2) size, a power of two from 2M to 64G");
     object_class_property_set_description(klass, "tlb-entries",
         "device TLB size in translations, a power of two");
+    object_class_property_set_description(klass, "walk-cache-entries",
+        "page-walk cache size in 2 MiB regions, a power of two (0: none)");
     object_class_property_set_description(klass, "ats",
         "ATS extended capability");
     object_class_property_set_description(klass, "pasid",

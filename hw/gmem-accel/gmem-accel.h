@@ -14,6 +14,7 @@
 
 #define TYPE_GMEM_ACCEL "gmem-accel"
 #define GMEM_TLB_MAX_ENTRIES (64 * 1024)
+#define GMEM_WALK_CACHE_MAX_ENTRIES 4096
 OBJECT_DECLARE_SIMPLE_TYPE(GmemAccelState, GMEM_ACCEL)
 
 typedef struct GmemContext {
@@ -107,6 +108,7 @@ struct GmemAccelState {
     uint64_t poison[GMEM_POISON_MAX];   /* HBM pages engines cannot access */
     unsigned npoison;
     uint64_t engine_pauses;         /* turns that left work for a pause */
+    uint64_t walk_cache_hits;       /* walks begun at level 1 */
 
     /* guest-error log rate limit (gmem-accel-error.c), not migrated */
     int64_t log_window;
@@ -116,6 +118,7 @@ struct GmemAccelState {
     /* properties */
     uint64_t hbm_size;
     uint32_t tlb_entries;
+    uint32_t walk_cache_entries;    /* 0: no walk cache */
     bool ats;
     bool pasid;
     bool pri;

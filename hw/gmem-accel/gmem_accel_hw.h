@@ -84,7 +84,7 @@
 
 #define GMEM_ID_MAGIC               0x4d454d47  /* "GMEM" little-endian */
 #define GMEM_VERSION_MAJOR          0
-#define GMEM_VERSION_MINOR          5
+#define GMEM_VERSION_MINOR          6
 #define GMEM_VERSION ((GMEM_VERSION_MAJOR << 16) | GMEM_VERSION_MINOR)
 #define GMEM_VERSION_MAJOR_OF(v)    (((v) >> 16) & 0xffff)
 #define GMEM_VERSION_MINOR_OF(v)    ((v) & 0xffff)
@@ -331,6 +331,7 @@ GMEM_LE64 reserved;     /* 0 */
 #define GMEM_OP_TLB_INV             5   /* ctx, VA dst, size (0: all) */
 #define GMEM_OP_ATOMIC_ADD          6   /* dst[i*ds] += value, atomic */
 #define GMEM_OP_SCALE_ADD           7   /* dst[i*ds] = src[i*ss]*value+value2 */
+#define GMEM_OP_AXPY                8   /* dst[i*ds] += src[i*ss]*value (0.6) */
 
 /* flags: operand kinds, notify, element width */
 #define GMEM_CMD_F_DST_KIND(f)      ((f) & 3)
@@ -389,6 +390,7 @@ GMEM_USE_BYTES)
 GMEM_USE_STRIDES | GMEM_USE_WIDE | GMEM_USE_ELEMENTS)
 #define GMEM_USES_SCALE_ADD \
 (GMEM_USES_ATOMIC_ADD | GMEM_USE_SRC | GMEM_USE_VALUE2)
+#define GMEM_USES_AXPY              (GMEM_USES_ATOMIC_ADD | GMEM_USE_SRC)
 /* The table: GMEM_USE_* of opcode @op, 0 for an undefined one */
 #define GMEM_OP_USES(op) \
 ((op) == GMEM_OP_NOP ? GMEM_USES_NOP : \
@@ -397,7 +399,8 @@ GMEM_USE_STRIDES | GMEM_USE_WIDE | GMEM_USE_ELEMENTS)
 (op) == GMEM_OP_FENCE ? GMEM_USES_FENCE : \
 (op) == GMEM_OP_TLB_INV ? GMEM_USES_TLB_INV : \
 (op) == GMEM_OP_ATOMIC_ADD ? GMEM_USES_ATOMIC_ADD : \
-(op) == GMEM_OP_SCALE_ADD ? GMEM_USES_SCALE_ADD : 0)
+(op) == GMEM_OP_SCALE_ADD ? GMEM_USES_SCALE_ADD : \
+(op) == GMEM_OP_AXPY ? GMEM_USES_AXPY : 0)
 
 
 /* Status words */
