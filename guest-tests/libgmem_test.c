@@ -106,6 +106,12 @@ TEST_F_TIMEOUT(lib, work_on_a_stream, 300)
 		ASSERT_EQ(((uint64_t)i << 32) + 5, w[i]) TH_LOG("w[%zu]", i);
 		ASSERT_EQ(0xa5a5a5a5u, ((uint32_t *)bytes)[i]);
 	}
+	/* b += a * 2, element-wise (AXPY) */
+	ASSERT_EQ(gmemSuccess, gmemAxpyAsync(b, a, 2, n, gmemUint32, self->s));
+	ASSERT_EQ(gmemSuccess, gmemStreamSynchronize(self->s));
+	for (size_t i = 0; i < n; i++) {
+		ASSERT_EQ((uint32_t)(i * 5 + 8), b[i]) TH_LOG("b[%zu] after axpy", i);
+	}
 	/* Synchronous forms */
 	ASSERT_EQ(gmemSuccess, gmemMemset(a, 0, len, self->s));
 	ASSERT_EQ(gmemSuccess, gmemMemcpy(bytes, a, len, self->s));
@@ -116,6 +122,9 @@ TEST_F_TIMEOUT(lib, work_on_a_stream, 300)
 	EXPECT_EQ(gmemErrorInvalidValue, gmemAtomicAddAsync((char *)b + 1, 1, 1, gmemUint32,
 							    self->s));
 	EXPECT_EQ(gmemErrorInvalidValue, gmemAtomicAddAsync(b, 1, 1, 3, self->s));
+	EXPECT_EQ(gmemErrorInvalidValue, gmemAxpyAsync(b, NULL, 1, 1, gmemUint32, self->s));
+	EXPECT_EQ(gmemErrorInvalidValue, gmemAxpyAsync(b, (char *)a + 2, 1, 1, gmemUint32,
+						       self->s));
 	EXPECT_EQ(gmemErrorInvalidValue, gmemMemcpyAsync((void *)-8ul, a, 64, self->s));
 	free(a);
 	free(b);
@@ -238,6 +247,14 @@ TEST_F_TIMEOUT(lib, device_memory, 300)
 		memset(p, 0x40 + c, size);		/* the CPU writes through BAR2... */
 		ASSERT_EQ(gmemSuccess, gmemMemcpy(out, p, size, self->s));	/* device reads */
 		EXPECT_EQ(0x40 + c, out[size - 1]);
+		/* The QEMU monitor sees the device map that HBM at p, in pages of that size. */
+		struct gmem_hbm_use use[2];
+
+		ASSERT_EQ(1, gmem_monitor_hbm_users(0, at.hbmAddr, use, 2))
+			TH_LOG("%zu bytes: the monitor's users of HBM %#llx", size,
+			       (unsigned long long)at.hbmAddr);
+		EXPECT_EQ((uintptr_t)p, use[0].va - (use[0].hbm - at.hbmAddr));
+		EXPECT_EQ(classes[c].page, use[0].page_size);
 		ASSERT_EQ(gmemSuccess, gmemMemset(p, 0x21, PAGE, self->s));	/* and writes */
 		EXPECT_EQ(0x21, p[PAGE - 1]);
 		EXPECT_EQ(gmemSuccess, gmemFree(p));

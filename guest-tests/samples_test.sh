@@ -5,7 +5,7 @@
 bin=/usr/libexec/gmem-accel
 out=/tmp/sample.out
 
-plan 8
+plan 11
 # run NAME: the sample's exit status, its output in $out (and the log, as comments)
 run() {
 	"$bin/$1" >$out 2>&1
@@ -13,6 +13,22 @@ run() {
 	diag <$out
 	return $st
 }
+
+# stat NAME: device 0's debugfs counter
+stat() {
+	awk -v k="$1" '$1 == k { print $2 }' /sys/kernel/debug/gmem_accel/gmem_accel0/stats
+}
+
+moved=$(stat migrated_to_device)
+check "vector_add_managed exits 0" run vector_add_managed
+moved=$(($(stat migrated_to_device) - moved))
+echo "# vector_add_managed: $moved pages prefetched into HBM"
+# a and b are 1025 pages each at least (4 MiB, malloc's header); c too, if its empty pages move
+check "vector_add_managed: prefetch moved a and b into HBM (>= 2050 pages: $moved)" \
+	test "$moved" -ge 2050
+check "vector_add_managed: c = a + b on the device over malloc'd arrays, 0 wrong, PASS" sh -c "
+	grep -q 'c = a + b over 1048576 elements (4096 KiB each), c\[1000\] = 0x10000fa0, 0 wrong' $out &&
+	grep -q 'vector_add_managed: PASS' $out"
 
 check "device_mmap exits 0" run device_mmap
 check "device_mmap: the CPU reads the device's result (x[1000] = 2005), PASS" \

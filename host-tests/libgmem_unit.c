@@ -81,7 +81,8 @@ static void streams_and_work(void)
 	ok(gmemMemcpyAsync(buf, buf + 32, 32, bogus) == gmemErrorInvalidHandle &&
 	   gmemMemsetAsync(buf, 0, 32, NULL) == gmemErrorInvalidHandle &&
 	   gmemAtomicAddAsync(buf, 1, 1, gmemUint64, bogus) == gmemErrorInvalidHandle &&
-	   gmemScaleAddAsync(buf, buf, 2, 1, 1, gmemUint32, bogus) == gmemErrorInvalidHandle,
+	   gmemScaleAddAsync(buf, buf, 2, 1, 1, gmemUint32, bogus) == gmemErrorInvalidHandle &&
+	   gmemAxpyAsync(buf, buf, 2, 1, gmemUint32, bogus) == gmemErrorInvalidHandle,
 	   "work on a non-stream: InvalidHandle");
 	ok(gmemMemPrefetchAsync(buf, 64, NULL, bogus) == gmemErrorInvalidHandle &&
 	   gmemMemAdvise(buf, 64, gmemMemAdviseSetPreferredLocation, NULL) ==

@@ -231,6 +231,12 @@ gmemError_t gmemAtomicAddAsync(void *dst, uint64_t value, size_t n, gmemDataType
  */
 gmemError_t gmemScaleAddAsync(void *dst, const void *src, uint64_t scale, uint64_t add,
 			      size_t n, gmemDataType_t type, gmemStream_t stream);
+/*
+ * y[i] += x[i] * a for i < n, wrapping (the device's AXPY, BLAS's axpy on integers): with a = 1
+ * the element-wise add c = a + b. gmemErrorNotSupported on a device older than spec 0.6.
+ */
+gmemError_t gmemAxpyAsync(void *y, const void *x, uint64_t a, size_t n, gmemDataType_t type,
+			  gmemStream_t stream);
 
 /*
  * IPC: an allocation or an event as a handle another process can open. A handle holds a file

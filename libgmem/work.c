@@ -82,7 +82,7 @@ static gmemError_t gmem_compute(struct gmemStream *s, uint32_t op, void *dst, co
 	if (!gmem_live_has(GMEM_KIND_STREAM, s))
 		return gmem_fail(gmemErrorInvalidHandle);
 	if ((type != gmemUint32 && type != gmemUint64) || !dst || !n ||
-	    (op == GMEM_ACCEL_OP_SCALE_ADD && !src) ||
+	    (op != GMEM_ACCEL_OP_ATOMIC_ADD && !src) ||
 	    ((uintptr_t)dst | (uintptr_t)src) % type ||
 	    n > SIZE_MAX / type || (uintptr_t)dst + n * type < (uintptr_t)dst)
 		return gmem_fail(gmemErrorInvalidValue);
@@ -122,4 +122,10 @@ gmemError_t gmemScaleAddAsync(void *dst, const void *src, uint64_t scale, uint64
 			      size_t n, gmemDataType_t type, gmemStream_t s)
 {
 	return gmem_compute(s, GMEM_ACCEL_OP_SCALE_ADD, dst, src, scale, add, n, type);
+}
+
+gmemError_t gmemAxpyAsync(void *y, const void *x, uint64_t a, size_t n, gmemDataType_t type,
+			  gmemStream_t s)
+{
+	return gmem_compute(s, GMEM_ACCEL_OP_AXPY, y, x, a, 0, n, type);
 }
