@@ -384,6 +384,34 @@ static int gmem_pt_set_hbm_huge(struct gmem_ctx *ctx, u64 va, u64 off, bool writ
 }
 
 /*
+ * Make @entry (as for gmem_pt_set_4k()) the first of the 4 KiB entries mapping @size bytes at
+ * @va, the next ones following it 4 KiB apart. Returns as gmem_pt_set_4k() does.
+ */
+static int gmem_pt_set_run(struct gmem_ctx *ctx, u64 va, u64 entry, u64 size)
+{
+	int ret, replaced = 0;
+
+	for (u64 o = 0; o < size; o += GMEM_PAGE_SIZE) {
+		ret = gmem_pt_set_4k(ctx, va + o, entry + o);
+		if (ret < 0)
+			return ret;
+		replaced |= ret;
+	}
+	return replaced;
+}
+
+/*
+ * Point the 64 KiB at @va (aligned) at HBM offset @off (aligned) as one CONT group: the device
+ * walks once and keeps one TLB entry for its 16 pages. A page of it mapped otherwise later
+ * breaks the group, which the hardware allows (its other entries then map 4 KiB each).
+ */
+static int gmem_pt_set_hbm_64k(struct gmem_ctx *ctx, u64 va, u64 off, bool write)
+{
+	return gmem_pt_set_run(ctx, va, gmem_leaf_pte(off, write, true) | GMEM_PTE_CONT,
+			       GMEM_CONT_SIZE);
+}
+
+/*
  * Map one device page of an object: @page_size bytes at @va onto @target (an HBM offset if
  * @hbm, else the bus address of the object's system memory), both aligned to @page_size: a
  * 2 MiB leaf, a CONT group of 16 entries (64 KiB) or one 4 KiB entry. Called with ctx->lock
@@ -393,20 +421,58 @@ int gmem_pt_map_obj(struct gmem_ctx *ctx, u64 va, u64 target, u64 page_size, boo
 		    bool write)
 {
 	u64 entry = gmem_leaf_pte(target, write, hbm) | GMEM_PTE_SW_OBJECT;
-	int ret, replaced = 0;
 
 	lockdep_assert_held(&ctx->lock);
 	if (page_size == GMEM_HUGE_SIZE)
 		return gmem_pt_set_2m(ctx, va, entry | GMEM_PTE_HUGE);
 	if (page_size == GMEM_CONT_SIZE)
 		entry |= GMEM_PTE_CONT;
-	for (u64 o = 0; o < page_size; o += GMEM_PAGE_SIZE) {
-		ret = gmem_pt_set_4k(ctx, va + o, entry + o);
-		if (ret < 0)
-			return ret;
-		replaced |= ret;
+	return gmem_pt_set_run(ctx, va, entry, page_size);
+}
+
+/*
+ * Do the 16 migrated pages from @i make one 64 KiB of HBM from offset @off0 (64 KiB aligned),
+ * all writable or all not (@write)?
+ */
+static bool gmem_migrated_cont(struct gmem_accel *g, const unsigned long *src,
+			       const unsigned long *dst, unsigned long i, u64 off0, bool write)
+{
+	for (unsigned long j = 1; j < GMEM_CONT_ENTRIES; j++) {
+		struct page *page = migrate_pfn_to_page(dst[i + j]);
+		u64 off;
+
+		if (!page || !(src[i + j] & MIGRATE_PFN_MIGRATE) ||
+		    (dst[i + j] & GMEM_PFN_COMPOUND) || !gmem_hbm_page(g, page, &off) ||
+		    off != off0 + j * PAGE_SIZE || !!(dst[i + j] & MIGRATE_PFN_WRITE) != write)
+			return false;
 	}
-	return replaced;
+	return true;
+}
+
+/* The same for 16 pages of a hmm_range_fault result from @i; touches them (LRU) if so. */
+static bool gmem_hmm_cont(struct gmem_accel *g, const unsigned long *pfns, unsigned long i,
+			  u64 off0, bool write)
+{
+	for (unsigned long j = 1; j < GMEM_CONT_ENTRIES; j++) {
+		unsigned long pfn = pfns[i + j];
+		u64 off;
+
+		if (!(pfn & HMM_PFN_VALID) || (pfn & HMM_PFN_ERROR) ||
+		    !is_zone_device_page(hmm_pfn_to_page(pfn)) ||
+		    !gmem_hbm_page(g, hmm_pfn_to_page(pfn), &off) ||
+		    off != off0 + j * PAGE_SIZE || !!(pfn & HMM_PFN_WRITE) != write)
+			return false;
+	}
+	for (unsigned long j = 1; j < GMEM_CONT_ENTRIES; j++)
+		gmem_hbm_touch(g, hmm_pfn_to_page(pfns[i + j]));
+	return true;
+}
+
+/* Can the 64 KiB from index @i (of @npages) at @va, HBM offset @off, be one CONT group? */
+static bool gmem_cont_fits(u64 va, unsigned long i, unsigned long npages, u64 off)
+{
+	return IS_ALIGNED(va + i * PAGE_SIZE, GMEM_CONT_SIZE) &&
+	       IS_ALIGNED(off, GMEM_CONT_SIZE) && npages - i >= GMEM_CONT_ENTRIES;
 }
 
 /* Remove the context's device mappings of [start, end) (a migration of its own starts). */
@@ -437,10 +503,17 @@ void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src
 			if (!page || !(src[i] & MIGRATE_PFN_MIGRATE) ||
 			    !gmem_hbm_page(ctx->g, page, &off))
 				continue;
-			/* The range was zapped: nothing valid is replaced. A THP: one leaf. */
+			/*
+			 * The range was zapped: nothing valid is replaced. A THP: one leaf;
+			 * 64 KiB of HBM in a row: one CONT group.
+			 */
 			if (dst[i] & GMEM_PFN_COMPOUND) {
 				ret = gmem_pt_set_hbm_huge(ctx, va + i * PAGE_SIZE, off, write);
 				i += GMEM_WINDOW_PAGES - 1;
+			} else if (gmem_cont_fits(va, i, npages, off) &&
+				   gmem_migrated_cont(ctx->g, src, dst, i, off, write)) {
+				ret = gmem_pt_set_hbm_64k(ctx, va + i * PAGE_SIZE, off, write);
+				i += GMEM_CONT_ENTRIES - 1;
 			} else {
 				ret = gmem_pt_set_hbm(ctx, va + i * PAGE_SIZE, off, write);
 			}
@@ -495,6 +568,10 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 				    IS_ALIGNED(off, GMEM_HUGE_SIZE)) {
 					ret = gmem_pt_set_hbm_huge(ctx, addr, off, write);
 					i += 511;
+				} else if (gmem_cont_fits(va, i, npages, off) &&
+					   gmem_hmm_cont(ctx->g, hmm_pfns, i, off, write)) {
+					ret = gmem_pt_set_hbm_64k(ctx, addr, off, write);
+					i += GMEM_CONT_ENTRIES - 1;
 				} else {
 					ret = gmem_pt_set_hbm(ctx, addr, off, write);
 				}
@@ -634,6 +711,34 @@ bool gmem_pt_any_marked(struct gmem_ctx *ctx, u64 start, u64 end, u64 sw_bits)
 }
 
 /* The device's view of [va, va + npages pages): GMEM_ACCEL_PAGE_* per page. */
+/*
+ * Does @va's CONT group hold together, so the device sees one 64 KiB page (the hardware's
+ * rule: 16 valid CONT entries, the same bits but the address and software's, consecutive
+ * targets from a 64 KiB aligned one)? A migrated group one of whose pages moved away does not.
+ */
+static bool gmem_pt_cont_whole(struct gmem_ctx *ctx, u64 va)
+{
+	const u64 same = ~(GMEM_PTE_ADDR_MASK | GMEM_PTE_SW_MASK);
+	struct gmem_pt *pt = gmem_pt_table(ctx, va, 1, false);
+	unsigned int first = GMEM_PT_INDEX(va, 1) & ~(GMEM_CONT_ENTRIES - 1);
+	u64 e0;
+
+	if (!pt)
+		return false;
+	e0 = READ_ONCE(pt->pte[first]);
+	if (!(e0 & GMEM_PTE_VALID) || !(e0 & GMEM_PTE_CONT) ||
+	    !IS_ALIGNED(e0 & GMEM_PTE_ADDR_MASK, GMEM_CONT_SIZE))
+		return false;
+	for (unsigned int j = 1; j < GMEM_CONT_ENTRIES; j++) {
+		u64 e = READ_ONCE(pt->pte[first + j]);
+
+		if ((e & same) != (e0 & same) ||
+		    (e & GMEM_PTE_ADDR_MASK) != (e0 & GMEM_PTE_ADDR_MASK) + j * GMEM_PAGE_SIZE)
+			return false;
+	}
+	return true;
+}
+
 void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npages)
 {
 	mutex_lock(&ctx->lock);
@@ -650,7 +755,7 @@ void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npage
 				flags |= GMEM_ACCEL_PAGE_HBM;
 			if (huge)
 				flags |= GMEM_ACCEL_PAGE_2M;
-			if (e & GMEM_PTE_CONT)
+			if ((e & GMEM_PTE_CONT) && gmem_pt_cont_whole(ctx, va + i * PAGE_SIZE))
 				flags |= GMEM_ACCEL_PAGE_64K;
 		}
 		out[i] = flags;

@@ -228,6 +228,59 @@ TEST_F_TIMEOUT(hbm, explicit_round_trip, 120)
 	munmap(buf, len);
 }
 
+/*
+ * 16 pages that land in 64 KiB of HBM in a row, behind 64 KiB of VA, are mapped as one CONT
+ * group: one walk and one TLB entry on the device (SNAPSHOT and the QEMU monitor say 64K).
+ * When one of them moves home the group is broken: its other pages stay in HBM, mapped 4 KiB
+ * each, and every byte still reads right.
+ */
+TEST_F_TIMEOUT(hbm, contiguous_pages_map_as_64k, 120)
+{
+	size_t len = HUGE, k64 = 64 << 10;
+	unsigned long npages = len / PAGE, groups = 0, g0 = ~0ul;
+	uint8_t *raw = map_small_pages(len + k64), *want = malloc(len), *copy = malloc(len);
+	uint8_t *buf = (uint8_t *)(((uintptr_t)raw + k64 - 1) & ~(k64 - 1)), view[512];
+	struct gmem_accel_snapshot s = { .addr = (uintptr_t)buf, .npages = npages,
+					 .out = (uintptr_t)view };
+	unsigned int ctx = ctx_stats(self->fd).context;
+
+	ASSERT_TRUE(raw && want && copy);
+	pattern_with_copy(buf, want, len, 64);
+	ASSERT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_SNAPSHOT, &s));
+	for (unsigned long g = 0; g < npages / 16; g++) {
+		unsigned long n = 0;
+
+		for (int j = 0; j < 16; j++)
+			n += !!(view[g * 16 + j] & GMEM_ACCEL_PAGE_64K);
+		EXPECT_TRUE(n == 0 || n == 16) TH_LOG("group %lu: %lu of 16 pages 64K", g, n);
+		groups += n == 16;
+		if (n == 16 && g0 == ~0ul)
+			g0 = g;
+	}
+	TH_LOG("%lu of %lu groups of 64 KiB mapped whole", groups, npages / 16);
+	ASSERT_LE(npages / 16 / 2, groups) TH_LOG("HBM pages in a row: most groups");
+	EXPECT_EQ(65536, gmem_monitor_page_size(self->dev, ctx, (uintptr_t)buf + g0 * k64 + PAGE));
+	ASSERT_EQ(0, dev_copy(self->fd, copy, buf, len));
+	EXPECT_EQ(0, memcmp(copy, want, len));
+
+	/* One page of group g0 home: the rest of it 4 KiB pages in HBM, the bytes the same. */
+	ASSERT_EQ(1, dev_migrate(self->fd, buf + g0 * k64 + 3 * PAGE, PAGE, GMEM_ACCEL_TO_SYSTEM));
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_SNAPSHOT, &s));
+	for (int j = 0; j < 16; j++) {
+		EXPECT_EQ(j != 3, !!(view[g0 * 16 + j] & GMEM_ACCEL_PAGE_HBM)) TH_LOG("page %d", j);
+		EXPECT_EQ(0, view[g0 * 16 + j] & GMEM_ACCEL_PAGE_64K) TH_LOG("page %d", j);
+	}
+	EXPECT_EQ(PAGE, gmem_monitor_page_size(self->dev, ctx, (uintptr_t)buf + g0 * k64 + PAGE));
+	memset(copy, 0, len);
+	ASSERT_EQ(0, dev_copy(self->fd, copy, buf, len));
+	EXPECT_EQ(0, memcmp(copy, want, len));
+	EXPECT_EQ(0, memcmp(buf, want, len));
+	free(want);
+	free(copy);
+	munmap(raw, len + k64);
+}
+
 /* A THP is split and migrated like its 512 pages. */
 TEST_F_TIMEOUT(hbm, transparent_huge_page, 120)
 {
