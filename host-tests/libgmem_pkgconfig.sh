@@ -1,13 +1,14 @@
 #!/bin/bash
 # libgmem as a user gets it: installed (meson install --destdir), then docs/libgmem.md's first
 # program compiled with nothing but `pkg-config --cflags --libs gmem`, linked against the
-# installed libgmem.so.1, and run: on a host without the device it must say so and fail.
+# installed libgmem.so.1, and run: on a host without the device it must say so and fail. So
+# are the samples (samples/*.c).
 . "$(dirname "$0")/../scripts/lib/tap.sh"
 : "${REPO:?set REPO to the source tree}" "${GMEM_BUILD_DIR:?set GMEM_BUILD_DIR}"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-plan 5
+plan 7
 
 meson install -C "$GMEM_BUILD_DIR" --destdir "$tmp/root" --no-rebuild --quiet >"$tmp/install.log" 2>&1
 pc=$(find "$tmp/root" -name gmem.pc | head -1)
@@ -29,4 +30,12 @@ LD_LIBRARY_PATH=${so%/*} expect_fail "it runs against the installed libgmem.so.1
 	1 "" "$tmp/prog"
 LD_LIBRARY_PATH=${so%/*} expect_fail "and its message names the fix" \
 	1 "is the gmem_accel driver loaded" "$tmp/prog"
+bad=
+for s in "$REPO"/samples/*.c; do
+	# shellcheck disable=SC2086
+	cc -Wall -Werror -o "$tmp/sample" "$s" $flags 2>"$tmp/cc.log" || { bad="$bad ${s##*/}"; diag <"$tmp/cc.log"; }
+done
+check "every sample (samples/*.c) compiles with those flags alone:${bad:- all}" test -z "$bad"
+LD_LIBRARY_PATH=${so%/*} expect_fail "vector_add_managed runs against it: no device, exit 1, names the fix" \
+	1 "is the gmem_accel driver loaded" sh -c "cc -o '$tmp/vam' '$REPO/samples/vector_add_managed.c' $flags && '$tmp/vam'"
 tap_done
