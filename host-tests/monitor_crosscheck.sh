@@ -27,7 +27,7 @@ if [ -z "$line" ] || [ -z "$qmp" ]; then
 	not_ok "the guest program printed its view"
 	tail -n 20 "$dir/vm.log" | diag
 	not_ok "the monitor's page table matches it page by page"
-	not_ok "the pattern has writable, read-only, 2 MiB and HBM pages"
+	not_ok "the pattern has writable, read-only, 2 MiB and HBM pages (a 64 KiB group)"
 	not_ok "the THP moved to HBM is mapped as the kernel moved it"
 	tap_done
 fi
@@ -47,7 +47,7 @@ result=$(python3 - "$dir/pt.json" "$va" "$npages" "$view" <<'PY'
 import json, sys
 pt = json.load(open(sys.argv[1]))["gmem0"]
 va, n, view = int(sys.argv[2], 16), int(sys.argv[3]), bytes.fromhex(sys.argv[4])
-READ, WRITE, HUGE, HBM = 1, 2, 4, 8          # GMEM_ACCEL_PAGE_*
+READ, WRITE, HUGE, HBM, K64 = 1, 2, 4, 8, 16  # GMEM_ACCEL_PAGE_*
 dev = [0] * n
 for r in pt["runs"]:
     if "error" in r:
@@ -56,25 +56,28 @@ for r in pt["runs"]:
         i = (r["va"] - va) // 4096 + p
         if 0 <= i < n:
             dev[i] = (READ if r["read"] else 0) | (WRITE if r["write"] else 0) | \
-                     (HUGE if r["page-size"] == 2 << 20 else 0) | (HBM if r["target-in"] == "hbm" else 0)
+                     (HUGE if r["page-size"] == 2 << 20 else 0) | (HBM if r["target-in"] == "hbm" else 0) | \
+                     (K64 if r["page-size"] == 64 << 10 else 0)
 bad = [i for i in range(n) if dev[i] != view[i]]
 for i in bad[:5]:
     print(f"page {i}: driver {view[i]:#x}, device {dev[i]:#x}")
 kinds = set(view)
 print(f"{len(bad)} differ; kinds {sorted(kinds)}")
-if {READ, READ | WRITE, READ | WRITE | HUGE, READ | WRITE | HBM} <= kinds:
-    print("has read-only, writable, 2 MiB and HBM pages")
+if {READ, READ | WRITE, READ | WRITE | HUGE, READ | WRITE | HBM | K64} <= kinds:
+    print("has read-only, writable, 2 MiB and HBM pages (a 64 KiB group)")
 thp = set(dev[1024:1536])                    # the third 2 MiB: a THP moved to HBM
 print("HBM THP: " + ("one 2 MiB leaf" if thp == {READ | WRITE | HUGE | HBM} else
+                     "32 64 KiB groups" if thp == {READ | WRITE | HBM | K64} else
                      "512 4 KiB leaves" if thp == {READ | WRITE | HBM} else f"{sorted(thp)}"))
 PY
 )
 check "the monitor's page table matches it page by page" grep -q '^0 differ' <<<"$result"
-check "the pattern has writable, read-only, 2 MiB and HBM pages" \
-	grep -q 'has read-only, writable, 2 MiB and HBM' <<<"$result"
-# Linux 7.3 moves a THP whole (the driver's thp_migration), 6.12 page by page.
+check "the pattern has writable, read-only, 2 MiB and HBM pages (a 64 KiB group)" \
+	grep -q 'has read-only, writable, 2 MiB and HBM pages (a 64 KiB group)' <<<"$result"
+# Linux 7.3 moves a THP whole (the driver's thp_migration), 6.12 page by page, into HBM pages
+# in a row: 64 KiB groups.
 case "$GMEM_KERNEL" in
-6.12) thp_leaf="512 4 KiB leaves" ;;
+6.12) thp_leaf="32 64 KiB groups" ;;
 *) thp_leaf="one 2 MiB leaf" ;;
 esac
 check "the THP moved to HBM is mapped as the kernel moved it: $thp_leaf" \
