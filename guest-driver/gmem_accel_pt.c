@@ -710,7 +710,6 @@ bool gmem_pt_any_marked(struct gmem_ctx *ctx, u64 start, u64 end, u64 sw_bits)
 	return found;
 }
 
-/* The device's view of [va, va + npages pages): GMEM_ACCEL_PAGE_* per page. */
 /*
  * Does @va's CONT group hold together, so the device sees one 64 KiB page (the hardware's
  * rule: 16 valid CONT entries, the same bits but the address and software's, consecutive
@@ -739,6 +738,7 @@ static bool gmem_pt_cont_whole(struct gmem_ctx *ctx, u64 va)
 	return true;
 }
 
+/* The device's view of [va, va + npages pages): GMEM_ACCEL_PAGE_* per page. */
 void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npages)
 {
 	mutex_lock(&ctx->lock);
