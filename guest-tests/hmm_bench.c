@@ -3,10 +3,12 @@
  * Fault, migration and DMA figures of an HMM device, through lib/test_hmm's uAPI so that
  * gmem-accel (/dev/gmem_dmirrorN) and lib/test_hmm.ko (/dev/hmm_dmirrorN) run the very same
  * code:
- *   hmm-bench NAME NODE [GMEM_DEVICE]
+ *   hmm-bench NAME NODE [GMEM_DEVICE [BENCH...]]
  * prints "BENCH NAME METRIC VALUE UNIT" lines (scripts/run-bench.sh makes the table). With
  * GMEM_DEVICE (the N of /dev/gmem_accelN behind NODE) it also times the DMA engine copying
- * between HBM and system memory. Every figure is a median of REPS runs (latencies: of
+ * between HBM and system memory and a working set 4x the HBM (test_hmm has no fixed device
+ * memory to oversubscribe). BENCH names the only benchmarks to run (to profile one): latency,
+ * faults, migration, concurrent, dma, oversubscription. Every figure is a median of REPS runs (latencies: of
  * LAT_SAMPLES samples); a run whose result is wrong (bytes, cpages, faults) aborts.
  */
 #include <errno.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <lib/test_hmm_uapi.h>
@@ -259,26 +262,195 @@ static void bench_dma(int dev, size_t size)
 	close(fd);
 }
 
+
+/* Faults each process of bench_concurrent_faults() times, one page each. */
+#define CONC_FAULTS	64
+
+/*
+ * One process of bench_concurrent_faults(): its own mirror (a context of its own on
+ * gmem-accel), CONC_FAULTS single-page device faults on fresh memory once @go closes, each
+ * timed into @lat.
+ */
+static void __attribute__((noreturn)) concurrent_child(const char *node, int ready, int go,
+							double *lat)
+{
+	char *map = map_anon(2 * TWO_MiB, PROT_READ | PROT_WRITE), *buf;
+	char *mirror = map_touched(PAGE, 0x5a);
+	int fd = open(node, O_RDWR);
+
+	if (fd < 0 || !map)
+		die("concurrent faults: open or mmap");
+	buf = (char *)(((uintptr_t)map + TWO_MiB - 1) & ~(TWO_MiB - 1));
+	if (madvise(buf, TWO_MiB, MADV_NOHUGEPAGE))
+		die("madvise");
+	buf[TWO_MiB - 1] = 1;	/* the page table exists: one fault faults one page */
+	if (write(ready, "r", 1) != 1 || read(go, mirror, 1) != 0)
+		die("concurrent faults: start");
+	for (int i = 0; i < CONC_FAULTS; i++) {
+		struct hmm_dmirror_cmd c;
+		double t0 = now_us();
+
+		c = dmirror(fd, HMM_DMIRROR_READ, buf + i * PAGE, mirror, 1);
+		lat[i] = now_us() - t0;
+		if (c.faults != 1 || mirror[0] != 0) {
+			errno = EIO;
+			die("concurrent faults: not one fault, or wrong data");
+		}
+	}
+	_exit(0);
+}
+
+/*
+ * @nproc processes fault at once, each in its own address space and context: the faults
+ * per second of all of them together, and the p99 of every fault's round trip.
+ */
+static void bench_concurrent_faults(const char *node, int nproc)
+{
+	size_t n = (size_t)nproc * CONC_FAULTS;
+	double *lat = mmap(NULL, n * sizeof(*lat), PROT_READ | PROT_WRITE,
+			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int ready[2], go[2], status, failed = 0;
+	char metric[64], c;
+	double t0;
+
+	if (lat == MAP_FAILED || pipe(ready) || pipe(go))
+		die("concurrent faults: setup");
+	for (int i = 0; i < nproc; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			die("fork");
+		if (!pid) {
+			close(ready[0]);
+			close(go[1]);
+			concurrent_child(node, ready[1], go[0], lat + (size_t)i * CONC_FAULTS);
+		}
+	}
+	close(ready[1]);
+	close(go[0]);
+	for (int i = 0; i < nproc; i++)
+		if (read(ready[0], &c, 1) != 1)
+			die("concurrent faults: a process did not get ready");
+	t0 = now_us();
+	close(go[1]);	/* every process starts */
+	while (wait(&status) > 0)
+		failed |= !WIFEXITED(status) || WEXITSTATUS(status);
+	t0 = now_us() - t0;
+	close(ready[0]);
+	if (failed) {
+		errno = EIO;
+		die("concurrent faults: a process failed");
+	}
+	snprintf(metric, sizeof(metric), "faults_%dproc", nproc);
+	report(metric, n / (t0 / 1e6), "faults/s");
+	snprintf(metric, sizeof(metric), "fault_p99_%dproc", nproc);
+	report(metric, percentile(lat, n, 99), "us");
+	munmap(lat, n * sizeof(*lat));
+}
+
+static int64_t dev_stat(int dev, const char *stat)
+{
+	int64_t v;
+
+	if (gmem_debugfs_stat(dev, stat, &v))
+		die(stat);
+	return v;
+}
+
+/*
+ * A working set 4x gmem-accel's HBM, moved to the device a sixteenth at a time: each move
+ * evicts the least recently used chunks, then the CPU reads it all back. The figures: the
+ * moves' MiB/s, the read-back's, and the device's MMU-notifier invalidations per page moved
+ * either way (what makes room costs; see docs/performance.md).
+ */
+static void bench_oversubscription(int dev)
+{
+	struct gmem_accel_info info = { 0 };
+	int64_t inv, moved, evictions;
+	int fd = gmem_open(dev, O_RDWR);
+	size_t len, step;
+	volatile char *v;
+	unsigned long sum = 0;
+	char *buf;
+	double t0;
+
+	if (fd < 0 || ioctl(fd, GMEM_ACCEL_IOC_GET_INFO, &info))
+		die("open /dev/gmem_accelN");
+	len = 4 * (info.hbm_size & ~(TWO_MiB - 1));
+	step = len / 16;
+	buf = map_anon(len, PROT_READ | PROT_WRITE);
+	if (!buf || madvise(buf, len, MADV_NOHUGEPAGE))
+		die("mmap");
+	for (size_t off = 0; off < len; off += PAGE)
+		buf[off] = (char)(off / PAGE);
+	inv = dev_stat(dev, "invalidations");
+	moved = dev_stat(dev, "migrated_to_device") + dev_stat(dev, "migrated_to_system");
+	evictions = dev_stat(dev, "evictions");
+	t0 = now_us();
+	for (size_t off = 0; off < len; off += step)
+		if (dev_migrate(fd, buf + off, step, GMEM_ACCEL_TO_DEVICE) != (long)(step / PAGE))
+			die("oversubscription: migrate");
+	report("oversub_migrate", mibps(len, now_us() - t0), "MiB/s");
+	v = buf;
+	t0 = now_us();
+	for (size_t off = 0; off < len; off += PAGE)
+		sum += (unsigned char)v[off] == (unsigned char)(off / PAGE);
+	report("oversub_cpu_back", mibps(len, now_us() - t0), "MiB/s");
+	if (sum != len / PAGE) {
+		errno = EIO;
+		die("oversubscription: wrong data");
+	}
+	evictions = dev_stat(dev, "evictions") - evictions;
+	if (evictions < (int64_t)(3 * (info.hbm_size / TWO_MiB))) {
+		errno = EIO;
+		die("oversubscription: fewer evictions than the working set needs");
+	}
+	moved = dev_stat(dev, "migrated_to_device") + dev_stat(dev, "migrated_to_system") - moved;
+	inv = dev_stat(dev, "invalidations") - inv;
+	report("oversub_invalidations_per_page", moved ? (double)inv / moved : 0, "per-page");
+	munmap(buf, len);
+	close(fd);
+}
+
+/* Is benchmark @what to run: all are, unless argv[4...] name some. */
+static bool wanted(int argc, char **argv, const char *what)
+{
+	if (argc <= 4)
+		return true;
+	for (int i = 4; i < argc; i++)
+		if (!strcmp(argv[i], what))
+			return true;
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	int fd;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: hmm-bench NAME NODE [GMEM_DEVICE]\n");
+		fprintf(stderr, "usage: hmm-bench NAME NODE [GMEM_DEVICE [BENCH...]]\n");
 		return 2;
 	}
 	name = argv[1];
 	fd = open(argv[2], O_RDWR);
 	if (fd < 0)
 		die(argv[2]);
-	bench_fault_latency(fd);
-	bench_fault_throughput(fd, 64 * MiB, false);
-	bench_fault_throughput(fd, 256 * MiB, false);
-	bench_fault_throughput(fd, 64 * MiB, true);
-	bench_fault_throughput(fd, 256 * MiB, true);
-	bench_migration(fd, 64 * MiB);
+	if (wanted(argc, argv, "latency"))
+		bench_fault_latency(fd);
+	if (wanted(argc, argv, "faults")) {
+		bench_fault_throughput(fd, 64 * MiB, false);
+		bench_fault_throughput(fd, 256 * MiB, false);
+		bench_fault_throughput(fd, 64 * MiB, true);
+		bench_fault_throughput(fd, 256 * MiB, true);
+	}
+	if (wanted(argc, argv, "migration"))
+		bench_migration(fd, 64 * MiB);
 	close(fd);
-	if (argc > 3)
+	for (int n = 1; n <= 32 && wanted(argc, argv, "concurrent"); n *= n < 2 ? 2 : 4)
+		bench_concurrent_faults(argv[2], n);
+	if (argc > 3 && wanted(argc, argv, "dma"))
 		bench_dma(atoi(argv[3]), 64 * MiB);
+	if (argc > 3 && wanted(argc, argv, "oversubscription"))
+		bench_oversubscription(atoi(argv[3]));
 	return 0;
 }
