@@ -153,6 +153,8 @@ struct gmem_chunk {
 	DECLARE_BITMAP(poisoned, GMEM_WINDOW_PAGES);	/* never handed out again */
 	bool huge;			/* handed out whole, one 2 MiB folio (7.3) */
 	unsigned int obj_pages;		/* pages objects hold: then on gmem_hbm.objs */
+	/* Where each page's data lives in its owner's address space (gmem_hbm_set_va()). */
+	unsigned long va[GMEM_WINDOW_PAGES];
 };
 
 /* Source and destination of one migration window, with the data's DMA mappings. */
@@ -497,6 +499,8 @@ int gmem_hbm_init(struct gmem_accel *g);
 void gmem_hbm_fini(struct gmem_accel *g);
 bool gmem_hbm_page(struct gmem_accel *g, struct page *page, u64 *offset);
 void gmem_hbm_touch(struct gmem_accel *g, struct page *page);
+void gmem_hbm_set_va(struct gmem_hbm *hbm, struct page *page, unsigned long nr, unsigned long va);
+unsigned long gmem_hbm_va(struct gmem_hbm *hbm, unsigned long pfn);
 struct page *gmem_hbm_take(struct gmem_accel *g);
 struct page *gmem_hbm_take_huge(struct gmem_accel *g);
 void gmem_hbm_poison(struct gmem_accel *g, struct page *page);

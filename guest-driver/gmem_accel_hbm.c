@@ -113,6 +113,27 @@ void gmem_hbm_touch(struct gmem_accel *g, struct page *page)
 }
 
 /*
+ * @nr pages from @page hold the data of @va on in their owner's address space (they move in
+ * now): eviction moves them home by address, a range at a time (gmem_evict_by_va()). Only a
+ * hint: the mapping may move (mremap) or the page be freed; the eviction checks.
+ */
+void gmem_hbm_set_va(struct gmem_hbm *hbm, struct page *page, unsigned long nr, unsigned long va)
+{
+	unsigned long pfn = page_to_pfn(page);
+	struct gmem_chunk *c = gmem_chunk_of(hbm, pfn);
+	unsigned long first = (pfn - hbm->pfn_first) % GMEM_WINDOW_PAGES;
+
+	for (unsigned long i = 0; i < nr && first + i < GMEM_WINDOW_PAGES; i++)
+		WRITE_ONCE(c->va[first + i], va + i * PAGE_SIZE);
+}
+
+/* The address HBM page @pfn's data had when it moved in (gmem_hbm_set_va()); 0 if unknown. */
+unsigned long gmem_hbm_va(struct gmem_hbm *hbm, unsigned long pfn)
+{
+	return READ_ONCE(gmem_chunk_of(hbm, pfn)->va[(pfn - hbm->pfn_first) % GMEM_WINDOW_PAGES]);
+}
+
+/*
  * Object memory: @npages (1, 16 or 512: one device page of an object) of HBM aligned to their
  * size, from a chunk that holds objects already or else a free one. Such a chunk leaves the
  * migration's lists: objects are not evicted with migrated pages. *@off: the HBM offset.

@@ -17,6 +17,10 @@
 
 static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
 			     struct gmem_owner *only, struct mm_struct *held);
+static int gmem_pages_to_ram(struct gmem_accel *g, struct gmem_migration *m,
+			     struct vm_area_struct *vma, unsigned long start, unsigned long end,
+			     struct page *fault_page, unsigned long pfn, unsigned long nr,
+			     unsigned long *moved);
 
 /*
  * Can a THP move whole into @g's HBM and back (7.3; never on 6.12)? Into private HBM only: 7.3
@@ -421,7 +425,39 @@ static bool gmem_mmap_trylock_settled(struct mm_struct *mm)
 }
 
 /*
- * Move @owner's HBM pages in [pfn, pfn + npages) home. migrate_device_range() unmaps them
+ * Move what it can of the HBM pages in [pfn, pfn + npages) home by the addresses in @mm they
+ * moved in from (gmem_hbm_set_va()): one migrate_vma per run of them in a row, whose MMU
+ * notifier call covers the run, where migrate_device_range() unmaps page by page with an
+ * invalidation each (a chunk: 512 device TLB invalidations instead of one). A page that is
+ * no longer there (mremap, freed) stays for the caller. How many pages moved.
+ */
+static unsigned long gmem_evict_by_va(struct gmem_migration *m, struct mm_struct *mm,
+				      unsigned long pfn, unsigned long npages)
+{
+	struct gmem_hbm *hbm = &m->g->hbm;
+	unsigned long moved = 0;
+
+	for (unsigned long i = 0, run; i < npages; i += run) {
+		unsigned long va = gmem_hbm_va(hbm, pfn + i), end, n = 0;
+		struct vm_area_struct *vma = va ? vma_lookup(mm, va) : NULL;
+
+		for (run = 1; i + run < npages; run++)
+			if (gmem_hbm_va(hbm, pfn + i + run) != va + run * PAGE_SIZE)
+				break;
+		if (!vma)
+			continue;
+		end = min(va + run * PAGE_SIZE, vma->vm_end);
+		run = (end - va) >> PAGE_SHIFT;
+		if (!gmem_pages_to_ram(m->g, m, vma, va, end, NULL, pfn, npages, &n))
+			moved += n;
+		cond_resched();
+	}
+	return moved;
+}
+
+/*
+ * Move @owner's HBM pages in [pfn, pfn + npages) home: by address first (gmem_evict_by_va()),
+ * then whatever is left by page frame. migrate_device_range() unmaps them
  * wherever they are mapped and migrate_device_finalize() walks their anon_vma to map them
  * again, with no reference on it: a thread of the process that munmaps the range in between
  * frees it (KASAN: use-after-free in rmap_walk_anon). So the owner's mmap lock is held
@@ -444,6 +480,8 @@ static void gmem_evict_owned(struct gmem_migration *m, unsigned long pfn, unsign
 		else if (!gmem_mmap_trylock_settled(mm))
 			return;
 	}
+	if (gmem_evict_by_va(m, mm, pfn, npages) >= npages)
+		goto out;
 	if (migrate_device_range(m->src, pfn, npages))
 		goto out;
 	gmem_evict_skip_held(m->src, npages);
@@ -484,10 +522,14 @@ static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned l
 	kvfree(m);
 }
 
-/* Move [start, end) of @vma (one window) back to system memory. */
-static int gmem_window_to_ram(struct gmem_accel *g, struct gmem_migration *m,
-			      struct vm_area_struct *vma, unsigned long start, unsigned long end,
-			      struct page *fault_page, unsigned long *moved)
+/*
+ * Move [start, end) of @vma (one window) back to system memory: its pages in @g's HBM, only
+ * those in [pfn, pfn + nr) (an eviction's chunk: the others stay).
+ */
+static int gmem_pages_to_ram(struct gmem_accel *g, struct gmem_migration *m,
+			     struct vm_area_struct *vma, unsigned long start, unsigned long end,
+			     struct page *fault_page, unsigned long pfn, unsigned long nr,
+			     unsigned long *moved)
 {
 	struct migrate_vma args = {
 		.vma = vma,
@@ -505,6 +547,13 @@ static int gmem_window_to_ram(struct gmem_accel *g, struct gmem_migration *m,
 	ret = migrate_vma_setup(&args);
 	if (ret)
 		return ret;
+	for (unsigned long i = 0; i < npages; i++) {
+		struct page *page = migrate_pfn_to_page(m->src[i]);
+
+		/* (left unmigrated, migrate_vma_finalize() maps it again) */
+		if (page && page_to_pfn(page) - pfn >= nr)
+			m->src[i] &= ~MIGRATE_PFN_MIGRATE;
+	}
 	if (args.cpages)
 		ret = gmem_copy_to_ram(m, npages, vma, start, NULL);
 	migrate_vma_pages(&args);
@@ -512,6 +561,14 @@ static int gmem_window_to_ram(struct gmem_accel *g, struct gmem_migration *m,
 	migrate_vma_finalize(&args);
 	gmem_dev_count(g, GMEM_DEV_MIGRATED_TO_SYSTEM, *moved);
 	return ret;
+}
+
+/* Move [start, end) of @vma (one window) back to system memory. */
+static int gmem_window_to_ram(struct gmem_accel *g, struct gmem_migration *m,
+			      struct vm_area_struct *vma, unsigned long start, unsigned long end,
+			      struct page *fault_page, unsigned long *moved)
+{
+	return gmem_pages_to_ram(g, m, vma, start, end, fault_page, 0, ULONG_MAX, moved);
 }
 
 /*
@@ -550,7 +607,7 @@ static vm_fault_t gmem_hbm_migrate_to_ram(struct vm_fault *vmf)
  * that cannot move); the entry is then left in system memory.
  */
 static bool gmem_hbm_dst(struct gmem_ctx *ctx, struct gmem_migration *m, unsigned long i,
-			 struct page *spage, unsigned long write, bool huge)
+			 unsigned long va, struct page *spage, unsigned long write, bool huge)
 {
 	u64 size = huge ? GMEM_HUGE_SIZE : PAGE_SIZE;
 	struct page *dpage;
@@ -565,6 +622,7 @@ static bool gmem_hbm_dst(struct gmem_ctx *ctx, struct gmem_migration *m, unsigne
 		return !huge;	/* (a page that cannot be mapped stays; HBM is not full) */
 	}
 	gmem_hbm_page(ctx->g, dpage, &off);
+	gmem_hbm_set_va(&ctx->g->hbm, dpage, huge ? GMEM_WINDOW_PAGES : 1, va);
 	m->dst[i] = migrate_pfn(page_to_pfn(dpage)) | write | (huge ? GMEM_PFN_COMPOUND : 0);
 	if (spage)
 		gmem_add_copy(m, GMEM_ADDR_HBM, off, GMEM_ADDR_SYS, m->dma[i], size);
@@ -628,14 +686,14 @@ int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 		/* A THP (or an empty 2 MiB) moves whole into a 2 MiB folio, if one is free. */
 		if ((m->src[i] & GMEM_PFN_COMPOUND) && i + GMEM_WINDOW_PAGES <= npages) {
 			nr = GMEM_WINDOW_PAGES;
-			if (gmem_hbm_dst(ctx, m, i, spage, write, true)) {
+			if (gmem_hbm_dst(ctx, m, i, start + i * PAGE_SIZE, spage, write, true)) {
 				i += nr - 1;
 				continue;
 			}
 		}
 		/* (migrate_vma_pages() splits a THP whose pages go to pages) */
 		for (unsigned long j = 0; j < nr && !full; j++)
-			full = !gmem_hbm_dst(ctx, m, i + j,
+			full = !gmem_hbm_dst(ctx, m, i + j, start + (i + j) * PAGE_SIZE,
 					     spage ? pfn_to_page(page_to_pfn(spage) + j) : NULL,
 					     write, false);
 		if (full)

@@ -7,6 +7,7 @@
  * private HBM (device 0) and on one with CPU-coherent HBM (the last device, when run-vm.sh's
  * --coherent made one), where the CPU uses HBM pages in place instead of migrating them back.
  */
+#define _GNU_SOURCE	/* mremap() */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -670,6 +671,90 @@ TEST_F_TIMEOUT(hbm, eviction_spares_recently_used_chunk, 300)
  * Random interleavings of device writes, migrations both ways and CPU writes, with HBM filled
  * by other memory now and then, which evicts whatever of this buffer is there.
  */
+/*
+ * Evicting a chunk moves its pages home by the addresses they came from, a range at a time:
+ * the context hears of it in a few invalidations, not one per page (512 before).
+ */
+TEST_F_TIMEOUT(hbm, eviction_invalidates_ranges_not_pages, 300)
+{
+	struct gmem_accel_info info = { 0 };
+	int64_t evictions0, inv0;
+	uint8_t *buf, *want;
+	size_t len;
+
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_GET_INFO, &info));
+	ASSERT_EQ(0, self->hbm_pages0) TH_LOG("HBM is not empty at the start");
+	len = (info.hbm_size & ~(HUGE - 1)) + HUGE;
+	buf = map_small_pages(len);
+	want = malloc(len);
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, want);
+	pattern_with_copy(buf, want, len, 7);
+	/* HBM full with the first chunks' worth; the last 2 MiB evicts the oldest chunk. */
+	ASSERT_EQ((long)((len - HUGE) / PAGE), dev_migrate(self->fd, buf, len - HUGE,
+							  GMEM_ACCEL_TO_DEVICE));
+	evictions0 = dev_stat("evictions");
+	inv0 = ctx_stats(self->fd).invalidations;
+	ASSERT_EQ((long)(HUGE / PAGE), dev_migrate(self->fd, buf + len - HUGE, HUGE,
+						   GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(evictions0 + 1, dev_stat("evictions"));
+	EXPECT_EQ(0, pages_in_hbm(self->fd, buf, HUGE / PAGE))
+		TH_LOG("the oldest chunk (the first 2 MiB) was not the one evicted");
+	/* (NUMA balancing may add one or two of its own) */
+	EXPECT_GE(8, ctx_stats(self->fd).invalidations - inv0)
+		TH_LOG("%lld invalidations to evict 512 pages",
+		       (long long)(ctx_stats(self->fd).invalidations - inv0));
+	EXPECT_EQ(0, memcmp(buf, want, len));
+	free(want);
+	munmap(buf, len);
+}
+
+/*
+ * Pages mremap()ed after they moved in are not where eviction first looks: they go home all
+ * the same, and a mapping that took their old addresses keeps its own pages.
+ */
+TEST_F_TIMEOUT(hbm, eviction_finds_pages_mremap_moved, 300)
+{
+	struct gmem_accel_info info = { 0 };
+	uint8_t *a, *b, *fill, *want, *want_fill;
+	int64_t evictions0 = dev_stat("evictions");
+	size_t flen;
+
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_GET_INFO, &info));
+	ASSERT_EQ(0, self->hbm_pages0) TH_LOG("HBM is not empty at the start");
+	flen = info.hbm_size & ~(HUGE - 1);
+	a = map_small_pages(HUGE);
+	b = map_small_pages(HUGE);	/* only reserves the addresses a moves to */
+	want = malloc(HUGE);
+	want_fill = malloc(flen);
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_NE(NULL, want);
+	ASSERT_NE(NULL, want_fill);
+	pattern_with_copy(a, want, HUGE, 8);
+	ASSERT_EQ((long)(HUGE / PAGE), dev_migrate(self->fd, a, HUGE, GMEM_ACCEL_TO_DEVICE));
+	ASSERT_EQ(b, mremap(a, HUGE, HUGE, MREMAP_MAYMOVE | MREMAP_FIXED, b));
+	/* The old addresses get new pages, in system memory. */
+	ASSERT_EQ(a, mmap(a, HUGE, RW, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+	memset(a, 0x5c, HUGE);
+	fill = map_small_pages(flen);
+	ASSERT_NE(NULL, fill);
+	pattern_with_copy(fill, want_fill, flen, 9);
+	ASSERT_EQ((long)(flen / PAGE), dev_migrate(self->fd, fill, flen, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_LE(evictions0 + 1, dev_stat("evictions"));
+	EXPECT_EQ(0, pages_in_hbm(self->fd, b, HUGE / PAGE)) TH_LOG("b's chunk was not evicted");
+	EXPECT_EQ(0, memcmp(b, want, HUGE));
+	for (size_t off = 0; off < HUGE; off += PAGE) {
+		ASSERT_EQ(0x5c, a[off]) TH_LOG("offset %zu", off);
+	}
+	EXPECT_EQ(0, memcmp(fill, want_fill, flen));
+	free(want);
+	free(want_fill);
+	munmap(a, HUGE);
+	munmap(b, HUGE);
+	munmap(fill, flen);
+}
+
 TEST_F_TIMEOUT(hbm, random_interleavings, 600)
 {
 	size_t len = 4 * HUGE, npages = len / PAGE;
