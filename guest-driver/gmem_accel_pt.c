@@ -7,6 +7,7 @@
  */
 #include <linux/dma-mapping.h>
 #include <linux/hmm.h>
+#include <linux/iommu.h>
 #include <linux/migrate.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -525,6 +526,25 @@ void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src
 }
 
 /*
+ * Does @pte map @page already, @write as asked, @huge or not, with no software bits? Through
+ * an IOMMU each dma_map_page() gives a new address, so comparing entries would map a fault's
+ * neighbours (mapped by the fault before) again every time: an IOMMU mapping, an unmapping
+ * and a device TLB invalidation each. The page behind the entry is what counts.
+ */
+static bool gmem_leaf_maps(struct gmem_ctx *ctx, u64 pte, struct page *page, bool write,
+			   bool huge)
+{
+	u64 want = gmem_leaf_pte(0, write, false) | (huge ? GMEM_PTE_HUGE : 0);
+	struct iommu_domain *dom;
+	dma_addr_t dma = pte & GMEM_PTE_ADDR_MASK;
+
+	if ((pte & ~GMEM_PTE_ADDR_MASK) != want)
+		return false;
+	dom = iommu_get_domain_for_dev(gmem_dma_dev(ctx));
+	return (dom ? iommu_iova_to_phys(dom, dma) : dma) == page_to_phys(page);
+}
+
+/*
  * Map the valid pages of @hmm_pfns (a result of hmm_range_fault from @va) into the device
  * page table, as 2 MiB leaves where the CPU maps a whole aligned THP. Called with ctx->lock
  * held after mmu_interval_read_retry() said the result is current, and after
@@ -594,6 +614,10 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 		/* 4 KiB entries there before: drop them and their table (invalidated). */
 		if (huge && pt->child[GMEM_PT_INDEX(addr, 2)])
 			gmem_pt_drop_table(ctx, pt, GMEM_PT_INDEX(addr, 2), addr);
+		if (gmem_leaf_maps(ctx, READ_ONCE(*pte), hmm_pfn_to_page(pfn), write, huge)) {
+			i += huge ? 511 : 0;
+			continue;
+		}
 		dma = dma_map_page(dev, hmm_pfn_to_page(pfn), 0, gmem_leaf_size(level),
 				   DMA_BIDIRECTIONAL);
 		if (dma_mapping_error(dev, dma))
