@@ -300,12 +300,29 @@ static void __attribute__((noreturn)) concurrent_child(const char *node, int rea
 	_exit(0);
 }
 
+/* The guest's context switches so far (/proc/stat's ctxt). */
+static unsigned long long context_switches(void)
+{
+	unsigned long long n = 0;
+	char line[256];
+	FILE *f = fopen("/proc/stat", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "ctxt %llu", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 /*
  * @nproc processes fault at once, each in its own address space and context: the faults
- * per second of all of them together, and the p99 of every fault's round trip.
+ * per second of all of them together, the p99 of every fault's round trip, and the guest's
+ * context switches per fault (a fault that sleeps costs two).
  */
 static void bench_concurrent_faults(const char *node, int nproc)
 {
+	unsigned long long ctxt;
 	size_t n = (size_t)nproc * CONC_FAULTS;
 	double *lat = mmap(NULL, n * sizeof(*lat), PROT_READ | PROT_WRITE,
 			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -331,11 +348,13 @@ static void bench_concurrent_faults(const char *node, int nproc)
 	for (int i = 0; i < nproc; i++)
 		if (read(ready[0], &c, 1) != 1)
 			die("concurrent faults: a process did not get ready");
+	ctxt = context_switches();
 	t0 = now_us();
 	close(go[1]);	/* every process starts */
 	while (wait(&status) > 0)
 		failed |= !WIFEXITED(status) || WEXITSTATUS(status);
 	t0 = now_us() - t0;
+	ctxt = context_switches() - ctxt;
 	close(ready[0]);
 	if (failed) {
 		errno = EIO;
@@ -345,6 +364,8 @@ static void bench_concurrent_faults(const char *node, int nproc)
 	report(metric, n / (t0 / 1e6), "faults/s");
 	snprintf(metric, sizeof(metric), "fault_p99_%dproc", nproc);
 	report(metric, percentile(lat, n, 99), "us");
+	snprintf(metric, sizeof(metric), "ctxsw_per_fault_%dproc", nproc);
+	report(metric, (double)ctxt / n, "switches");
 	munmap(lat, n * sizeof(*lat));
 }
 
