@@ -34,8 +34,10 @@
  *    written by unbind, which first sets gmem_accel.unbinding and wakes every waiter. Another
  *    device's is only tried, under mmap_lock (device-to-device migration, gmem_accel_peer.c).
  * 2. gmem_dmirror_state.cmd_lock (mutex): one test_hmm-interface command at a time per file.
- * 3. gmem_accel.fault_lock (mutex): the fault queue and the drainer's scratch (fault_req,
- *    fault_pfns, hbm.fault_migration); the worker or a waiting process holds it.
+ * 3. gmem_accel.fault_lock (mutex): the fault queue, held to take one group off it (nothing
+ *    is taken under it); the group is then serviced without it, so that groups of different
+ *    contexts are serviced at once (by the worker and the processes waiting for batches).
+ *    gmem_ctx.fault_mutex: one fault server at a time per context, and its fault scratch.
  * 4. mmap_lock of a process (read; for eviction "settled": written, then downgraded): VMAs
  *    during hmm_range_fault() and migrate_vma_*(), an HBM page's owner's VMAs during its
  *    eviction. A second mm is only ever trylocked.
@@ -76,6 +78,8 @@
 #define GMEM_CTX_FENCES	(1u << (GMEM_CQ_LOG2 - 1))
 /* Replays in a row that leave a command's faults unmapped before it fails (EBUSY). */
 #define GMEM_FAULT_STALLS	16
+/* Fault workers: as many as groups can be outstanding (one per queue). */
+#define GMEM_FAULT_WORKERS	GMEM_NUM_QUEUES
 /*
  * A window: the 2 MiB block (inside a VMA) the driver works in. A migration moves one, a fault
  * maps at most one, HBM is allocated and evicted a chunk of one at a time.
@@ -187,7 +191,6 @@ struct gmem_hbm {
 	struct list_head lru;		/* chunks in use, least recently used first */
 	struct list_head objs;		/* chunks holding objects' pages (never evicted) */
 	struct gmem_chunk *fill;	/* where the next pages come from */
-	struct gmem_migration *fault_migration;	/* the fault worker's (it is ordered) */
 	bool mapped;
 };
 
@@ -243,16 +246,21 @@ struct gmem_accel {
 
 	struct gmem_queue queue[GMEM_NUM_QUEUES];
 
-	/* fault queue, drained by fault_work or a waiting process under fault_lock */
+	/* fault queue, drained by the fault workers and waiting processes, a group at a time */
 	struct mutex fault_lock;
 	atomic_t fault_servers;		/* processes that will drain it before they sleep */
+	bool fault_irq_left;		/* the fault interrupt left records to them */
 	struct gmem_fault_record *fq;
 	dma_addr_t fq_dma;
 	u32 fq_head;
 	bool fq_overflowed;		/* a group waits for room: write FQ_HEAD again */
-	unsigned long *fault_req;	/* the drainer's hmm input flags and results, */
-	unsigned long *fault_pfns;	/* one 2 MiB block each */
-	struct work_struct fault_work;
+	/* fault workers: one takes a group, another the next meanwhile (gmem_fault_kick()) */
+	struct gmem_fault_worker {
+		struct work_struct work;
+		struct gmem_accel *g;
+	} fault_worker[GMEM_FAULT_WORKERS];
+	unsigned long fault_workers_busy;	/* bit per worker at work */
+	atomic_t inject_fault_hold;	/* debugfs inject_fault_hold: 1 armed, 2 holding */
 	struct workqueue_struct *wq;
 
 	/* contexts: ids 1..63 (0 is the driver's own), looked up by fault servicing */
@@ -372,6 +380,10 @@ struct gmem_owner {
  * @advice:    GMEM_ACCEL_PREFER_* by page index (absent: NONE)
  * @fault_hook: see gmem_fault_hook_fn; the test_hmm interface's fault-ahead (set at open)
  * @hook_data: the hook's state
+ * @fault_mutex: held by the server of one of its fault groups (one at a time: its queue
+ *             stalls on one group anyway), which uses the scratch below
+ * @fault_req, @fault_pfns: hmm input flags and results, one 2 MiB window each
+ * @fault_migration: for PREFER_DEVICE faults and unsharing; allocated at first use
  */
 struct gmem_ctx {
 	struct gmem_accel *g;
@@ -394,6 +406,10 @@ struct gmem_ctx {
 	struct maple_tree advice;
 	gmem_fault_hook_fn fault_hook;
 	void *hook_data;
+	struct mutex fault_mutex;	/* one fault server at a time, and its scratch */
+	unsigned long *fault_req;
+	unsigned long *fault_pfns;
+	struct gmem_migration *fault_migration;
 	/* test_hmm's HMM_DMIRROR_FLAG_FAIL_ALLOC: the next 2 MiB folio this context asks fails */
 	bool fail_next_huge;
 	bool busy;
@@ -548,6 +564,7 @@ int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
 int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
 		     u32 timeout_ms);
 void gmem_fault_work(struct work_struct *work);
+void gmem_fault_kick(struct gmem_accel *g);
 void gmem_fault_overflow(struct gmem_accel *g);
 bool gmem_fault_serve(struct gmem_accel *g);
 void gmem_fault_serve_begin(struct gmem_accel *g);

@@ -97,6 +97,14 @@ void gmem_ctx_put(struct gmem_ctx *ctx)
 	kref_put(&ctx->users, gmem_ctx_unused);
 }
 
+static void gmem_ctx_free(struct gmem_ctx *ctx)
+{
+	kvfree(ctx->fault_req);
+	kvfree(ctx->fault_pfns);
+	kvfree(ctx->fault_migration);
+	kfree(ctx);
+}
+
 /* Bind the calling process's address space to a new device context. */
 struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 {
@@ -110,6 +118,13 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 		return ERR_PTR(-ENOMEM);
 	ctx->g = g;
 	mutex_init(&ctx->lock);
+	mutex_init(&ctx->fault_mutex);
+	ctx->fault_req = kvcalloc(GMEM_WINDOW_PAGES, sizeof(long), GFP_KERNEL);
+	ctx->fault_pfns = kvcalloc(GMEM_WINDOW_PAGES, sizeof(long), GFP_KERNEL);
+	if (!ctx->fault_req || !ctx->fault_pfns) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
 	kref_init(&ctx->users);		/* the device's context table's */
 	init_completion(&ctx->unused);
 	/*
@@ -167,7 +182,7 @@ err_pt:
 err_id:
 	ida_free(&g->ctx_ids, id);
 err_free:
-	kfree(ctx);
+	gmem_ctx_free(ctx);
 	return ERR_PTR(ret);
 }
 
@@ -231,5 +246,5 @@ void gmem_ctx_destroy(struct gmem_ctx *ctx)
 	gmem_owner_put(ctx->owner);
 	xa_destroy(&ctx->errors);
 	mtree_destroy(&ctx->advice);
-	kfree(ctx);
+	gmem_ctx_free(ctx);
 }

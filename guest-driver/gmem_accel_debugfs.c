@@ -126,6 +126,7 @@ void gmem_debugfs_add(struct gmem_accel *g)
 	debugfs_create_file("objects", 0444, g->debugfs, g, &objects_fops);
 	/* Fault injection: the next N fault groups lose their mapping before the replay. */
 	debugfs_create_atomic_t("inject_stalled_faults", 0600, g->debugfs, &g->inject_stalls);
+	debugfs_create_atomic_t("inject_fault_hold", 0600, g->debugfs, &g->inject_fault_hold);
 }
 
 /* Waits for readers; after it, no file here touches @g. */

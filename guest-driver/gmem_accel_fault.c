@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * gmem-accel driver: replayable device faults. The fault interrupt queues fault_work, which
- * (or a process about to wait for its batch, gmem_fault_serve) drains the fault queue a group
- * at a time (a group = the pages one stalled command needs), faults the pages in with
+ * gmem-accel driver: replayable device faults. The fault interrupt wakes a fault worker, which
+ * (and the processes about to wait for their batches, gmem_fault_serve) drains the fault
+ * queue a group at a time (a group = the pages one stalled command needs; groups of
+ * different contexts are serviced at once by different threads), faults the pages in with
  * hmm_range_fault, maps them into the context's device page table and answers REPLAY; a
  * fault the process's mappings cannot satisfy is answered CANCEL and the command fails with
  * the errno hmm_range_fault gave (EFAULT, EPERM).
  */
+#include <linux/delay.h>
 #include <linux/hmm.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
@@ -344,16 +346,22 @@ static int gmem_fault_progress(struct gmem_queue *q, u16 slot, int err)
 	return err;
 }
 
-static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsigned int n,
-			      unsigned long *req, unsigned long *pfns)
+/*
+ * Service group @f (@n faults) and answer it. Servers of different contexts' groups run at
+ * once; ctx->fault_mutex keeps one context's scratch to one of them.
+ */
+static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsigned int n)
 {
 	struct gmem_ctx *ctx;
 	int err = -ENXIO;
 	u32 resp;
 
 	ctx = gmem_ctx_get(g, f[0].ctx);
-	if (ctx)
-		err = gmem_fault_group(ctx, f, n, req, pfns);
+	if (ctx) {
+		mutex_lock(&ctx->fault_mutex);
+		err = gmem_fault_group(ctx, f, n, ctx->fault_req, ctx->fault_pfns);
+		mutex_unlock(&ctx->fault_mutex);
+	}
 	if (f[0].engine < GMEM_NUM_QUEUES && f[0].slot < BIT(GMEM_CQ_LOG2))
 		err = gmem_fault_progress(&g->queue[f[0].engine], f[0].slot, err);
 	else if (err == -EAGAIN)
@@ -379,45 +387,120 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
  */
 #define GMEM_FAULT_BUDGET	256
 
-/* Answer the complete groups in the fault queue, GMEM_FAULT_BUDGET at most; how many. */
-static unsigned int gmem_fault_drain(struct gmem_accel *g)
+/*
+ * Take the next complete group off the fault queue into @group (GMEM_FAULT_GROUP_MAX
+ * entries; records beyond are dropped and counted); how many faults it has, 0 if the queue
+ * holds no complete group. The device posts a group whole, then moves FQ_TAIL. *@more: the
+ * queue holds more records.
+ */
+static unsigned int gmem_fault_take(struct gmem_accel *g, struct gmem_fault *group, bool *more)
 {
-	struct gmem_fault group[GMEM_FAULT_GROUP_MAX];
 	u32 mask = (1u << GMEM_FQ_LOG2) - 1;
-	unsigned int n = 0, groups = 0;
+	unsigned int n = 0;
 	u32 tail;
 
-	lockdep_assert_held(&g->fault_lock);
-	while (groups < GMEM_FAULT_BUDGET && g->regs &&
-	       (tail = gmem_read(g, GMEM_REG_FQ_TAIL)) != g->fq_head) {
-		/* A device reset under us empties the queue: the watchdog sets it up again. */
-		if (tail > mask || !(gmem_read(g, GMEM_REG_FQ_CTRL) & GMEM_FQ_CTRL_ENABLE))
-			break;
-		dma_rmb();
-		while (g->fq_head != tail && groups < GMEM_FAULT_BUDGET) {
-			struct gmem_fault f;
+	*more = false;
+	mutex_lock(&g->fault_lock);
+	if (!g->regs)
+		goto out;
+	tail = gmem_read(g, GMEM_REG_FQ_TAIL);
+	if (tail == g->fq_head)
+		goto out;	/* (FQ_HEAD unwritten: the device takes a write as room made) */
+	/* A device reset under us empties the queue: the watchdog sets it up again. */
+	if (tail > mask || !(gmem_read(g, GMEM_REG_FQ_CTRL) & GMEM_FQ_CTRL_ENABLE))
+		goto out;
+	dma_rmb();
+	while (g->fq_head != tail) {
+		struct gmem_fault f;
 
-			gmem_fault_read(g, g->fq_head, &f);
-			WRITE_ONCE(g->fq_head, (g->fq_head + 1) & mask);
-			gmem_dev_count(g, GMEM_DEV_FAULT_RECORDS, 1);
-			if (n < GMEM_FAULT_GROUP_MAX)
-				group[n++] = f;
-			else
-				gmem_dev_count(g, GMEM_DEV_FAULT_RECORDS_DROPPED, 1);
-			if (f.flags & GMEM_FAULT_F_LAST) {
-				gmem_fault_answer(g, group, n, g->fault_req, g->fault_pfns);
-				groups++;
-				n = 0;
-				/* A queue of groups can take long on a slow host: let others run. */
-				cond_resched();
-			}
+		gmem_fault_read(g, g->fq_head, &f);
+		WRITE_ONCE(g->fq_head, (g->fq_head + 1) & mask);
+		gmem_dev_count(g, GMEM_DEV_FAULT_RECORDS, 1);
+		if (n < GMEM_FAULT_GROUP_MAX)
+			group[n++] = f;
+		else
+			gmem_dev_count(g, GMEM_DEV_FAULT_RECORDS_DROPPED, 1);
+		if (f.flags & GMEM_FAULT_F_LAST)
+			break;
+	}
+	/* (a group the device left unfinished is dropped: it posts groups whole) */
+	if (!n || !(group[n - 1].flags & GMEM_FAULT_F_LAST))
+		n = 0;
+	/* Consumed: a group waiting for room in the queue can be posted now. */
+	gmem_write(g, GMEM_REG_FQ_HEAD, g->fq_head);
+	*more = g->fq_head != tail;
+out:
+	mutex_unlock(&g->fault_lock);
+	return n;
+}
+
+/*
+ * More groups wait than the caller is about to service: set an idle fault worker on them, so
+ * that one slow group (a page the kernel has to read in, a migration) does not hold up the
+ * others. Any context.
+ */
+void gmem_fault_kick(struct gmem_accel *g)
+{
+	unsigned int i;
+
+	for (i = 0; i < GMEM_FAULT_WORKERS - 1; i++)
+		if (!test_bit(i, &g->fault_workers_busy))
+			break;
+	queue_work(g->wq, &g->fault_worker[i].work);
+}
+
+/*
+ * Test hook (debugfs inject_fault_hold): armed (1), the next group serviced waits, holding
+ * (2), until the value is set to 0 again (or its process is killed), as if its pages were
+ * slow to come.
+ */
+static void gmem_fault_inject_hold(struct gmem_accel *g)
+{
+	if (atomic_cmpxchg(&g->inject_fault_hold, 1, 2) != 1)
+		return;
+	while (atomic_read(&g->inject_fault_hold) && !fatal_signal_pending(current) &&
+	       !READ_ONCE(g->unbinding))
+		msleep(20);
+}
+
+/*
+ * Answer the complete groups in the fault queue, GMEM_FAULT_BUDGET at most, taking them one
+ * at a time (others may take the next meanwhile); how many. A @waiter (gmem_fault_serve())
+ * stops counting as a server while it services a group: the fault interrupt then wakes a
+ * worker for groups posted meanwhile, instead of leaving them to it.
+ */
+static unsigned int gmem_fault_drain(struct gmem_accel *g, bool waiter)
+{
+	struct gmem_fault group[GMEM_FAULT_GROUP_MAX];
+	unsigned int n, groups = 0;
+	bool more;
+
+	while (groups < GMEM_FAULT_BUDGET && (n = gmem_fault_take(g, group, &more))) {
+		if (waiter) {
+			atomic_dec(&g->fault_servers);
+			/* Pairs with gmem_fault_irq(): it kicks a worker, or we see its flag. */
+			smp_mb__after_atomic();
+			/* (its records are often the group just taken: look before waking anyone) */
+			if (!more && xchg(&g->fault_irq_left, false) && g->regs)
+				more = gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head);
 		}
-		/* Consumed: a group waiting for room in the queue can be posted now. */
-		gmem_write(g, GMEM_REG_FQ_HEAD, g->fq_head);
+		if (more)
+			gmem_fault_kick(g);
+		gmem_fault_inject_hold(g);
+		gmem_fault_answer(g, group, n);
+		if (waiter)
+			gmem_fault_serve_begin(g);
+		groups++;
+		/* A queue of groups can take long on a slow host: let others run. */
+		cond_resched();
 	}
 	/* The device looks for room again when FQ_HEAD is written, moved or not. */
-	if (g->regs && xchg(&g->fq_overflowed, false))
-		gmem_write(g, GMEM_REG_FQ_HEAD, g->fq_head);
+	if (xchg(&g->fq_overflowed, false)) {
+		mutex_lock(&g->fault_lock);
+		if (g->regs)
+			gmem_write(g, GMEM_REG_FQ_HEAD, g->fq_head);
+		mutex_unlock(&g->fault_lock);
+	}
 	return groups;
 }
 
@@ -430,20 +513,20 @@ void gmem_fault_overflow(struct gmem_accel *g)
 {
 	if (!xchg(&g->fq_overflowed, true))
 		gmem_dev_count(g, GMEM_DEV_FAULT_QUEUE_OVERFLOWS, 1);
-	queue_work(g->wq, &g->fault_work);
+	gmem_fault_kick(g);
 }
 
 void gmem_fault_work(struct work_struct *work)
 {
-	struct gmem_accel *g = container_of(work, struct gmem_accel, fault_work);
+	struct gmem_fault_worker *w = container_of(work, struct gmem_fault_worker, work);
+	struct gmem_accel *g = w->g;
+	unsigned int id = w - g->fault_worker, groups;
 
-	unsigned int groups;
-
-	mutex_lock(&g->fault_lock);
-	groups = gmem_fault_drain(g);
-	mutex_unlock(&g->fault_lock);
+	set_bit(id, &g->fault_workers_busy);
+	groups = gmem_fault_drain(g, false);
+	clear_bit(id, &g->fault_workers_busy);
 	if (groups == GMEM_FAULT_BUDGET)
-		queue_work(g->wq, &g->fault_work);	/* more, after others have run */
+		queue_work(g->wq, work);	/* more, after others have run */
 }
 
 /*
@@ -464,18 +547,17 @@ void gmem_fault_serve_end(struct gmem_accel *g)
 	/* Pairs with gmem_fault_irq(): it queued the worker, or its records are seen here. */
 	smp_mb__after_atomic();
 	if (g->regs && gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head))
-		queue_work(g->wq, &g->fault_work);
+		gmem_fault_kick(g);
 }
 
-/* Serve the fault queue, unless someone already is; false if it had no complete group. */
+/*
+ * Serve the fault queue beside whoever else does, between gmem_fault_serve_begin() and _end();
+ * false if it had no complete group.
+ */
 bool gmem_fault_serve(struct gmem_accel *g)
 {
-	unsigned int groups;
+	unsigned int groups = gmem_fault_drain(g, true);
 
-	if (!mutex_trylock(&g->fault_lock))
-		return false;
-	groups = gmem_fault_drain(g);
-	mutex_unlock(&g->fault_lock);
 	gmem_dev_count(g, GMEM_DEV_FAULT_GROUPS_BY_WAITER, groups);
 	return groups;
 }
@@ -496,7 +578,9 @@ static void gmem_wait_serving(struct gmem_ctx *ctx, u64 fence)
 /* Wait for @ctx's batch @fence, serving faults meanwhile; -EINVAL if it was never given. */
 int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 {
+	gmem_fault_serve_begin(ctx->g);
 	gmem_wait_serving(ctx, fence);
+	gmem_fault_serve_end(ctx->g);
 	return gmem_wait_fence(ctx, fence, timeout_ms);
 }
 

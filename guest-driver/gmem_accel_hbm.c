@@ -428,9 +428,6 @@ int gmem_hbm_init(struct gmem_accel *g)
 		return PTR_ERR(addr);
 	}
 	hbm->pfn_first = res->start >> PAGE_SHIFT;
-	hbm->fault_migration = kvzalloc(sizeof(*hbm->fault_migration), GFP_KERNEL);
-	if (hbm->fault_migration)
-		hbm->fault_migration->g = g;
 	hbm->mapped = true;
 	return 0;
 }
@@ -452,7 +449,6 @@ void gmem_hbm_fini(struct gmem_accel *g)
 	hbm->chunks = NULL;
 	spin_unlock(&hbm->lock);
 	kvfree(chunks);
-	kvfree(hbm->fault_migration);
 }
 
 void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m)

@@ -24,10 +24,15 @@ static irqreturn_t gmem_fault_irq(int irq, void *data)
 	struct gmem_accel *g = data;
 
 	gmem_dev_count(g, GMEM_DEV_FAULT_IRQS, 1);
-	/* A process about to wait drains the queue itself (gmem_fault_serve_end). */
+	/*
+	 * A process about to wait drains the queue itself (gmem_fault_serve_end); and records
+	 * already taken (the interrupt often comes after the waiter took its group) need no one.
+	 */
 	smp_mb();
-	if (!atomic_read(&g->fault_servers))
-		queue_work(g->wq, &g->fault_work);
+	if (atomic_read(&g->fault_servers))
+		WRITE_ONCE(g->fault_irq_left, true);	/* to them: gmem_fault_drain() */
+	else if (g->regs && gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head))
+		gmem_fault_kick(g);
 	return IRQ_HANDLED;
 }
 
@@ -109,21 +114,23 @@ int gmem_hw_init(struct gmem_accel *g)
 	mutex_init(&g->inv_lock);
 	mutex_init(&g->fault_lock);
 	ida_init(&g->ctx_ids);
-	INIT_WORK(&g->fault_work, gmem_fault_work);
+	for (unsigned int i = 0; i < GMEM_FAULT_WORKERS; i++) {
+		INIT_WORK(&g->fault_worker[i].work, gmem_fault_work);
+		g->fault_worker[i].g = g;
+	}
 	/* Context 0: the driver's own commands (no address space; HBM and bus addresses). */
 	g->kctx = devm_kzalloc(dev, sizeof(*g->kctx), GFP_KERNEL);
 	if (!g->kctx)
 		return -ENOMEM;
 	g->kctx->g = g;
 	xa_init(&g->kctx->errors);
-	g->wq = alloc_ordered_workqueue("%s-faults", WQ_MEM_RECLAIM, dev_name(dev));
+	g->wq = alloc_workqueue("%s-faults", WQ_UNBOUND | WQ_MEM_RECLAIM, GMEM_FAULT_WORKERS,
+				dev_name(dev));
 	if (!g->wq)
 		return -ENOMEM;
 
 	g->fq = dmam_alloc_coherent(dev, GMEM_FQ_BYTES, &g->fq_dma, GFP_KERNEL);
-	g->fault_req = devm_kcalloc(dev, GMEM_WINDOW_PAGES, sizeof(long), GFP_KERNEL);
-	g->fault_pfns = devm_kcalloc(dev, GMEM_WINDOW_PAGES, sizeof(long), GFP_KERNEL);
-	if (!g->fq || !g->fault_req || !g->fault_pfns) {
+	if (!g->fq) {
 		ret = -ENOMEM;
 		goto err_wq;
 	}
@@ -167,7 +174,8 @@ void gmem_hw_fini(struct gmem_accel *g)
 		wake_up_all(&g->queue[i].wq);
 		gmem_fences_signal(&g->queue[i], -ENODEV);	/* their batches never end now */
 	}
-	cancel_work_sync(&g->fault_work);
+	for (unsigned int i = 0; i < GMEM_FAULT_WORKERS; i++)
+		cancel_work_sync(&g->fault_worker[i].work);
 	destroy_workqueue(g->wq);
 	xa_destroy(&g->kctx->errors);
 }

@@ -834,19 +834,38 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 }
 
 /*
+ * The context's fault server's migration (allocated at its first use; NULL if it cannot be).
+ * Called with ctx->fault_mutex held.
+ */
+static struct gmem_migration *gmem_fault_migration(struct gmem_ctx *ctx)
+{
+	struct gmem_migration *m = ctx->fault_migration;
+
+	lockdep_assert_held(&ctx->fault_mutex);
+	if (!m) {
+		m = kvzalloc(sizeof(*m), GFP_KERNEL);
+		if (!m)
+			return NULL;
+		m->g = ctx->g;
+		ctx->fault_migration = m;
+	}
+	m->ctx = ctx;
+	return m;
+}
+
+/*
  * A device fault in a PREFER_DEVICE range: move its window [start, end) to HBM first, so
  * that the fault maps HBM. Failures leave the pages in system memory, mapped from there.
- * Called by the fault server (g->fault_lock; it owns hbm.fault_migration).
+ * Called by the fault server (ctx->fault_mutex held).
  */
 void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
 {
-	struct gmem_migration *m = ctx->g->hbm.fault_migration;
+	struct gmem_migration *m = gmem_fault_migration(ctx);
 	struct vm_area_struct *vma;
 	unsigned long n = 0;
 
 	if (!m)
 		return;
-	m->ctx = ctx;
 	gmem_mmap_lock_settled(ctx->mm);	/* it may evict (gmem_evict_owned()) */
 	vma = vma_lookup(ctx->mm, start);
 	/* Only memory the process may read: the fault's own check comes after this. */
@@ -863,18 +882,16 @@ void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
  * as a CPU write would (migrate_to_ram), so that the fault's next hmm_range_fault breaks COW
  * or fails the write (-EPERM). hmm_range_fault reports the driver's own device-private pages
  * as they are and faults nothing for them, so without this the device's write faults forever.
- * Called by the fault server (g->fault_lock; it owns hbm.fault_migration).
+ * Called by the fault server (ctx->fault_mutex held).
  */
 void gmem_fault_unshare(struct gmem_ctx *ctx, u64 start, u64 end)
 {
-	struct gmem_migration *m = ctx->g->hbm.fault_migration;
+	struct gmem_migration *m = gmem_fault_migration(ctx);
 	struct vm_area_struct *vma;
 	unsigned long n = 0;
 
-	lockdep_assert_held(&ctx->g->fault_lock);
 	if (!m)
 		return;
-	m->ctx = ctx;
 	mmap_read_lock(ctx->mm);
 	vma = vma_lookup(ctx->mm, start);
 	if (vma && end <= vma->vm_end)

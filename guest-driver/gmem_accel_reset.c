@@ -126,7 +126,7 @@ static void gmem_device_recover(struct gmem_accel *g)
 	if (!xchg(&g->reset_requested, false))
 		dev_warn(&g->pdev->dev,
 			 "the device was reset under the driver: setting it up again; work in flight fails with ECANCELED\n");
-	/* Queue 0 first: the fault worker may be waiting on it with fault_lock held. */
+	/* Queue 0 first: a fault server may be waiting on it (a PREFER_DEVICE migration). */
 	gmem_queue_reset(g, &g->queue[0]);
 	mutex_lock(&g->ctx_lock);
 	for (unsigned int id = 1; id < GMEM_NUM_CONTEXTS; id++) {

@@ -101,6 +101,7 @@ FIXTURE_SETUP(hostile)
 
 FIXTURE_TEARDOWN(hostile)
 {
+	write_int("/sys/kernel/debug/gmem_accel/gmem_accel0/inject_fault_hold", 0);
 	for (int i = 0; i < NFILES; i++)
 		close(self->fd[i]);
 }
@@ -318,6 +319,77 @@ TEST_F_TIMEOUT(hostile, dmirror_read_into_unaligned_overlapping_buffer, 120)
 }
 
 #define INJECT "/sys/kernel/debug/gmem_accel/gmem_accel0/inject_stalled_faults"
+
+#define HOLD "/sys/kernel/debug/gmem_accel/gmem_accel0/inject_fault_hold"
+
+struct held_fill {
+	int fd;
+	uint8_t *buf;
+	int ret;
+};
+
+static void *held_fill(void *arg)
+{
+	struct held_fill *h = arg;
+
+	h->ret = dev_fill(h->fd, h->buf, 0x1111111111111111ull, PAGE);
+	return NULL;
+}
+
+static uint64_t hold_state(void)
+{
+	uint64_t v = ~0ull;
+
+	read_sysfs_u64(HOLD, &v);
+	return v;
+}
+
+/*
+ * One context's slow fault group (fault injection holds it, as a page the kernel must read
+ * in would) does not hold up another context's: groups are serviced by as many threads as
+ * there are contexts waiting. Before, one thread served the queue at a time, and the second
+ * command waited for the first one's pages.
+ */
+TEST_F_TIMEOUT(hostile, slow_fault_group_does_not_stall_other_contexts, 120)
+{
+	uint8_t *a = map_anon(PAGE, PROT_READ | PROT_WRITE);
+	uint8_t *b = map_anon(PAGE, PROT_READ | PROT_WRITE);
+	struct held_fill h = { .buf = a, .ret = 1 };
+	int x = -1, y = -1;
+	pthread_t t;
+
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	/* Two contexts on different rings: one ring stalls on one group. */
+	for (int i = 0; i < NFILES && x < 0; i++) {
+		for (int j = i + 1; j < NFILES; j++) {
+			if (ring_of(self->fd[i]) != ring_of(self->fd[j])) {
+				x = i;
+				y = j;
+				break;
+			}
+		}
+	}
+	ASSERT_LE(0, x);
+	a[0] = b[0] = 1;
+	h.fd = self->fd[x];
+	ASSERT_EQ(0, write_int(HOLD, 1));
+	ASSERT_EQ(0, pthread_create(&t, NULL, held_fill, &h));
+	for (int i = 0; i < 6000 && hold_state() != 2; i++)
+		usleep(10000);
+	EXPECT_EQ(2, hold_state()) TH_LOG("the first context's fault group was never held");
+	/* The other context's fault is serviced while the first one's is held. */
+	EXPECT_EQ(0, dev_fill(self->fd[y], b, 0x2222222222222222ull, PAGE));
+	EXPECT_EQ(0x22, b[0]);
+	EXPECT_EQ(2, hold_state()) TH_LOG("released before the second command ended");
+	EXPECT_EQ(1, h.ret) TH_LOG("the held command ended while held");
+	ASSERT_EQ(0, write_int(HOLD, 0));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, h.ret);
+	EXPECT_EQ(0x11, a[0]);
+	munmap(a, PAGE);
+	munmap(b, PAGE);
+}
 
 /*
  * A fault whose pages are gone again each time before the replay (fault injection: the driver
