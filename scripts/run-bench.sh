@@ -33,7 +33,7 @@ for k in "${GMEM_KERNELS[@]}"; do
 	for b in $(seq "$boots"); do
 		# The physical limit, measured beside each boot: the host's speed drifts too.
 		"$GMEM_BUILD/host-tests/memcpy-bench" 64 >>"$results/memcpy-$k.log"
-		step "benchmarks in the guest on Linux $k, boot $b of $boots (gmem-accel, then test_hmm.ko; about 5 minutes under TCG)"
+		step "benchmarks in the guest on Linux $k, boot $b of $boots (gmem-accel, then test_hmm.ko; 1.5-3.5 minutes under TCG)"
 		"$repo/scripts/run-vm.sh" --no-build --kernel "$k" "${args[@]}" \
 			--run /usr/libexec/gmem-accel/bench.sh >"$results/vm-$k-$b.log" 2>&1 ||
 			{ tail -n 30 "$results/vm-$k-$b.log" >&2; die "the guest benchmark on Linux $k failed (output above)"; }

@@ -50,6 +50,8 @@ TARGETS = [
 ]
 # Units where less is better: the ratio is test_hmm's over gmem-accel's.
 LOWER_IS_BETTER = ("us", "switches")
+# Decimals shown per unit (default 1): small counts need more.
+DIGITS = {"switches": 2, "per-page": 3}
 # Units a host memcpy ratio means something for.
 BANDWIDTH = ("MiB/s", "GiB/s")
 
@@ -115,8 +117,9 @@ def section(path, first):
         mine = data.get(("gmem-accel", metric))
         ref = data.get(("test_hmm", metric))
         unit = (mine or ref or (0, "?"))[1]
-        out.append(f"| {label} | {unit} | {fmt(mine and mine[0], 1)} | "
-                   f"{fmt(ref and ref[0], 1)} | {fmt(ratio(metric, 'test_hmm'))} | "
+        digits = DIGITS.get(unit, 1)
+        out.append(f"| {label} | {unit} | {fmt(mine and mine[0], digits)} | "
+                   f"{fmt(ref and ref[0], digits)} | {fmt(ratio(metric, 'test_hmm'))} | "
                    f"{fmt(ratio(metric, 'memcpy'), 3)} |")
     out += ["", "Issue 22's targets (measured, not asserted):", ""]
     for metric, want, against in TARGETS:
