@@ -480,7 +480,7 @@ static unsigned int gmem_fault_drain(struct gmem_accel *g, bool waiter)
 			atomic_dec(&g->fault_servers);
 			/* Pairs with gmem_fault_irq(): it kicks a worker, or we see its flag. */
 			smp_mb__after_atomic();
-			/* (its records are often the group just taken: look before waking anyone) */
+			/* (its records are often the group just taken: look first) */
 			if (!more && xchg(&g->fault_irq_left, false) && g->regs)
 				more = gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head);
 		}
