@@ -110,34 +110,55 @@ static double mibps(size_t bytes, double us)
 }
 
 /*
+ * A 2 MiB block of small pages nobody touched but its last, which the CPU wrote: its page
+ * table exists, so a device fault on one page faults in that page alone (hmm_range_fault()
+ * faults in every page of a range whose page table does not exist yet). *@map: the mapping
+ * to munmap, 4 MiB.
+ */
+static char *fresh_block(char **map)
+{
+	char *buf;
+
+	*map = map_anon(2 * TWO_MiB, PROT_READ | PROT_WRITE);
+	if (!*map)
+		die("mmap");
+	buf = (char *)(((uintptr_t)*map + TWO_MiB - 1) & ~(TWO_MiB - 1));
+	if (madvise(buf, TWO_MiB, MADV_NOHUGEPAGE))
+		die("madvise");
+	buf[TWO_MiB - 1] = 1;
+	return buf;
+}
+
+/* The device reads fresh page @page into @mirror: one fault; its round trip in us. */
+static double timed_fault(int fd, char *page, char *mirror)
+{
+	struct hmm_dmirror_cmd c;
+	double t0 = now_us(), us;
+
+	c = dmirror(fd, HMM_DMIRROR_READ, page, mirror, 1);
+	us = now_us() - t0;
+	if (c.faults != 1 || mirror[0] != 0) {
+		errno = EIO;
+		die("fault round trip: not one fault, or wrong data");
+	}
+	return us;
+}
+
+/*
  * Device fault round trip: the device reads one page of memory nobody touched yet (one
- * fault, replayed); then the same page again (mapped, no fault). The pages lie in one 2 MiB
- * block whose last page the CPU wrote first: hmm_range_fault() faults in every page of a
- * range whose page table does not exist yet, so without that the first fault would bring
- * in all the others.
+ * fault, replayed); then the same page again (mapped, no fault).
  */
 static void bench_fault_latency(int fd)
 {
 	double fault[LAT_SAMPLES], mapped[LAT_SAMPLES];
-	char *map = map_anon(2 * TWO_MiB, PROT_READ | PROT_WRITE), *buf;
+	char *map, *buf = fresh_block(&map);
 	char *mirror = map_touched(PAGE, 0x5a);
 
-	if (!map)
-		die("mmap");
-	buf = (char *)(((uintptr_t)map + TWO_MiB - 1) & ~(TWO_MiB - 1));
-	if (madvise(buf, TWO_MiB, MADV_NOHUGEPAGE))
-		die("madvise");
-	buf[TWO_MiB - 1] = 1;
 	for (int i = 0; i < LAT_SAMPLES; i++) {
 		struct hmm_dmirror_cmd c;
-		double t0 = now_us();
+		double t0;
 
-		c = dmirror(fd, HMM_DMIRROR_READ, buf + i * PAGE, mirror, 1);
-		fault[i] = now_us() - t0;
-		if (c.faults != 1 || mirror[0] != 0) {
-			errno = EIO;
-			die("fault round trip: not one fault, or wrong data");
-		}
+		fault[i] = timed_fault(fd, buf + i * PAGE, mirror);
 		t0 = now_us();
 		c = dmirror(fd, HMM_DMIRROR_READ, buf + i * PAGE, mirror, 1);
 		mapped[i] = now_us() - t0;
@@ -274,29 +295,16 @@ static void bench_dma(int dev, size_t size)
 static void __attribute__((noreturn)) concurrent_child(const char *node, int ready, int go,
 							double *lat)
 {
-	char *map = map_anon(2 * TWO_MiB, PROT_READ | PROT_WRITE), *buf;
+	char *map, *buf = fresh_block(&map);
 	char *mirror = map_touched(PAGE, 0x5a);
 	int fd = open(node, O_RDWR);
 
-	if (fd < 0 || !map)
-		die("concurrent faults: open or mmap");
-	buf = (char *)(((uintptr_t)map + TWO_MiB - 1) & ~(TWO_MiB - 1));
-	if (madvise(buf, TWO_MiB, MADV_NOHUGEPAGE))
-		die("madvise");
-	buf[TWO_MiB - 1] = 1;	/* the page table exists: one fault faults one page */
+	if (fd < 0)
+		die("concurrent faults: open");
 	if (write(ready, "r", 1) != 1 || read(go, mirror, 1) != 0)
 		die("concurrent faults: start");
-	for (int i = 0; i < CONC_FAULTS; i++) {
-		struct hmm_dmirror_cmd c;
-		double t0 = now_us();
-
-		c = dmirror(fd, HMM_DMIRROR_READ, buf + i * PAGE, mirror, 1);
-		lat[i] = now_us() - t0;
-		if (c.faults != 1 || mirror[0] != 0) {
-			errno = EIO;
-			die("concurrent faults: not one fault, or wrong data");
-		}
-	}
+	for (int i = 0; i < CONC_FAULTS; i++)
+		lat[i] = timed_fault(fd, buf + i * PAGE, mirror);
 	_exit(0);
 }
 
