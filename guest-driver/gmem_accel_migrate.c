@@ -456,9 +456,53 @@ static unsigned long gmem_evict_by_va(struct gmem_migration *m, struct mm_struct
 }
 
 /*
+ * How many of the HBM pages from @pfn on (at most @npages) have one owner, returned
+ * referenced in *@owner (NULL: free pages).
+ */
+static unsigned long gmem_owner_run(struct gmem_hbm *hbm, unsigned long pfn, unsigned long npages,
+				    struct gmem_owner **owner)
+{
+	unsigned long run;
+
+	*owner = gmem_page_owner_get(hbm, pfn_to_page(pfn), &run);
+	for (run = min(run, npages); run < npages; run++)
+		if (READ_ONCE(pfn_to_page(pfn + run)->zone_device_data) != *owner)
+			break;
+	return run;
+}
+
+/*
+ * Move @owner's HBM pages in [pfn, pfn + npages) home by page frame, a run of its pages at a
+ * time: a page the address pass freed may be someone else's by now, whose mmap lock is not
+ * held (gmem_copy_to_ram()'s owner filter would keep their data, but not spare them the unmap
+ * and map again).
+ */
+static void gmem_evict_by_pfn(struct gmem_migration *m, unsigned long pfn, unsigned long npages,
+			      struct gmem_owner *owner)
+{
+	struct gmem_hbm *hbm = &m->g->hbm;
+
+	for (unsigned long i = 0, run; i < npages; i += run) {
+		struct gmem_owner *now;
+		unsigned long moved;
+
+		run = gmem_owner_run(hbm, pfn + i, npages - i, &now);
+		gmem_owner_put(now);
+		if (now != owner || migrate_device_range(m->src, pfn + i, run))
+			continue;
+		gmem_evict_skip_held(m->src, run);
+		gmem_copy_to_ram(m, run, NULL, 0, owner);
+		migrate_device_pages(m->src, m->dst, run);
+		moved = gmem_count_migrated(m, run);
+		migrate_device_finalize(m->src, m->dst, run);
+		gmem_dev_count(m->g, GMEM_DEV_MIGRATED_TO_SYSTEM, moved);
+	}
+}
+
+/*
  * Move @owner's HBM pages in [pfn, pfn + npages) home: by address first (gmem_evict_by_va()),
- * then whatever is left by page frame. migrate_device_range() unmaps them
- * wherever they are mapped and migrate_device_finalize() walks their anon_vma to map them
+ * then what is still theirs by page frame (gmem_evict_by_pfn()). migrate_device_range() unmaps
+ * them wherever they are mapped and migrate_device_finalize() walks their anon_vma to map them
  * again, with no reference on it: a thread of the process that munmaps the range in between
  * frees it (KASAN: use-after-free in rmap_walk_anon). So the owner's mmap lock is held
  * throughout with no munmap() in flight (gmem_mmap_lock_settled()): its VMAs, and the
@@ -472,7 +516,6 @@ static void gmem_evict_owned(struct gmem_migration *m, unsigned long pfn, unsign
 			     struct gmem_owner *owner, struct mm_struct *held)
 {
 	struct mm_struct *mm = owner->mm;	/* mmgrab'd: even exited, its lock is there */
-	unsigned long moved;
 
 	if (mm != held) {
 		if (!held)
@@ -480,17 +523,8 @@ static void gmem_evict_owned(struct gmem_migration *m, unsigned long pfn, unsign
 		else if (!gmem_mmap_trylock_settled(mm))
 			return;
 	}
-	if (gmem_evict_by_va(m, mm, pfn, npages) >= npages)
-		goto out;
-	if (migrate_device_range(m->src, pfn, npages))
-		goto out;
-	gmem_evict_skip_held(m->src, npages);
-	gmem_copy_to_ram(m, npages, NULL, 0, owner);
-	migrate_device_pages(m->src, m->dst, npages);
-	moved = gmem_count_migrated(m, npages);
-	migrate_device_finalize(m->src, m->dst, npages);
-	gmem_dev_count(m->g, GMEM_DEV_MIGRATED_TO_SYSTEM, moved);
-out:
+	if (gmem_evict_by_va(m, mm, pfn, npages) < npages)
+		gmem_evict_by_pfn(m, pfn, npages, owner);
 	if (mm != held)
 		mmap_read_unlock(mm);
 }
@@ -503,17 +537,14 @@ static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned l
 			     struct gmem_owner *only, struct mm_struct *held)
 {
 	struct gmem_migration *m = kvzalloc(sizeof(*m), GFP_KERNEL);
-	struct gmem_hbm *hbm = &g->hbm;
 
 	if (!m)
 		return;
 	m->g = g;
 	for (unsigned long i = 0, run; i < npages; i += run) {
-		struct gmem_owner *owner = gmem_page_owner_get(hbm, pfn_to_page(pfn + i), &run);
+		struct gmem_owner *owner;
 
-		for (run = min(run, npages - i); i + run < npages; run++)
-			if (READ_ONCE(pfn_to_page(pfn + i + run)->zone_device_data) != owner)
-				break;
+		run = gmem_owner_run(&g->hbm, pfn + i, npages - i, &owner);
 		if (owner && (!only || owner == only))
 			gmem_evict_owned(m, pfn + i, run, owner, held);
 		gmem_owner_put(owner);
