@@ -596,6 +596,18 @@ TEST_F_TIMEOUT(hbm, oversubscription, 1500)
 	for (size_t off = 0; off < len; off += step) {
 		n = dev_migrate(self->fd, buf + off, step, GMEM_ACCEL_TO_DEVICE);
 		ASSERT_LE(0, n) TH_LOG("at %zu MiB: %s", off >> 20, strerror(-n));
+		/*
+		 * MIGRATE is best effort: migrate_vma_setup() skips a page someone holds for a
+		 * moment (7,320 of 262,144 once on the debug kernel), so the rest is asked for
+		 * again, as a program would, and said.
+		 */
+		if (n != (long)(step / PAGE)) {
+			long again = dev_migrate(self->fd, buf + off, step, GMEM_ACCEL_TO_DEVICE);
+
+			TH_LOG("at %zu MiB: %ld of %zu pages moved, then %ld more", off >> 20, n,
+			       step / PAGE, again);
+			n += again > 0 ? again : 0;
+		}
 		moved += n;
 	}
 	EXPECT_EQ((long)(len / PAGE), moved);
