@@ -5,10 +5,11 @@
  * code:
  *   hmm-bench NAME NODE [GMEM_DEVICE [BENCH...]]
  * prints "BENCH NAME METRIC VALUE UNIT" lines (scripts/run-bench.sh makes the table). With
- * GMEM_DEVICE (the N of /dev/gmem_accelN behind NODE) it also times the DMA engine copying
- * between HBM and system memory and a working set 4x the HBM (test_hmm has no fixed device
- * memory to oversubscribe). BENCH names the only benchmarks to run (to profile one): latency,
- * faults, migration, concurrent, dma, oversubscription. Every figure is a median of REPS runs (latencies: of
+ * GMEM_DEVICE (the N of /dev/gmem_accelN behind NODE) it also times the device's own commands
+ * faulting over fresh memory, the DMA engine copying between HBM and system memory and a
+ * working set 4x the HBM (test_hmm has no fixed device memory to oversubscribe). BENCH names
+ * the only benchmarks to run (to profile one): latency, faults, migration, concurrent,
+ * device-faults, dma, oversubscription. Every figure is a median of REPS runs (latencies: of
  * LAT_SAMPLES samples); a run whose result is wrong (bytes, cpages, faults) aborts.
  */
 #include <errno.h>
@@ -174,8 +175,12 @@ static void bench_fault_latency(int fd)
 	munmap(mirror, PAGE);
 }
 
-/* The device reads (or writes) @size of fresh anonymous memory: every page faults. */
-static void bench_fault_throughput(int fd, size_t size, bool write)
+/*
+ * The device reads (or writes) @size of fresh anonymous memory: every page faults. With
+ * @small, the memory is 4 KiB pages (MADV_NOHUGEPAGE), which a driver maps a fault batch at
+ * a time rather than 2 MiB at a time.
+ */
+static void bench_fault_throughput(int fd, size_t size, bool write, bool small)
 {
 	double runs[REPS];
 	char metric[64];
@@ -187,6 +192,8 @@ static void bench_fault_throughput(int fd, size_t size, bool write)
 
 		if (!buf)
 			die("mmap");
+		if (small && madvise(buf, size, MADV_NOHUGEPAGE))
+			die("madvise");
 		t0 = now_us();
 		dmirror(fd, write ? HMM_DMIRROR_WRITE : HMM_DMIRROR_READ, buf, mirror,
 			size / PAGE);
@@ -198,7 +205,8 @@ static void bench_fault_throughput(int fd, size_t size, bool write)
 		munmap(buf, size);
 		munmap(mirror, size);
 	}
-	snprintf(metric, sizeof(metric), "%s_fault_%zuM", write ? "write" : "read", size / MiB);
+	snprintf(metric, sizeof(metric), "%s_fault_%s%zuM", write ? "write" : "read",
+		 small ? "4k_" : "", size / MiB);
 	report(metric, percentile(runs, REPS, 50), "MiB/s");
 }
 
@@ -283,6 +291,52 @@ static void bench_dma(int dev, size_t size)
 	close(fd);
 }
 
+
+/*
+ * gmem-accel's own commands over fresh 4 KiB pages (no dmirror hook faulting the whole range
+ * ahead): the device copies @size into fresh memory (write faults) and out of fresh memory
+ * (read faults), so each fault group the device posts is one round of servicing. Also the
+ * faults per group those took.
+ */
+static void bench_device_faults(int dev, size_t size)
+{
+	double wr[REPS], rd[REPS], per_group = 0;
+	int fd = gmem_open(dev, O_RDWR);
+
+	if (fd < 0)
+		die("open /dev/gmem_accelN");
+	for (int r = 0; r < REPS; r++) {
+		struct gmem_accel_stats st0 = ctx_stats(fd), st;
+		char *src = map_touched(size, 0x44), *dst = map_anon(size, PROT_READ | PROT_WRITE);
+		char *fresh = map_anon(size, PROT_READ | PROT_WRITE);
+		double t0;
+
+		if (!dst || !fresh || madvise(dst, size, MADV_NOHUGEPAGE) ||
+		    madvise(fresh, size, MADV_NOHUGEPAGE))
+			die("device faults: mmap");
+		t0 = now_us();
+		if (dev_copy(fd, dst, src, size))
+			die("device faults: copy into fresh memory");
+		wr[r] = mibps(size, now_us() - t0);
+		t0 = now_us();
+		if (dev_copy(fd, src, fresh, size))
+			die("device faults: copy out of fresh memory");
+		rd[r] = mibps(size, now_us() - t0);
+		st = ctx_stats(fd);
+		if (dst[size - 1] != 0x44 || src[size - 1] != 0 || st.fault_groups == st0.fault_groups) {
+			errno = EIO;
+			die("device faults: wrong data, or no fault");
+		}
+		per_group += (double)(st.faults - st0.faults) / (st.fault_groups - st0.fault_groups);
+		munmap(src, size);
+		munmap(dst, size);
+		munmap(fresh, size);
+	}
+	report("device_write_fault_4k_64M", percentile(wr, REPS, 50), "MiB/s");
+	report("device_read_fault_4k_64M", percentile(rd, REPS, 50), "MiB/s");
+	report("device_faults_per_group", per_group / REPS, "faults");
+	close(fd);
+}
 
 /* Faults each process of bench_concurrent_faults() times, one page each. */
 #define CONC_FAULTS	64
@@ -467,16 +521,20 @@ int main(int argc, char **argv)
 	if (wanted(argc, argv, "latency"))
 		bench_fault_latency(fd);
 	if (wanted(argc, argv, "faults")) {
-		bench_fault_throughput(fd, 64 * MiB, false);
-		bench_fault_throughput(fd, 256 * MiB, false);
-		bench_fault_throughput(fd, 64 * MiB, true);
-		bench_fault_throughput(fd, 256 * MiB, true);
+		bench_fault_throughput(fd, 64 * MiB, false, false);
+		bench_fault_throughput(fd, 256 * MiB, false, false);
+		bench_fault_throughput(fd, 64 * MiB, true, false);
+		bench_fault_throughput(fd, 256 * MiB, true, false);
+		bench_fault_throughput(fd, 64 * MiB, false, true);
+		bench_fault_throughput(fd, 64 * MiB, true, true);
 	}
 	if (wanted(argc, argv, "migration"))
 		bench_migration(fd, 64 * MiB);
 	close(fd);
 	for (int n = 1; n <= 32 && wanted(argc, argv, "concurrent"); n *= n < 2 ? 2 : 4)
 		bench_concurrent_faults(argv[2], n);
+	if (argc > 3 && wanted(argc, argv, "device-faults"))
+		bench_device_faults(atoi(argv[3]), 64 * MiB);
 	if (argc > 3 && wanted(argc, argv, "dma"))
 		bench_dma(atoi(argv[3]), 64 * MiB);
 	if (argc > 3 && wanted(argc, argv, "oversubscription"))
