@@ -224,6 +224,17 @@ struct gmem_queue {
 	unsigned long wd_since;
 };
 
+/* One fault record, decoded (gmem_accel_fault.c). */
+struct gmem_fault {
+	u64 va;
+	u16 ctx;
+	u16 group;
+	u16 slot;
+	u8 access;
+	u8 engine;
+	u8 flags;
+};
+
 /**
  * struct gmem_accel - one bound device
  * @dev:        the class device behind /dev/gmem_accelN; its refcount owns this struct
@@ -258,6 +269,7 @@ struct gmem_accel {
 	struct gmem_fault_worker {
 		struct work_struct work;
 		struct gmem_accel *g;
+		struct gmem_fault group[GMEM_FAULT_GROUP_MAX];	/* the group it services */
 	} fault_worker[GMEM_FAULT_WORKERS];
 	unsigned long fault_workers_busy;	/* bit per worker at work */
 	atomic_t inject_fault_hold;	/* debugfs inject_fault_hold: 1 armed, 2 holding */
@@ -324,17 +336,6 @@ struct gmem_pt_spares {
 	spinlock_t lock;
 	unsigned int n[2];
 	struct gmem_pt *pt[2][GMEM_PT_SPARE_MAX];
-};
-
-/* One fault record, decoded (gmem_accel_fault.c). */
-struct gmem_fault {
-	u64 va;
-	u16 ctx;
-	u16 group;
-	u16 slot;
-	u8 access;
-	u8 engine;
-	u8 flags;
 };
 
 /*
@@ -566,7 +567,7 @@ int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u3
 void gmem_fault_work(struct work_struct *work);
 void gmem_fault_kick(struct gmem_accel *g);
 void gmem_fault_overflow(struct gmem_accel *g);
-bool gmem_fault_serve(struct gmem_accel *g);
+bool gmem_fault_serve(struct gmem_accel *g, struct gmem_fault *group);
 void gmem_fault_serve_begin(struct gmem_accel *g);
 void gmem_fault_serve_end(struct gmem_accel *g);
 int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,

@@ -465,13 +465,12 @@ static void gmem_fault_inject_hold(struct gmem_accel *g)
 
 /*
  * Answer the complete groups in the fault queue, GMEM_FAULT_BUDGET at most, taking them one
- * at a time (others may take the next meanwhile); how many. A @waiter (gmem_fault_serve())
- * stops counting as a server while it services a group: the fault interrupt then wakes a
- * worker for groups posted meanwhile, instead of leaving them to it.
+ * at a time into @group (others may take the next meanwhile); how many. A @waiter
+ * (gmem_fault_serve()) stops counting as a server while it services a group: the fault
+ * interrupt then wakes a worker for groups posted meanwhile, instead of leaving them to it.
  */
-static unsigned int gmem_fault_drain(struct gmem_accel *g, bool waiter)
+static unsigned int gmem_fault_drain(struct gmem_accel *g, struct gmem_fault *group, bool waiter)
 {
-	struct gmem_fault group[GMEM_FAULT_GROUP_MAX];
 	unsigned int n, groups = 0;
 	bool more;
 
@@ -523,7 +522,7 @@ void gmem_fault_work(struct work_struct *work)
 	unsigned int id = w - g->fault_worker, groups;
 
 	set_bit(id, &g->fault_workers_busy);
-	groups = gmem_fault_drain(g, false);
+	groups = gmem_fault_drain(g, w->group, false);
 	clear_bit(id, &g->fault_workers_busy);
 	if (groups == GMEM_FAULT_BUDGET)
 		queue_work(g->wq, work);	/* more, after others have run */
@@ -554,9 +553,9 @@ void gmem_fault_serve_end(struct gmem_accel *g)
  * Serve the fault queue beside whoever else does, between gmem_fault_serve_begin() and _end();
  * false if it had no complete group.
  */
-bool gmem_fault_serve(struct gmem_accel *g)
+bool gmem_fault_serve(struct gmem_accel *g, struct gmem_fault *group)
 {
-	unsigned int groups = gmem_fault_drain(g, true);
+	unsigned int groups = gmem_fault_drain(g, group, true);
 
 	gmem_dev_count(g, GMEM_DEV_FAULT_GROUPS_BY_WAITER, groups);
 	return groups;
@@ -564,15 +563,19 @@ bool gmem_fault_serve(struct gmem_accel *g)
 
 /*
  * Serve faults on this thread (see gmem_fault_serve_begin) while @ctx's batch @fence runs; a
- * fatal signal leaves the rest to the fault worker.
+ * fatal signal, or no memory for a group, leaves the rest to the fault workers.
  */
 static void gmem_wait_serving(struct gmem_ctx *ctx, u64 fence)
 {
 	struct gmem_accel *g = ctx->g;
+	/* (4 KiB: too much for the stack; allocated before any lock is taken) */
+	struct gmem_fault *group = kmalloc_array(GMEM_FAULT_GROUP_MAX, sizeof(*group),
+						 GFP_KERNEL);
 
-	while (!gmem_fence_complete(ctx, fence) && !fatal_signal_pending(current) &&
-	       !READ_ONCE(g->unbinding) && gmem_fault_serve(g))
+	while (group && !gmem_fence_complete(ctx, fence) && !fatal_signal_pending(current) &&
+	       !READ_ONCE(g->unbinding) && gmem_fault_serve(g, group))
 		cond_resched();
+	kfree(group);
 }
 
 /* Wait for @ctx's batch @fence, serving faults meanwhile; -EINVAL if it was never given. */

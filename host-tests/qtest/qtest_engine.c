@@ -603,23 +603,28 @@ static void test_axpy(void)
     env_quit(e);
 }
 
-static void test_fault_coalescing(void)
+/*
+ * A command over @n unmapped pages (page 3 mapped) with a fault queue of 2^@fq_log2 records:
+ * one group of @want faults, in order, then one REPLAY after mapping them all completes it.
+ */
+static void fault_coalescing(unsigned n, unsigned fq_log2, unsigned want)
 {
     const uint64_t va = 0x80000000ull;
-    const unsigned n = 24;
     Env *e = env_start(NULL);
     GmemCmd add = { .opcode = GMEM_OP_ATOMIC_ADD, .ctx = CTX,
                     .flags = GMEM_CMD_F_WIDE, .dst = va, .size = n,
                     .dst_stride = 4096, .value = 5 };
-    Rec r[GMEM_FAULT_GROUP_MAX + 1];
+    g_autofree Rec *r = g_new0(Rec, want + 1);
     uint32_t idx, got;
 
+    gq_set_reg(e->g, GMEM_REG_FQ_CTRL, 0);
+    fq_setup(e, fq_log2);
     /* Each element on its own unmapped page; element 3 is mapped. */
     map4k(e, va + 3 * 4096, SYS_DATA + 3 * 4096, RWA);
     idx = submit(e, 0, add);
     wait_state(e, 0, GMEM_CQ_STATE_STALLED);
-    got = fq_take(e, r, G_N_ELEMENTS(r));
-    g_assert_cmpuint(got, ==, GMEM_FAULT_GROUP_MAX);
+    got = fq_take(e, r, want + 1);
+    g_assert_cmpuint(got, ==, want);
     for (unsigned i = 0, page = 0; i < got; i++, page++) {
         page += page == 3;          /* mapped: no fault for it */
         g_assert_cmphex(r[i].va, ==, va + page * 4096);
@@ -634,13 +639,25 @@ static void test_fault_coalescing(void)
     }
     respond(e, r[0].group, GMEM_RESP_REPLAY);
     g_assert_cmpuint(wait_done(e, 0, idx), ==, GMEM_CMD_ST_OK);
-    g_assert_cmpuint(counter(e, GMEM_CNT_FAULTS), ==, GMEM_FAULT_GROUP_MAX);
+    g_assert_cmpuint(counter(e, GMEM_CNT_FAULTS), ==, want);
     /* Every element, the mapped one too, was added exactly once. */
     for (unsigned p = 0; p < n; p++) {
         g_assert_cmpuint(qtest_readq(e->qt, SYS_DATA + p * 4096), ==,
                          100 + p + 5);
     }
     env_quit(e);
+}
+
+/* A group holds GMEM_FAULT_GROUP_MAX faults (as many as a UVM fault batch). */
+static void test_fault_coalescing(void)
+{
+    fault_coalescing(GMEM_FAULT_GROUP_MAX + 8, 9, GMEM_FAULT_GROUP_MAX);
+}
+
+/* ... but never more than the fault queue holds (one slot stays empty). */
+static void test_fault_group_fits_queue(void)
+{
+    fault_coalescing(80, FQ_LOG2, (1u << FQ_LOG2) - 1);
 }
 
 static void test_fault_queue_overflow(void)
@@ -1101,6 +1118,8 @@ int main(int argc, char **argv)
     g_test_add_func("/gmem-accel/fault/stall-is-per-queue",
                     test_stall_is_per_queue);
     g_test_add_func("/gmem-accel/fault/coalescing", test_fault_coalescing);
+    g_test_add_func("/gmem-accel/fault/group-fits-queue",
+                    test_fault_group_fits_queue);
     g_test_add_func("/gmem-accel/fault/queue-overflow",
                     test_fault_queue_overflow);
     g_test_add_func("/gmem-accel/reset-mid-work", test_reset_mid_work);

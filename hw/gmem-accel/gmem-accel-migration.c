@@ -173,8 +173,9 @@ static int gmem_accel_post_load(void *opaque, int version_id)
 
 const VMStateDescription gmem_accel_vmstate = {
     .name = TYPE_GMEM_ACCEL,
-    .version_id = 2,
-    .minimum_version_id = 2,
+    /* 3: a queue's fault group holds GMEM_FAULT_GROUP_MAX = 256 faults (0.7) */
+    .version_id = 3,
+    .minimum_version_id = 3,
     .post_load = gmem_accel_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_PCI_DEVICE(parent_obj, GmemAccelState),

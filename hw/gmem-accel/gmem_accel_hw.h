@@ -84,7 +84,7 @@
 
 #define GMEM_ID_MAGIC               0x4d454d47  /* "GMEM" little-endian */
 #define GMEM_VERSION_MAJOR          0
-#define GMEM_VERSION_MINOR          6
+#define GMEM_VERSION_MINOR          7
 #define GMEM_VERSION ((GMEM_VERSION_MAJOR << 16) | GMEM_VERSION_MINOR)
 #define GMEM_VERSION_MAJOR_OF(v)    (((v) >> 16) & 0xffff)
 #define GMEM_VERSION_MINOR_OF(v)    ((v) & 0xffff)
@@ -302,7 +302,8 @@ GMEM_LE16 reserved;     /* 0 */
 #define GMEM_FAULT_NOT_PRESENT      1   /* an entry on the walk is invalid */
 #define GMEM_FAULT_PERMISSION       2   /* leaf lacks the access's bits */
 #define GMEM_FAULT_F_LAST           (1u << 0)   /* last record of its group */
-#define GMEM_FAULT_GROUP_MAX        16  /* pages coalesced into one group */
+/* (page, access) pairs coalesced into one group (16 before 0.7) */
+#define GMEM_FAULT_GROUP_MAX        256
 
 /*
  * Command descriptor, in a command ring. Little-endian, no padding (as the
