@@ -80,6 +80,7 @@
 #define GMEM_FAULT_STALLS	16
 /* Fault workers: as many as groups can be outstanding (one per queue). */
 #define GMEM_FAULT_WORKERS	GMEM_NUM_QUEUES
+#define GMEM_FAULT_WAITERS	8	/* waiting processes that serve faults at once */
 /*
  * A window: the 2 MiB block (inside a VMA) the driver works in. A migration moves one, a fault
  * maps at most one, HBM is allocated and evicted a chunk of one at a time.
@@ -269,8 +270,11 @@ struct gmem_accel {
 	struct gmem_fault_worker {
 		struct work_struct work;
 		struct gmem_accel *g;
-		struct gmem_fault group[GMEM_FAULT_GROUP_MAX];	/* the group it services */
+		struct gmem_fault *group;	/* the group it services (GMEM_FAULT_GROUP_MAX) */
 	} fault_worker[GMEM_FAULT_WORKERS];
+	/* the same for waiting processes that serve: one takes a free one (bit clear) */
+	struct gmem_fault *waiter_group[GMEM_FAULT_WAITERS];
+	unsigned long waiter_groups_busy;
 	unsigned long fault_workers_busy;	/* bit per worker at work */
 	atomic_t inject_fault_hold;	/* debugfs inject_fault_hold: 1 armed, 2 holding */
 	struct workqueue_struct *wq;

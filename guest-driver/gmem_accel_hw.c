@@ -114,9 +114,20 @@ int gmem_hw_init(struct gmem_accel *g)
 	mutex_init(&g->inv_lock);
 	mutex_init(&g->fault_lock);
 	ida_init(&g->ctx_ids);
+	/* A group buffer each (4 KiB: too much for a stack), never allocated when serving. */
 	for (unsigned int i = 0; i < GMEM_FAULT_WORKERS; i++) {
 		INIT_WORK(&g->fault_worker[i].work, gmem_fault_work);
 		g->fault_worker[i].g = g;
+		g->fault_worker[i].group = devm_kcalloc(dev, GMEM_FAULT_GROUP_MAX,
+							sizeof(struct gmem_fault), GFP_KERNEL);
+		if (!g->fault_worker[i].group)
+			return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < GMEM_FAULT_WAITERS; i++) {
+		g->waiter_group[i] = devm_kcalloc(dev, GMEM_FAULT_GROUP_MAX,
+						  sizeof(struct gmem_fault), GFP_KERNEL);
+		if (!g->waiter_group[i])
+			return -ENOMEM;
 	}
 	/* Context 0: the driver's own commands (no address space; HBM and bus addresses). */
 	g->kctx = devm_kzalloc(dev, sizeof(*g->kctx), GFP_KERNEL);
