@@ -183,8 +183,10 @@ static bool gmem_fault_whole_window(struct gmem_ctx *ctx, unsigned long hmm_pfn)
  * comes in 2 MiB units (a THP, which the device then maps with a 2 MiB page; an HBM chunk).
  * Walking all 2 MiB of neighbours every time doubled a single-page fault's round trip.
  * hmm_range_fault() faults every page from the first one asked for to the end of its
- * range, so unless the whole window is asked for, the faulting pass covers just the flagged
- * span and a second pass maps the neighbours without faulting.
+ * range, so unless the whole window is asked for, the faulting passes cover just the flagged
+ * span, 64 KiB at a time, and a last pass maps the neighbours without faulting. (A group holds
+ * up to 256 faults: one pass over a megabyte that must be read in from swap reclaims, under
+ * a tight memcg, pages of the same mm and so invalidates itself, retry after retry.)
  */
 int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
 		     unsigned long *pfns)
@@ -205,10 +207,17 @@ int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *re
 	    PAGE_SHIFT;
 	b = (min_t(u64, ALIGN(start + last * PAGE_SIZE, GMEM_MAP_AROUND), end) - start) >>
 	    PAGE_SHIFT;
-	ret = gmem_hmm_pass(ctx, start + first * PAGE_SIZE, start + last * PAGE_SIZE,
-			    req + first, pfns + first, true, false);
-	if (ret)
-		return ret;
+	for (unsigned long p = first, q; p < last; p = q) {
+		q = min_t(unsigned long, last, ALIGN(p + 1, GMEM_MAP_AROUND >> PAGE_SHIFT));
+		while (p < q && !req[p])
+			p++;
+		if (p == q)
+			continue;
+		ret = gmem_hmm_pass(ctx, start + p * PAGE_SIZE, start + q * PAGE_SIZE, req + p,
+				    pfns + p, true, false);
+		if (ret)
+			return ret;
+	}
 	if (gmem_fault_whole_window(ctx, pfns[first])) {
 		a = 0;
 		b = npages;
@@ -329,8 +338,10 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
  * The rule for replaying: a group whose pages are all mapped as asked is replayed; one that
  * is not (-EAGAIN) is replayed too, as a CPU change may have raced the mapping, but only
  * GMEM_FAULT_STALLS times in a row for one command: then the command fails with EBUSY
- * instead of faulting forever. Any other error cancels at once. The errno is kept in the
- * command's slot, where the reaper finds it with the command's FAULT status.
+ * instead of faulting forever. A group whose faulting step's own page is mapped as asked
+ * counts as progress (the command moves on from there), however many of the others it
+ * lost again. Any other error cancels at once. The errno is kept in the command's slot,
+ * where the reaper finds it with the command's FAULT status.
  */
 static int gmem_fault_progress(struct gmem_queue *q, u16 slot, int err)
 {
@@ -358,8 +369,14 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 
 	ctx = gmem_ctx_get(g, f[0].ctx);
 	if (ctx) {
+		/* The device posts the faulting step's fault first; servicing sorts the group. */
+		struct gmem_fault first = f[0];
+
 		mutex_lock(&ctx->fault_mutex);
 		err = gmem_fault_group(ctx, f, n, ctx->fault_req, ctx->fault_pfns);
+		if (err == -EAGAIN && gmem_pt_maps_all(ctx, first.va, first.va + PAGE_SIZE,
+						       gmem_fault_writes(&first)))
+			err = 0;
 		mutex_unlock(&ctx->fault_mutex);
 	}
 	if (f[0].engine < GMEM_NUM_QUEUES && f[0].slot < BIT(GMEM_CQ_LOG2))
