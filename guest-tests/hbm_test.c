@@ -880,6 +880,8 @@ static void hop(struct __test_metadata *_metadata, const int *fd, int from, int 
 	int64_t to_pages = dev_stat_of(to, "hbm_pages_now");
 	uint8_t mark = 0x40 + to;
 
+	/* (mapped again first: NUMA balancing's scan may have zapped it, as below) */
+	ASSERT_EQ(0, dev_copy(fd[from], out, buf, len));
 	ASSERT_EQ(npages, pages_in_hbm(fd[from], buf, npages)) TH_LOG("device %d", from);
 	if (by_fault) {
 		/* A device fault in a PREFER_DEVICE range takes the same road. */
@@ -907,8 +909,8 @@ static void hop(struct __test_metadata *_metadata, const int *fd, int from, int 
 	memset(want + PAGE * to, mark, PAGE);
 	/*
 	 * SNAPSHOT shows the device's mapping, which NUMA balancing's scan of the VMA may have
-	 * zapped meanwhile (the 7.3 debug kernel, once: 15 pages mapped, the fill's 64 KiB):
-	 * map it again first, from wherever the pages are now.
+	 * zapped meanwhile (the 7.3 debug kernel, once: 15 pages mapped, the fill's 64 KiB; once
+	 * 0 of 1024 at the next hop's start): map it again first, from wherever the pages are.
 	 */
 	ASSERT_EQ(0, dev_copy(fd[to], out, buf, len));
 	EXPECT_EQ(npages, pages_in_hbm(fd[to], buf, npages));
