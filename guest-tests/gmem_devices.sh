@@ -1,5 +1,6 @@
 # gmem_devices private|coherent: the N of every /dev/gmem_accelN of that kind (CAP bit 7,
-# COHERENT), in order; hmm_tests_filter: the hmm-tests options both hmm-tests scripts pass.
+# COHERENT), in order; hmm_tests_filter: the hmm-tests options both hmm-tests scripts pass;
+# mm_scanners_quiet / mm_scanners_restore: what both do around hmm-tests.
 # Sourced by the guest test and benchmark scripts (busybox sh).
 gmem_devices() {
 	for d in /sys/class/gmem_accel/gmem_accel*; do
@@ -25,4 +26,28 @@ hmm_tests_filter() {
 		echo "# benchmark_thp_migration not run: the debug kernel (its figures are run-bench.sh's)" >&2
 		echo "-T benchmark_thp_migration"
 	fi
+}
+
+# hmm-tests count fault rounds exactly (anon_write_prot, anon_write_child: faults == 1), and
+# whatever invalidates a device mapping while the command runs adds a round. Two kernel
+# scanners do that at random moments: automatic NUMA balancing's hinting scan (seen once,
+# anon_write_prot, debug kernel) and khugepaged, collapsing the 4 KiB pages a child has just
+# copied on write back into a THP (anon_write_child on the debug kernel, 1 run in 2: traced,
+# khugepaged zapped the 512 device PTEs of each of its two windows mid-command). While hmm-tests
+# run, NUMA balancing is off and khugepaged scans one page a pass, hourly; the rest of the
+# suite runs with both as configured.
+mm_scanners_quiet() {
+	khp=/sys/kernel/mm/transparent_hugepage/khugepaged
+	saved_numa=$(cat /proc/sys/kernel/numa_balancing 2>/dev/null)
+	saved_scan=$(cat $khp/pages_to_scan 2>/dev/null)
+	saved_sleep=$(cat $khp/scan_sleep_millisecs 2>/dev/null)
+	[ -z "$saved_numa" ] || echo 0 >/proc/sys/kernel/numa_balancing
+	[ -z "$saved_scan" ] || echo 1 >$khp/pages_to_scan
+	[ -z "$saved_sleep" ] || echo 3600000 >$khp/scan_sleep_millisecs
+}
+
+mm_scanners_restore() {
+	[ -z "$saved_numa" ] || echo "$saved_numa" >/proc/sys/kernel/numa_balancing
+	[ -z "$saved_scan" ] || echo "$saved_scan" >$khp/pages_to_scan
+	[ -z "$saved_sleep" ] || echo "$saved_sleep" >$khp/scan_sleep_millisecs
 }

@@ -20,15 +20,10 @@ for i in 0 1 2 3; do
 		exit 1
 	fi
 done
-# hmm-tests count fault rounds exactly (e.g. anon_write_prot: faults == 1); automatic NUMA
-# balancing's hinting scans invalidate device mappings at random moments and add a round (seen
-# once on the debug kernel), so it is off while they run. The rest of the suite runs with it.
-numa_balancing=$(cat /proc/sys/kernel/numa_balancing 2>/dev/null)
-[ -z "$numa_balancing" ] || echo 0 >/proc/sys/kernel/numa_balancing
+mm_scanners_quiet	# (why: gmem_devices.sh)
 hugepages=$(cat /proc/sys/vm/nr_hugepages)
 trap 'rm -f /dev/hmm_dmirror0 /dev/hmm_dmirror1 /dev/hmm_dmirror2 /dev/hmm_dmirror3;
-      echo "$hugepages" >/proc/sys/vm/nr_hugepages
-      [ -z "$numa_balancing" ] || echo "$numa_balancing" >/proc/sys/kernel/numa_balancing' EXIT
+      echo "$hugepages" >/proc/sys/vm/nr_hugepages; mm_scanners_restore' EXIT
 ln -sfn gmem_dmirror"$p0" /dev/hmm_dmirror0
 ln -sfn gmem_dmirror"$p1" /dev/hmm_dmirror1
 ln -sfn gmem_dmirror"$c0" /dev/hmm_dmirror2

@@ -24,14 +24,10 @@ if ! insmod /lib/modules/test_hmm.ko; then
 	echo "Bail out! cannot load test_hmm.ko"
 	exit 1
 fi
-# hmm-tests count fault rounds exactly (e.g. anon_write_prot: faults == 1); automatic NUMA
-# balancing's hinting scans invalidate device mappings at random moments and add a round (seen
-# once on the debug kernel), so it is off while they run. The rest of the suite runs with it.
-numa_balancing=$(cat /proc/sys/kernel/numa_balancing 2>/dev/null)
-[ -z "$numa_balancing" ] || echo 0 >/proc/sys/kernel/numa_balancing
+mm_scanners_quiet	# (why: gmem_devices.sh)
 hugepages=$(cat /proc/sys/vm/nr_hugepages)
-trap 'echo always >$thp; echo "$hugepages" >/proc/sys/vm/nr_hugepages
-      [ -z "$numa_balancing" ] || echo "$numa_balancing" >/proc/sys/kernel/numa_balancing; rmmod test_hmm' EXIT
+trap 'echo always >$thp; echo "$hugepages" >/proc/sys/vm/nr_hugepages; mm_scanners_restore
+      rmmod test_hmm' EXIT
 echo always >$thp
 echo 8 >/proc/sys/vm/nr_hugepages	# as for gmem-accel: the hugetlbfs tests run
 "$hmm_tests" $(hmm_tests_filter) >$out 2>&1
