@@ -86,18 +86,27 @@ int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
 }
 
 /*
- * Does the fault ask to write a page that is in our HBM while the CPU maps it read-only?
- * hmm_range_fault() leaves those as they are (see gmem_fault_unshare()). ctx->lock held.
+ * Does the fault ask to write pages that are in our HBM while the CPU maps them read-only?
+ * hmm_range_fault() leaves those as they are (see gmem_fault_unshare()). Their span,
+ * [*lo, *hi) in pages, grows to take them in. ctx->lock held.
  */
 static bool gmem_hbm_readonly_for_write(struct gmem_ctx *ctx, const unsigned long *req,
-					const unsigned long *pfns, unsigned long npages)
+					const unsigned long *pfns, unsigned long npages,
+					unsigned long *lo, unsigned long *hi)
 {
+	bool any = false;
+
 	lockdep_assert_held(&ctx->lock);
-	for (unsigned long i = 0; i < npages; i++)
+	for (unsigned long i = 0; i < npages; i++) {
 		if ((req[i] & HMM_PFN_REQ_WRITE) && (pfns[i] & HMM_PFN_VALID) &&
-		    !(pfns[i] & HMM_PFN_WRITE) && is_device_private_page(hmm_pfn_to_page(pfns[i])))
-			return true;
-	return false;
+		    !(pfns[i] & HMM_PFN_WRITE) &&
+		    is_device_private_page(hmm_pfn_to_page(pfns[i]))) {
+			*lo = min(*lo, i);
+			*hi = max(*hi, i + 1);
+			any = true;
+		}
+	}
+	return any;
 }
 
 /*
@@ -117,6 +126,7 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 		.pfn_flags_mask = fault ? HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE : 0,
 		.dev_private_owner = ctx->g,
 	};
+	unsigned long lo = npages, hi = 0;
 	int ret, replaced, unshares = 0;
 
 	for (;;) {
@@ -132,7 +142,7 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 			trace_gmem_accel_fault_range(ctx->id, start, end, ret);
 		if (ret)
 			return ret;
-		unshare = fault && gmem_hbm_readonly_for_write(ctx, req, pfns, npages);
+		unshare = fault && gmem_hbm_readonly_for_write(ctx, req, pfns, npages, &lo, &hi);
 		if (map && !unshare)
 			replaced = gmem_pt_map(ctx, start, pfns, npages);
 		mutex_unlock(&ctx->lock);
@@ -149,8 +159,18 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 			gmem_fault_unshare(ctx, start, end);
 			continue;
 		}
-		if (replaced != -EAGAIN)
-			return replaced < 0 ? replaced : 0;
+		if (replaced == -EAGAIN)
+			continue;
+		if (replaced < 0)
+			return replaced;
+		/*
+		 * The written pages were in HBM: they go back, now writable. Read-only entries in
+		 * a writable VMA are what each NUMA balancing scan leaves (change_prot_numa()),
+		 * and the device's writes would otherwise drain its HBM a page at a time.
+		 */
+		if (unshares)
+			gmem_fault_migrate(ctx, start + lo * PAGE_SIZE, start + hi * PAGE_SIZE);
+		return 0;
 	}
 }
 

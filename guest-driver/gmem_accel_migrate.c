@@ -909,9 +909,10 @@ void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
 
 /*
  * A device write to pages of [start, end) (one window) that sit in HBM while the CPU maps them
- * read-only (COW after fork, swapped in without write access, mprotect): bring the window home,
- * as a CPU write would (migrate_to_ram), so that the fault's next hmm_range_fault breaks COW
- * or fails the write (-EPERM). hmm_range_fault reports the driver's own device-private pages
+ * read-only (COW after fork, swapped in without write access, mprotect, a NUMA balancing scan):
+ * bring the window home, as a CPU write would (migrate_to_ram), so that the fault's next
+ * hmm_range_fault breaks COW or fails the write (-EPERM); gmem_hmm_pass() then takes the
+ * written pages back to HBM. hmm_range_fault reports the driver's own device-private pages
  * as they are and faults nothing for them, so without this the device's write faults forever.
  * Called by the fault server (ctx->fault_mutex held).
  */

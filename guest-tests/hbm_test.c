@@ -591,6 +591,46 @@ TEST_F_TIMEOUT(hbm, device_write_to_readonly_hbm, 120)
 	munmap(buf, len);
 }
 
+/*
+ * mprotect() to read-only and back leaves the CPU's entries for HBM pages read-only in a
+ * writable VMA, as each scan of automatic NUMA balancing does (change_prot_numa()). A device
+ * write to such a page comes home for the CPU to make it writable and goes back to HBM: the
+ * device's writes do not drain its HBM (they did, a page at a time).
+ */
+TEST_F_TIMEOUT(hbm, device_write_keeps_hbm_after_protection_change, 120)
+{
+	size_t len = 16 * PAGE;
+	uint8_t *buf = map_small_pages(len), *want = malloc(len), *out = map_anon(len, RW);
+	unsigned long npages = len / PAGE;
+	int64_t home;
+
+	ASSERT_TRUE(buf && want && out);
+	pattern_with_copy(buf, want, len, 23);
+	ASSERT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	ASSERT_EQ(0, mprotect(buf, len, PROT_READ));
+	ASSERT_EQ(0, mprotect(buf, len, RW));
+	home = dev_stat("migrated_to_system");
+	for (int round = 0; round < 3; round++) {
+		size_t off = (size_t)(5 * round + 2) * PAGE;
+		uint8_t mark = 0x61 + round;
+
+		ASSERT_EQ(0, dev_fill(self->fd, buf + off, 0x0101010101010101ull * mark, PAGE));
+		memset(want + off, mark, PAGE);
+		ASSERT_EQ(0, dev_copy(self->fd, out, buf, len));
+		EXPECT_EQ(0, memcmp(out, want, len)) TH_LOG("round %d", round);
+		EXPECT_EQ(npages, pages_in_hbm(self->fd, buf, npages)) TH_LOG("round %d", round);
+		EXPECT_EQ(self->hbm_pages0 + (int64_t)npages,
+			  gmem_wait_stat(self->dev, "hbm_pages_now", self->hbm_pages0 + npages,
+					 10000));
+	}
+	/* Private HBM: each write's page went home and back; coherent HBM: none left. */
+	TH_LOG("pages home and back: %lld", (long long)(dev_stat("migrated_to_system") - home));
+	EXPECT_EQ(0, memcmp(buf, want, len));
+	free(want);
+	munmap(out, len);
+	munmap(buf, len);
+}
+
 /* A working set 4x the HBM: chunks are evicted to make room, and no byte is lost. */
 TEST_F_TIMEOUT(hbm, oversubscription, 1500)
 {
