@@ -45,8 +45,8 @@ static uint8_t *map_small_pages(size_t len)
  * Keep automatic NUMA balancing's scan off @p: it skips a VMA whose memory policy does not
  * ask for migrate-on-fault (an explicit MPOL_LOCAL does not). Each scan zaps the device's
  * mappings of the VMA (MMU_NOTIFY_PROTECTION_VMA) and makes the CPU's entries for HBM pages
- * read-only, so the device's next write to such a page brings it home (gmem_fault_unshare()):
- * a test that checks which pages sit in HBM, as SNAPSHOT shows, must not race it.
+ * read-only, so the device's next write to such a page takes it home and back: a test that
+ * checks which pages the device maps in HBM, as SNAPSHOT shows, must not race it.
  */
 static int no_numa_scan(void *p, size_t len)
 {
