@@ -170,6 +170,7 @@ struct gmem_migration {
 	dma_addr_t dma[GMEM_WINDOW_PAGES];	/* the system page of each entry, or 0 */
 	DECLARE_BITMAP(dma_huge, GMEM_WINDOW_PAGES);	/* ... mapped as a whole 2 MiB folio */
 	struct gmem_ctx *ctx;			/* the context that asked, if one did */
+	bool no_evict;				/* into free HBM only (gmem_fault_return()) */
 	/* moving in from another device's HBM: it, and its BAR2 as this device reaches it */
 	struct gmem_accel *peer;
 	dma_addr_t peer_bar;
@@ -548,6 +549,7 @@ bool gmem_thp_migration_possible(struct gmem_accel *g);
 #define GMEM_MIGRATE_PEERS	(1u << 2)	/* and from other devices' HBM, peer to peer */
 int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64 *moved);
 void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end);
+void gmem_fault_return(struct gmem_ctx *ctx, u64 start, u64 end);
 int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 			  struct vm_area_struct *vma, unsigned long start, unsigned long end,
 			  unsigned long *moved);

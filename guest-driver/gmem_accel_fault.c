@@ -156,7 +156,7 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 			/* Bounded: pages that will not come home fail the command, not loop. */
 			if (++unshares > 3)
 				return -EBUSY;
-			gmem_fault_unshare(ctx, start, end);
+			gmem_fault_unshare(ctx, start + lo * PAGE_SIZE, start + hi * PAGE_SIZE);
 			continue;
 		}
 		if (replaced == -EAGAIN)
@@ -164,12 +164,13 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 		if (replaced < 0)
 			return replaced;
 		/*
-		 * The written pages were in HBM: they go back, now writable. Read-only entries in
-		 * a writable VMA are what each NUMA balancing scan leaves (change_prot_numa()),
-		 * and the device's writes would otherwise drain its HBM a page at a time.
+		 * The written pages were in HBM: they go back, now writable, if HBM has room.
+		 * Read-only entries in a writable VMA are what each NUMA balancing scan leaves
+		 * (change_prot_numa()), and the device's writes would otherwise drain its HBM a
+		 * page at a time.
 		 */
 		if (unshares)
-			gmem_fault_migrate(ctx, start + lo * PAGE_SIZE, start + hi * PAGE_SIZE);
+			gmem_fault_return(ctx, start + lo * PAGE_SIZE, start + hi * PAGE_SIZE);
 		return 0;
 	}
 }

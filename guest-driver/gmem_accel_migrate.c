@@ -78,10 +78,10 @@ bool gmem_hbm_evict_lru(struct gmem_accel *g)
 /*
  * An HBM page for context @ctx — with @huge, a whole 2 MiB folio — locked and referenced as
  * migrate_vma wants it. When HBM is full the least recently used chunk is evicted to system
- * memory (once for a folio, which otherwise moves as pages); NULL if nothing could be freed
- * (every page in use is pinned or mid-migration).
+ * memory (once for a folio, which otherwise moves as pages), unless @evict is false; NULL if
+ * nothing could be freed (every page in use is pinned or mid-migration).
  */
-static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx, bool huge)
+static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx, bool huge, bool evict)
 {
 	struct gmem_accel *g = ctx->g;
 	struct gmem_hbm *hbm = &g->hbm;
@@ -90,7 +90,8 @@ static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx, bool huge)
 
 	for (unsigned int tries = 0;
 	     !(page = huge ? gmem_hbm_take_huge(g) : gmem_hbm_take(g)); tries++) {
-		if (tries == (huge ? 1 : hbm->nchunks) || !gmem_hbm_evict_chunk(g, ctx->mm))
+		if (!evict || tries == (huge ? 1 : hbm->nchunks) ||
+		    !gmem_hbm_evict_chunk(g, ctx->mm))
 			return NULL;
 	}
 	gmem_zone_device_init(page, &g->hbm.pgmap, order);
@@ -644,7 +645,7 @@ static bool gmem_hbm_dst(struct gmem_ctx *ctx, struct gmem_migration *m, unsigne
 	struct page *dpage;
 	u64 off;
 
-	dpage = huge && gmem_fail_huge(ctx) ? NULL : gmem_hbm_alloc(ctx, huge);
+	dpage = huge && gmem_fail_huge(ctx) ? NULL : gmem_hbm_alloc(ctx, huge, !m->no_evict);
 	if (!dpage)
 		return false;
 	if (spage && !gmem_map_src(m, i, spage, huge)) {
@@ -881,15 +882,12 @@ static struct gmem_migration *gmem_fault_migration(struct gmem_ctx *ctx)
 		ctx->fault_migration = m;
 	}
 	m->ctx = ctx;
+	m->no_evict = false;
 	return m;
 }
 
-/*
- * A device fault in a PREFER_DEVICE range: move its window [start, end) to HBM first, so
- * that the fault maps HBM. Failures leave the pages in system memory, mapped from there.
- * Called by the fault server (ctx->fault_mutex held).
- */
-void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
+/* Move [start, end) (in one window) to HBM for the fault server; failures leave it home. */
+static void gmem_fault_to_device(struct gmem_ctx *ctx, u64 start, u64 end, bool evict)
 {
 	struct gmem_migration *m = gmem_fault_migration(ctx);
 	struct vm_area_struct *vma;
@@ -897,6 +895,7 @@ void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
 
 	if (!m)
 		return;
+	m->no_evict = !evict;
 	gmem_mmap_lock_settled(ctx->mm);	/* it may evict (gmem_evict_owned()) */
 	vma = vma_lookup(ctx->mm, start);
 	/* Only memory the process may read: the fault's own check comes after this. */
@@ -908,12 +907,33 @@ void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
 }
 
 /*
- * A device write to pages of [start, end) (one window) that sit in HBM while the CPU maps them
- * read-only (COW after fork, swapped in without write access, mprotect, a NUMA balancing scan):
- * bring the window home, as a CPU write would (migrate_to_ram), so that the fault's next
- * hmm_range_fault breaks COW or fails the write (-EPERM); gmem_hmm_pass() then takes the
- * written pages back to HBM. hmm_range_fault reports the driver's own device-private pages
- * as they are and faults nothing for them, so without this the device's write faults forever.
+ * A device fault in a PREFER_DEVICE range: move its window [start, end) to HBM first, so
+ * that the fault maps HBM. Failures leave the pages in system memory, mapped from there.
+ * Called by the fault server (ctx->fault_mutex held).
+ */
+void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	gmem_fault_to_device(ctx, start, end, true);
+}
+
+/*
+ * Pages of [start, end) that a device write took home (gmem_fault_unshare()) go back to HBM,
+ * but only into free pages: under oversubscription, evicting a 2 MiB chunk to take back a few
+ * pages would cost more than it saves. Called by the fault server (ctx->fault_mutex held).
+ */
+void gmem_fault_return(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	gmem_fault_to_device(ctx, start, end, false);
+}
+
+/*
+ * A device write to pages of [start, end) (in one window: the span of the written ones) that
+ * sit in HBM while the CPU maps them read-only (COW after fork, swapped in without write
+ * access, mprotect, a NUMA balancing scan): bring them home, as a CPU write would
+ * (migrate_to_ram), so that the fault's next hmm_range_fault breaks COW or fails the write
+ * (-EPERM); gmem_hmm_pass() then takes them back to HBM (gmem_fault_return()).
+ * hmm_range_fault reports the driver's own device-private pages as they are and faults
+ * nothing for them, so without this the device's write faults forever.
  * Called by the fault server (ctx->fault_mutex held).
  */
 void gmem_fault_unshare(struct gmem_ctx *ctx, u64 start, u64 end)

@@ -631,13 +631,59 @@ TEST_F_TIMEOUT(hbm, device_write_keeps_hbm_after_protection_change, 120)
 	munmap(buf, len);
 }
 
+/*
+ * As above with HBM full: the written page comes home (private HBM) and stays there rather
+ * than evict a 2 MiB chunk of other pages to go back (under oversubscription, with NUMA
+ * balancing on, that churn failed a command with EBUSY).
+ */
+TEST_F_TIMEOUT(hbm, device_write_with_hbm_full_evicts_nothing, 600)
+{
+	struct gmem_accel_info info = { 0 };
+	size_t len, off = 2 * PAGE, span = 16 * PAGE;
+	uint8_t *buf, *out = map_anon(span, RW);
+	int64_t evictions, home;
+
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_GET_INFO, &info));
+	ASSERT_EQ(0, self->hbm_pages0) TH_LOG("HBM is not empty at the start");
+	len = info.hbm_size;
+	buf = map_small_pages(len);
+	ASSERT_TRUE(buf && out);
+	/* Only the mprotect below may leave read-only entries (see no_numa_scan()). */
+	ASSERT_EQ(0, no_numa_scan(buf, len));
+	for (size_t p = 0; p < len; p += PAGE)
+		*(uint64_t *)(buf + p) = p + 5;
+	ASSERT_EQ((long)(len / PAGE), dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	ASSERT_EQ((int64_t)(len / PAGE), dev_stat("hbm_pages_now")) TH_LOG("HBM is not full");
+	ASSERT_EQ(0, mprotect(buf, span, PROT_READ));
+	ASSERT_EQ(0, mprotect(buf, span, RW));
+	evictions = dev_stat("evictions");
+	home = dev_stat("migrated_to_system");
+
+	ASSERT_EQ(0, dev_fill(self->fd, buf + off, 0x4242424242424242ull, PAGE));
+	ASSERT_EQ(0, dev_copy(self->fd, out, buf, span));
+	for (size_t p = 0; p < span; p += PAGE) {
+		EXPECT_EQ(p == off ? 0x4242424242424242ull : p + 5, *(uint64_t *)(out + p))
+			TH_LOG("device read at %zu", p);
+	}
+	EXPECT_EQ(0, dev_stat("evictions") - evictions);
+	EXPECT_EQ(variant->coherent ? 0 : 1, dev_stat("migrated_to_system") - home);
+	EXPECT_EQ(variant->coherent ? span / PAGE : span / PAGE - 1,
+		  pages_in_hbm(self->fd, buf, span / PAGE));
+	for (size_t p = 0; p < len; p += PAGE) {
+		ASSERT_EQ(p == off ? 0x4242424242424242ull : p + 5, *(uint64_t *)(buf + p))
+			TH_LOG("CPU read at %zu", p);
+	}
+	munmap(out, span);
+	munmap(buf, len);
+}
+
 /* A working set 4x the HBM: chunks are evicted to make room, and no byte is lost. */
 TEST_F_TIMEOUT(hbm, oversubscription, 1500)
 {
 	struct gmem_accel_info info = { 0 };
 	size_t len, step, off;
 	uint8_t *buf;
-	int64_t evictions0 = dev_stat("evictions");
+	int64_t evictions0 = dev_stat("evictions"), home0;
 	long moved = 0, n;
 
 	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_GET_INFO, &info));
@@ -667,7 +713,13 @@ TEST_F_TIMEOUT(hbm, oversubscription, 1500)
 	EXPECT_EQ((long)(len / PAGE), moved);
 	EXPECT_LE(3 * (int64_t)(info.hbm_size / HUGE), dev_stat("evictions") - evictions0);
 	EXPECT_GE((int64_t)(info.hbm_size / PAGE), dev_stat("hbm_pages_now"));
-	/* The device increments every page's first word (wherever it is), the CPU checks. */
+	/*
+	 * The device increments every page's first word (wherever it is), the CPU checks. Its
+	 * faults map pages where they are: nothing is evicted, however many pages a NUMA
+	 * balancing scan sends home through a device write (gmem_fault_return()).
+	 */
+	evictions0 = dev_stat("evictions");
+	home0 = dev_stat("migrated_to_system");
 	for (size_t off = 0; off < len; off += step) {
 		struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_ATOMIC_ADD, .flags =
 					    GMEM_ACCEL_CMD_WIDE, .dst = (uintptr_t)(buf + off),
@@ -675,6 +727,10 @@ TEST_F_TIMEOUT(hbm, oversubscription, 1500)
 
 		ASSERT_EQ(0, run_cmds(self->fd, &c, 1));
 	}
+	TH_LOG("evictions while the device wrote: %lld, pages sent home: %lld",
+	       (long long)(dev_stat("evictions") - evictions0),
+	       (long long)(dev_stat("migrated_to_system") - home0));
+	EXPECT_EQ(0, dev_stat("evictions") - evictions0);
 	for (off = 0; off < len; off += PAGE)
 		ASSERT_EQ(off * 3 + 2, *(uint64_t *)(buf + off)) TH_LOG("offset %zu", off);
 	munmap(buf, len);
