@@ -8,6 +8,12 @@ dev=$1
 [ -n "$dev" ] || { echo "bench: no device-private gmem-accel device"; exit 1; }
 echo "BENCH-INFO guest_kernel $(uname -r)"
 echo "BENCH-INFO thp $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled)"
+# As around hmm-tests: a NUMA balancing scan or a khugepaged collapse in the middle of a timed
+# run moves either driver's figures. test_hmm's MIGRATE_TO_DEV failed with ENOENT once with
+# them on (6.12, one boot of three: a page migrate_vma_setup() skipped, as one they hold is).
+mm_scanners_quiet
+trap mm_scanners_restore EXIT
+echo "BENCH-INFO scanners NUMA balancing off, khugepaged idle"
 # hmm-tests' own benchmark_thp_migration (7.3's tree has it): its table as lines
 #   BENCH-THP <who> <MiB> <to device THP ms> <to device 4K ms> <to system THP ms> <to system 4K ms>
 thp_bench() {

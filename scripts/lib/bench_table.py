@@ -113,7 +113,8 @@ def section(path, first):
            f"- date: {info.get('date', '?')}; accelerator: {info.get('accel', '?')}",
            f"- machine: {info.get('cpu', '?')}; {info.get('host', '?')}",
            f"- {info.get('qemu', 'QEMU ?')}; guest Linux {info.get('guest_kernel', '?')}, "
-           f"THP {info.get('thp', '?')}",
+           f"THP {info.get('thp', '?')}; "
+           f"{info.get('scanners', 'NUMA balancing and khugepaged as booted')}",
            f"- host memcpy, 64 MiB: {fmt(memcpy)} GiB/s; boots: {info.get('boots', '1')}",
            "",
            "| metric | unit | gmem-accel | test_hmm | vs test_hmm | vs memcpy |",
