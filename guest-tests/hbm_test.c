@@ -642,6 +642,7 @@ TEST_F_TIMEOUT(hbm, device_write_with_hbm_full_evicts_nothing, 600)
 	size_t len, off = 2 * PAGE, span = 16 * PAGE;
 	uint8_t *buf, *out = map_anon(span, RW);
 	int64_t evictions, home;
+	long moved = 0;
 
 	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_GET_INFO, &info));
 	ASSERT_EQ(0, self->hbm_pages0) TH_LOG("HBM is not empty at the start");
@@ -652,7 +653,16 @@ TEST_F_TIMEOUT(hbm, device_write_with_hbm_full_evicts_nothing, 600)
 	ASSERT_EQ(0, no_numa_scan(buf, len));
 	for (size_t p = 0; p < len; p += PAGE)
 		*(uint64_t *)(buf + p) = p + 5;
-	ASSERT_EQ((long)(len / PAGE), dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
+	/* Best effort (see oversubscription): what was skipped is asked for again. */
+	for (int tries = 0; tries < 3 && moved < (long)(len / PAGE); tries++) {
+		long n = dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE);
+
+		ASSERT_LE(0, n) TH_LOG("%s", strerror(-n));
+		if (tries)
+			TH_LOG("%ld more pages moved on try %d", n, tries + 1);
+		moved += n;
+	}
+	ASSERT_EQ((long)(len / PAGE), moved);
 	ASSERT_EQ((int64_t)(len / PAGE), dev_stat("hbm_pages_now")) TH_LOG("HBM is not full");
 	ASSERT_EQ(0, mprotect(buf, span, PROT_READ));
 	ASSERT_EQ(0, mprotect(buf, span, RW));
