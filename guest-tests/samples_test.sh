@@ -50,7 +50,14 @@ check "simple_ipc: 4 processes each checked 4 slices, 0 bytes wrong, PASS" sh -c
 	[ \$(grep -c 'checked 4 slices: 0 bytes wrong' $out) = 4 ] &&
 	grep -q 'simple_ipc: 4 processes, PASS' $out"
 
-# 4x HBM under TCG: 90-230 s on 6.12 and 7.3, 560 s once on the debug kernel
+# 4x HBM under TCG: 70-230 s on 6.12 and 7.3. The debug kernel (it has kmemleak) took 560 and
+# 680 s, a third of its whole suite; hbm.oversubscription runs the same eviction path there.
+if [ -e /sys/kernel/debug/kmemleak ]; then
+	why="debug kernel: 560-680 s; hbm.oversubscription covers it there, the other kernels run it"
+	ok "oversubscribe exits 0 # SKIP $why"
+	ok "oversubscribe: 4x HBM in 2 passes, 0 elements wrong, PASS # SKIP $why"
+	tap_done
+fi
 check "oversubscribe exits 0" run oversubscribe 1500
 check "oversubscribe: 4x HBM in 2 passes, 0 elements wrong, PASS" sh -c "
 	grep -q 'MiB through .* MiB of HBM, 2 passes' $out && grep -q 'pass 1 done' $out &&
