@@ -750,10 +750,43 @@ int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 }
 
 /*
+ * Swap in the pages of [start, end) flagged in @skipped, as a prefetch does: migrate_vma_setup()
+ * leaves a swap entry where it is (1,417 pages of oversubscription's first 64 MiB once, the
+ * debug kernel short of memory). Best effort: what comes in moves on the next pass. The mmap
+ * lock is held. (@skipped holds no page migrate_vma_setup() saw: never one of our HBM or one
+ * never touched; a page left in another device's HBM comes home, as a CPU access does.)
+ */
+static void gmem_window_populate(struct gmem_ctx *ctx, struct gmem_migration *m,
+				 struct vm_area_struct *vma, unsigned long start,
+				 unsigned long end, const unsigned long *skipped)
+{
+	unsigned long npages = (end - start) >> PAGE_SHIFT, req = HMM_PFN_REQ_FAULT;
+	struct hmm_range range = {
+		.notifier = &ctx->notifier,
+		.start = start,
+		.end = end,
+		.hmm_pfns = m->dst,
+		.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE,
+		.dev_private_owner = ctx->g,
+	};
+
+	/* Writable now, or HBM would get it read-only and the first write would bring it home. */
+	if (vma->vm_flags & VM_WRITE)
+		req |= HMM_PFN_REQ_WRITE;
+	for (unsigned long i = 0; i < npages; i++)
+		m->dst[i] = test_bit(i, skipped) ? req : 0;
+	range.notifier_seq = mmu_interval_read_begin(&ctx->notifier);
+	hmm_range_fault(&range);
+}
+
+/*
  * gmem_window_to_device(), and once more if pages stayed behind: migrate_vma_setup() skips a
  * page that compaction, khugepaged or another CPU holds for a moment (94 pages of a 1 GiB
- * MIGRATE once, under the debug kernel). A pinned page or one already in HBM stays again,
- * at the cost of a second pass over its window that moves nothing.
+ * MIGRATE once, under the debug kernel). As the ioctl asks (@from_peers), pages in another
+ * device's HBM come straight from there and swapped-out ones are swapped in for the second
+ * pass; test_hmm's MIGRATE_TO_DEV leaves both, as test_hmm does (hmm-tests' migrate_mixed).
+ * A pinned page or one already in HBM stays again, at the cost of a second pass over its
+ * window that moves nothing.
  */
 static int gmem_window_to_device_retry(struct gmem_ctx *ctx, struct gmem_migration *m,
 				       struct vm_area_struct *vma, unsigned long start,
@@ -761,19 +794,24 @@ static int gmem_window_to_device_retry(struct gmem_ctx *ctx, struct gmem_migrati
 				       unsigned long *from_peers)
 {
 	unsigned long again = 0, npages = (end - start) >> PAGE_SHIFT;
+	DECLARE_BITMAP(skipped, GMEM_WINDOW_PAGES);
 	int ret;
 
 	ret = gmem_window_to_device(ctx, m, vma, start, end, moved);
 	if (ret || *moved == npages)
 		return ret;
-	/* Pages in another device's HBM come straight from there, if asked (@from_peers). */
 	if (from_peers) {
+		/* No page where migrate_vma_setup() looked: swapped out, or a device's HBM. */
+		for (unsigned long i = 0; i < npages; i++)
+			__assign_bit(i, skipped, !m->src[i]);
 		ret = gmem_window_from_peers(ctx, m, vma, start, end, from_peers);
 		*moved += *from_peers;
 		if (ret || *moved == npages)
 			return ret;
+		/* (a hole in a file mapping has no entry either, and stays one) */
+		if (vma_is_anonymous(vma))
+			gmem_window_populate(ctx, m, vma, start, end, skipped);
 	}
-	again = 0;
 	ret = gmem_window_to_device(ctx, m, vma, start, end, &again);
 	*moved += again;
 	return ret;

@@ -136,6 +136,43 @@ bool path_exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
+bool have_swap(void)
+{
+	FILE *f = fopen("/proc/swaps", "r");
+	char line[256];
+	int lines = 0;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		lines++;
+	fclose(f);
+	return lines > 1;
+}
+
+uint64_t pagemap(void *addr)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t e = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	if (fd >= 0) {
+		if (pread(fd, &e, sizeof(e), ((uintptr_t)addr / page) * sizeof(e)) != sizeof(e))
+			e = 0;
+		close(fd);
+	}
+	return e;
+}
+
+long swapped_pages(void *buf, size_t npages)
+{
+	long page = sysconf(_SC_PAGESIZE), n = 0;
+
+	for (size_t i = 0; i < npages; i++)
+		n += !!(pagemap((uint8_t *)buf + i * page) & PM_SWAPPED);
+	return n;
+}
+
 int gmem_debugfs_stat(int n, const char *name, int64_t *val)
 {
 	char path[96], key[64];

@@ -107,4 +107,16 @@ int gmem_monitor_hbm_users(int n, uint64_t hbm, struct gmem_hbm_use *out, int ma
 /* Does a path exist? */
 bool path_exists(const char *path);
 
+/* Is there swap (the guest sets up zram0)? */
+bool have_swap(void);
+/* /proc/self/pagemap's entry for @addr's page: swapped out (bit 62) or present (bit 63)? */
+uint64_t pagemap(void *addr);
+#define PM_SWAPPED (1ull << 62)
+#define PM_PRESENT (1ull << 63)
+/*
+ * How many of @npages pages from @buf are swapped out (a device-private entry of HBM counts
+ * too: pagemap shows any swap entry).
+ */
+long swapped_pages(void *buf, size_t npages);
+
 #endif

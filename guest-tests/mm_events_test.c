@@ -102,31 +102,6 @@ static long device_maps(int fd, void *buf, unsigned long npages, long *writable)
 	return n;
 }
 
-/* /proc/self/pagemap: is @addr's page swapped out (bit 62) or present (bit 63)? */
-static uint64_t pagemap(void *addr)
-{
-	uint64_t e = 0;
-	int fd = open("/proc/self/pagemap", O_RDONLY);
-
-	if (fd >= 0) {
-		if (pread(fd, &e, sizeof(e), ((uintptr_t)addr / PAGE) * sizeof(e)) != sizeof(e))
-			e = 0;
-		close(fd);
-	}
-	return e;
-}
-#define PM_SWAPPED (1ull << 62)
-#define PM_PRESENT (1ull << 63)
-
-static long swapped_pages(uint8_t *buf, size_t npages)
-{
-	long n = 0;
-
-	for (size_t i = 0; i < npages; i++)
-		n += !!(pagemap(buf + i * PAGE) & PM_SWAPPED);
-	return n;
-}
-
 static long read_long(const char *path)
 {
 	char buf[64];
@@ -134,20 +109,6 @@ static long read_long(const char *path)
 	if (read_sysfs(path, buf, sizeof(buf)))
 		return -1;
 	return strtol(buf, NULL, 10);
-}
-
-static bool have_swap(void)
-{
-	FILE *f = fopen("/proc/swaps", "r");
-	char line[256];
-	int lines = 0;
-
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f))
-		lines++;
-	fclose(f);
-	return lines > 1;
 }
 
 FIXTURE(mm) {
