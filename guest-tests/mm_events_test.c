@@ -490,33 +490,29 @@ TEST_F_TIMEOUT(mm, userfaultfd_missing_pages, 120)
 	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
 
 #ifdef GMEM_UFFD_DEVICE_WAITS
-	{
-		struct uffd_handler h = { .uffd = uffd };
-		pthread_t thread;
+	struct uffd_handler h = { .uffd = uffd };
+	pthread_t thread;
 
-		ASSERT_EQ(0, pthread_create(&thread, NULL, uffd_serve, &h));
-		memset(out, 0x55, PAGE);
-		EXPECT_EQ(0, dev_copy(self->fd, out, buf + 2 * PAGE, PAGE));
-		EXPECT_EQ(1, h.events);
-		EXPECT_EQ((uintptr_t)buf + 2 * PAGE, h.last);
-		EXPECT_EQ(0xc0, out[0]);
-		EXPECT_EQ(0xc0, out[PAGE - 1]);
-		EXPECT_EQ(0, dev_fill(self->fd, buf + 3 * PAGE, 0x3b3b3b3b3b3b3b3bull, PAGE));
-		EXPECT_EQ(2, h.events);
-		EXPECT_EQ((uintptr_t)buf + 3 * PAGE, h.last);
-		EXPECT_EQ(0x3b, buf[3 * PAGE]);
-		EXPECT_EQ(0x3b, buf[4 * PAGE - 1]);
-		h.stop = 1;
-		ASSERT_EQ(0, pthread_join(thread, NULL));
-	}
+	ASSERT_EQ(0, pthread_create(&thread, NULL, uffd_serve, &h));
+	memset(out, 0x55, PAGE);
+	EXPECT_EQ(0, dev_copy(self->fd, out, buf + 2 * PAGE, PAGE));
+	EXPECT_EQ(1, h.events);
+	EXPECT_EQ((uintptr_t)buf + 2 * PAGE, h.last);
+	EXPECT_EQ(0xc0, out[0]);
+	EXPECT_EQ(0xc0, out[PAGE - 1]);
+	EXPECT_EQ(0, dev_fill(self->fd, buf + 3 * PAGE, 0x3b3b3b3b3b3b3b3bull, PAGE));
+	EXPECT_EQ(2, h.events);
+	EXPECT_EQ((uintptr_t)buf + 3 * PAGE, h.last);
+	EXPECT_EQ(0x3b, buf[3 * PAGE]);
+	EXPECT_EQ(0x3b, buf[4 * PAGE - 1]);
+	h.stop = 1;
+	ASSERT_EQ(0, pthread_join(thread, NULL));
 #else
-	{
-		struct pollfd pfd = { .fd = uffd, .events = POLLIN };
+	struct pollfd pfd = { .fd = uffd, .events = POLLIN };
 
-		EXPECT_EQ(-EFAULT, dev_copy(self->fd, out, buf + 2 * PAGE, PAGE));
-		EXPECT_EQ(-EFAULT, dev_fill(self->fd, buf + 3 * PAGE, 0, PAGE));
-		EXPECT_EQ(0, poll(&pfd, 1, 100)) TH_LOG("a device fault left an event for the handler");
-	}
+	EXPECT_EQ(-EFAULT, dev_copy(self->fd, out, buf + 2 * PAGE, PAGE));
+	EXPECT_EQ(-EFAULT, dev_fill(self->fd, buf + 3 * PAGE, 0, PAGE));
+	EXPECT_EQ(0, poll(&pfd, 1, 100)) TH_LOG("a device fault left an event for the handler");
 #endif
 
 	memset(src, 0xe1, PAGE);
