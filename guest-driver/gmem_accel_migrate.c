@@ -920,7 +920,6 @@ static struct gmem_migration *gmem_fault_migration(struct gmem_ctx *ctx)
 		ctx->fault_migration = m;
 	}
 	m->ctx = ctx;
-	m->no_evict = false;
 	return m;
 }
 
@@ -934,7 +933,11 @@ static void gmem_fault_to_device(struct gmem_ctx *ctx, u64 start, u64 end, bool 
 	if (!m)
 		return;
 	m->no_evict = !evict;
-	gmem_mmap_lock_settled(ctx->mm);	/* it may evict (gmem_evict_owned()) */
+	/* Evicting may take this process's own pages (gmem_evict_owned()). */
+	if (evict)
+		gmem_mmap_lock_settled(ctx->mm);
+	else
+		mmap_read_lock(ctx->mm);
 	vma = vma_lookup(ctx->mm, start);
 	/* Only memory the process may read: the fault's own check comes after this. */
 	if (vma && end <= vma->vm_end && (vma->vm_flags & VM_READ) &&
