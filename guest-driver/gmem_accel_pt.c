@@ -525,23 +525,34 @@ void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src
 	mutex_unlock(&ctx->lock);
 }
 
+/* The physical address behind a system-memory leaf, through the IOMMU if there is one. */
+static phys_addr_t gmem_leaf_phys(struct gmem_ctx *ctx, u64 pte)
+{
+	struct iommu_domain *dom = iommu_get_domain_for_dev(gmem_dma_dev(ctx));
+	dma_addr_t dma = pte & GMEM_PTE_ADDR_MASK;
+
+	return dom ? iommu_iova_to_phys(dom, dma) : dma;
+}
+
 /*
- * Does @pte map @page already, @write as asked, @huge or not, with no software bits? Through
- * an IOMMU each dma_map_page() gives a new address, so comparing entries would map a fault's
- * neighbours (mapped by the fault before) again every time: an IOMMU mapping, an unmapping
- * and a device TLB invalidation each. The page behind the entry is what counts.
+ * Does @pte map @page already, @write as asked, @huge or not, with no software bits? A valid
+ * entry maps the page the CPU maps: whatever gives the CPU another page there (COW, KSM,
+ * migration, reclaim, munmap) invalidates the range first, which zaps the entry under
+ * ctx->lock (gmem_invalidate()), and this context's own migrations unmap it themselves. So
+ * the rights are what is compared. (Through an IOMMU each dma_map_page() gives a new address:
+ * comparing whole entries mapped a fault's neighbours again every time; walking the IOMMU's
+ * table for the page behind each cost 15-25 us of a fault round trip under TCG. The debug
+ * kernel still walks it.)
  */
 static bool gmem_leaf_maps(struct gmem_ctx *ctx, u64 pte, struct page *page, bool write,
 			   bool huge)
 {
 	u64 want = gmem_leaf_pte(0, write, false) | (huge ? GMEM_PTE_HUGE : 0);
-	struct iommu_domain *dom;
-	dma_addr_t dma = pte & GMEM_PTE_ADDR_MASK;
 
 	if ((pte & ~GMEM_PTE_ADDR_MASK) != want)
 		return false;
-	dom = iommu_get_domain_for_dev(gmem_dma_dev(ctx));
-	return (dom ? iommu_iova_to_phys(dom, dma) : dma) == page_to_phys(page);
+	VM_WARN_ON_ONCE(gmem_leaf_phys(ctx, pte) != page_to_phys(page));
+	return true;
 }
 
 /*
