@@ -664,10 +664,35 @@ static bool gmem_hbm_dst(struct gmem_ctx *ctx, struct gmem_migration *m, unsigne
 }
 
 /*
+ * Remove the context's device mappings of the pages migrate_vma_setup() collected into
+ * @m->src, a run of them at a time (a compound entry stands for its whole window): their
+ * entries would go on pointing at the old pages. The pages it left keep theirs, as the CPU
+ * keeps its: pages an earlier pass moved (a second pass over the window leaves them), pinned
+ * ones. Zapping the whole window took those from the device until its next fault.
+ */
+static void gmem_unmap_collected(struct gmem_ctx *ctx, struct gmem_migration *m,
+				 unsigned long start, unsigned long npages)
+{
+	unsigned long i = 0, j;
+
+	while (i < npages) {
+		if (!(m->src[i] & MIGRATE_PFN_MIGRATE)) {
+			i++;
+			continue;
+		}
+		for (j = i; j < npages && (m->src[j] & MIGRATE_PFN_MIGRATE);)
+			j += (m->src[j] & GMEM_PFN_COMPOUND) ? GMEM_WINDOW_PAGES : 1;
+		j = min(j, npages);
+		gmem_pt_unmap(ctx, start + i * PAGE_SIZE, start + j * PAGE_SIZE);
+		i = j;
+	}
+}
+
+/*
  * Move [start, end) of @vma (one window) into HBM: its system pages, or with m->peer set, its
- * pages in that device's HBM (gmem_accel_peer.c). The context's own mapping of the range is
- * removed here (its notifier skips migrations this context starts) and set up again,
- * pointing at HBM, once the pages have moved.
+ * pages in that device's HBM (gmem_accel_peer.c). The context's own mapping of the pages that
+ * move is removed here (its notifier skips migrations this context starts) and set up again,
+ * pointing at HBM, once they have moved.
  */
 int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 			  struct vm_area_struct *vma, unsigned long start, unsigned long end,
@@ -704,7 +729,7 @@ int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 		migrate_vma_finalize(&args);
 		return 0;
 	}
-	gmem_pt_unmap(ctx, start, end);
+	gmem_unmap_collected(ctx, m, start, npages);
 
 	for (unsigned long i = 0; i < npages; i++) {
 		struct page *spage = migrate_pfn_to_page(m->src[i]);
@@ -753,30 +778,32 @@ int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
  * Swap in the pages of [start, end) flagged in @skipped, as a prefetch does: migrate_vma_setup()
  * leaves a swap entry where it is (1,417 pages of oversubscription's first 64 MiB once, the
  * debug kernel short of memory). Best effort: what comes in moves on the next pass. The mmap
- * lock is held. (@skipped holds no page migrate_vma_setup() saw: never one of our HBM or one
- * never touched; a page left in another device's HBM comes home, as a CPU access does.)
+ * lock is held. A run of them at a time: hmm_range_fault() faults every page from the first
+ * one asked for to the end of its range, and would bring our HBM pages there home too.
+ * (@skipped holds no page migrate_vma_setup() saw: never one of our HBM or one never touched;
+ * a page left in another device's HBM comes home, as a CPU access does.)
  */
 static void gmem_window_populate(struct gmem_ctx *ctx, struct gmem_migration *m,
 				 struct vm_area_struct *vma, unsigned long start,
 				 unsigned long end, const unsigned long *skipped)
 {
-	unsigned long npages = (end - start) >> PAGE_SHIFT, req = HMM_PFN_REQ_FAULT;
-	struct hmm_range range = {
-		.notifier = &ctx->notifier,
-		.start = start,
-		.end = end,
-		.hmm_pfns = m->dst,
-		.pfn_flags_mask = HMM_PFN_REQ_FAULT | HMM_PFN_REQ_WRITE,
-		.dev_private_owner = ctx->g,
-	};
-
+	unsigned long npages = (end - start) >> PAGE_SHIFT, i, j;
 	/* Writable now, or HBM would get it read-only and the first write would bring it home. */
-	if (vma->vm_flags & VM_WRITE)
-		req |= HMM_PFN_REQ_WRITE;
-	for (unsigned long i = 0; i < npages; i++)
-		m->dst[i] = test_bit(i, skipped) ? req : 0;
-	range.notifier_seq = mmu_interval_read_begin(&ctx->notifier);
-	hmm_range_fault(&range);
+	unsigned long req = HMM_PFN_REQ_FAULT | (vma->vm_flags & VM_WRITE ? HMM_PFN_REQ_WRITE : 0);
+
+	for_each_set_bitrange(i, j, skipped, npages) {
+		struct hmm_range range = {
+			.notifier = &ctx->notifier,
+			.start = start + i * PAGE_SIZE,
+			.end = start + j * PAGE_SIZE,
+			.hmm_pfns = m->dst,
+			.default_flags = req,
+			.dev_private_owner = ctx->g,
+		};
+
+		range.notifier_seq = mmu_interval_read_begin(&ctx->notifier);
+		hmm_range_fault(&range);
+	}
 }
 
 /*
