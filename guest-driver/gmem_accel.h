@@ -38,6 +38,8 @@
  *    is taken under it); the group is then serviced without it, so that groups of different
  *    contexts are serviced at once (by the worker and the processes waiting for batches).
  *    gmem_ctx.fault_mutex: one fault server at a time per context, and its fault scratch.
+ *    gmem_ctx.notifier_mutex: inserting a window's MMU notifier, which may take mmap_lock
+ *    (so windows are covered before it is held, gmem_notifier_cover()).
  * 4. mmap_lock of a process (read; for eviction "settled": written, then downgraded): VMAs
  *    during hmm_range_fault() and migrate_vma_*(), an HBM page's owner's VMAs during its
  *    eviction. A second mm is only ever trylocked.
@@ -132,6 +134,7 @@ enum gmem_dev_counter {
 	GMEM_DEV_OBJ_SYSTEM_PAGES_NOW,	/* 4 KiB pages of system memory they hold */
 	GMEM_DEV_OBJ_EVICTIONS,		/* objects moved from HBM to system memory */
 	GMEM_DEV_MIGRATED_FROM_PEER,	/* pages moved in from another device's HBM */
+	GMEM_DEV_NOTIFIERS_NOW,		/* MMU notifiers of contexts (one per 2 MiB window) */
 	GMEM_DEV_NR_COUNTERS
 };
 
@@ -371,7 +374,9 @@ struct gmem_owner {
  * @unused:    completed when @users drops to zero: shutdown waits for it
  * @mm:        the address space (the owner's mmgrab keeps it)
  * @owner:     its HBM pages' owner (page->zone_device_data)
- * @notifier:  covers the whole address space; zaps device PTEs on CPU changes
+ * @notifiers: window index -> its MMU notifier, which zaps device PTEs on CPU changes
+ *             (gmem_accel_notifier.c)
+ * @notifier_mutex: serializes their insertion, and their removal at shutdown
  * @lock:      the device page table; held to program PTEs after mmu_interval_read_retry.
  *             The MMU notifier takes it, so nothing that can enter reclaim runs under it.
  * @root:      level-4 table
@@ -398,7 +403,8 @@ struct gmem_ctx {
 	struct completion unused;
 	struct mm_struct *mm;
 	struct gmem_owner *owner;
-	struct mmu_interval_notifier notifier;
+	struct xarray notifiers;
+	struct mutex notifier_mutex;	/* inserting @notifiers; removing them */
 	struct mutex lock;
 	struct gmem_pt root;
 	struct gmem_pt_spares spares;
@@ -491,7 +497,13 @@ void gmem_fences_signal(struct gmem_queue *q, int err);
 long gmem_fence_export(struct gmem_ctx *ctx, void __user *uarg);
 int gmem_fence_wait_fd(struct gmem_accel *g, int fd);
 
-/* gmem_accel_ctx.c: contexts and their MMU notifier */
+/* gmem_accel_notifier.c: a context's MMU notifiers */
+struct mmu_interval_notifier *gmem_notifier(struct gmem_ctx *ctx, u64 va);
+int gmem_notifier_cover(struct gmem_ctx *ctx, u64 start, u64 end);
+void gmem_notifiers_remove(struct gmem_ctx *ctx);
+void gmem_notifiers_free(struct gmem_ctx *ctx);
+
+/* gmem_accel_ctx.c: contexts */
 struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g);
 struct gmem_ctx *gmem_ctx_get(struct gmem_accel *g, unsigned int id);
 void gmem_ctx_put(struct gmem_ctx *ctx);

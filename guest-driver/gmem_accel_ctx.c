@@ -2,8 +2,7 @@
 /*
  * gmem-accel driver: contexts. Each open file mirrors its process's address space into one
  * device context: a device page table the driver owns (gmem_accel_pt.c), kept coherent with
- * the CPU's by one mmu_interval_notifier over the whole address space
- * (Documentation/mm/hmm.rst).
+ * the CPU's by MMU notifiers (gmem_accel_notifier.c).
  */
 #include <linux/dma-mapping.h>
 #include <linux/hmm.h>
@@ -14,41 +13,6 @@
 
 #include "gmem_accel.h"
 #include "gmem_accel_trace.h"
-
-static bool gmem_invalidate(struct mmu_interval_notifier *mni,
-			    const struct mmu_notifier_range *range, unsigned long cur_seq)
-{
-	struct gmem_ctx *ctx = container_of(mni, struct gmem_ctx, notifier);
-	unsigned long zapped;
-
-	/*
-	 * A migration this context started (gmem_window_to_device), or pages it takes exclusively
-	 * (gmem_accel_dmirror.c): it updates its device mapping itself. Others' — CPU faults,
-	 * evictions, other contexts — zap it here.
-	 */
-	if ((range->event == MMU_NOTIFY_MIGRATE || range->event == MMU_NOTIFY_EXCLUSIVE) &&
-	    range->owner == ctx) {
-		trace_gmem_accel_invalidate(ctx->id, range->start, range->end, range->event,
-					    true, 0);
-		return true;
-	}
-	if (mmu_notifier_range_blockable(range))
-		mutex_lock(&ctx->lock);
-	else if (!mutex_trylock(&ctx->lock))
-		return false;
-	mmu_interval_set_seq(mni, cur_seq);
-	zapped = gmem_pt_zap(ctx, range->start, range->end);
-	mutex_unlock(&ctx->lock);
-	gmem_ctx_count(ctx, GMEM_CTX_INVALIDATIONS, 1);
-	gmem_dev_count(ctx->g, GMEM_DEV_INVALIDATIONS, 1);
-	trace_gmem_accel_invalidate(ctx->id, range->start, range->end, range->event, false,
-				    zapped);
-	return true;
-}
-
-static const struct mmu_interval_notifier_ops gmem_notifier_ops = {
-	.invalidate = gmem_invalidate,
-};
 
 /* Give back the held ids whose commands have all passed. Called with g->ctx_lock held. */
 static void gmem_release_held_ids(struct gmem_accel *g)
@@ -119,6 +83,8 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 	ctx->g = g;
 	mutex_init(&ctx->lock);
 	mutex_init(&ctx->fault_mutex);
+	mutex_init(&ctx->notifier_mutex);
+	xa_init(&ctx->notifiers);
 	ctx->fault_req = kvcalloc(GMEM_WINDOW_PAGES, sizeof(long), GFP_KERNEL);
 	ctx->fault_pfns = kvcalloc(GMEM_WINDOW_PAGES, sizeof(long), GFP_KERNEL);
 	if (!ctx->fault_req || !ctx->fault_pfns) {
@@ -155,14 +121,10 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 	ret = gmem_pt_init(ctx);
 	if (ret)
 		goto err_id;
-	ret = mmu_interval_notifier_insert(&ctx->notifier, current->mm, 0, ULONG_MAX & PAGE_MASK,
-					   &gmem_notifier_ops);
-	if (ret)
-		goto err_pt;
 	ctx->owner = gmem_owner_create(current->mm);
 	if (!ctx->owner) {
 		ret = -ENOMEM;
-		goto err_notifier;
+		goto err_pt;
 	}
 	ctx->mm = ctx->owner->mm;	/* kept (mmgrab) by the owner */
 
@@ -175,8 +137,6 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 	gmem_write(g, GMEM_REG_CTX(id, GMEM_CTX_CTRL), GMEM_CTX_CTRL_ENABLE);
 	return ctx;
 
-err_notifier:
-	mmu_interval_notifier_remove(&ctx->notifier);
 err_pt:
 	gmem_pt_fini(ctx);
 err_id:
@@ -204,7 +164,7 @@ void gmem_ctx_shutdown(struct gmem_ctx *ctx)
 	/* Fault servers still at work for this context finish first (only they can hold it). */
 	gmem_ctx_put(ctx);
 	wait_for_completion(&ctx->unused);
-	mmu_interval_notifier_remove(&ctx->notifier);
+	gmem_notifiers_remove(ctx);
 	if (g->regs) {
 		/* Disabling drops the context's translations from the device TLB too. */
 		gmem_write(g, GMEM_REG_CTX(ctx->id, GMEM_CTX_CTRL), 0);
@@ -244,6 +204,7 @@ void gmem_ctx_destroy(struct gmem_ctx *ctx)
 {
 	gmem_ctx_shutdown(ctx);
 	gmem_owner_put(ctx->owner);
+	gmem_notifiers_free(ctx);
 	xa_destroy(&ctx->errors);
 	mtree_destroy(&ctx->advice);
 	gmem_ctx_free(ctx);

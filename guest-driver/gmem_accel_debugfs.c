@@ -35,6 +35,7 @@ static const char * const gmem_dev_counter_names[GMEM_DEV_NR_COUNTERS] = {
 	[GMEM_DEV_MIGRATED_TO_DEVICE] = "migrated_to_device",
 	[GMEM_DEV_MIGRATED_TO_SYSTEM] = "migrated_to_system",
 	[GMEM_DEV_MIGRATED_FROM_PEER] = "migrated_from_peer",
+	[GMEM_DEV_NOTIFIERS_NOW] = "notifiers_now",
 	[GMEM_DEV_CPU_FAULTS] = "cpu_faults",
 	[GMEM_DEV_EVICTIONS] = "evictions",
 	[GMEM_DEV_ENGINE_RESETS] = "engine_resets",

@@ -85,7 +85,6 @@ static int gmem_dmirror_mirror_window(struct gmem_ctx *ctx, struct gmem_dmirror_
 {
 	unsigned long npages = (end - start) >> PAGE_SHIFT;
 	struct hmm_range range = {
-		.notifier = &ctx->notifier,
 		.start = start,
 		.end = end,
 		.hmm_pfns = w->pfns,
@@ -93,6 +92,10 @@ static int gmem_dmirror_mirror_window(struct gmem_ctx *ctx, struct gmem_dmirror_
 	};
 	int ret, replaced;
 
+	ret = gmem_notifier_cover(ctx, start, end);
+	if (ret)
+		return ret;
+	range.notifier = gmem_notifier(ctx, start);
 	memset(w->req, 0, npages * sizeof(*w->req));
 	do {
 		ret = gmem_pt_reserve(ctx, start, end);
@@ -205,10 +208,11 @@ static void gmem_dmirror_split_thp(struct gmem_ctx *ctx, struct gmem_dmirror_win
 static int gmem_dmirror_exclusive_page(struct gmem_ctx *ctx, u64 va)
 {
 	unsigned long timeout = jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
+	struct mmu_interval_notifier *mni = gmem_notifier(ctx, va);
 	int ret = -EBUSY;
 
 	while (!time_after(jiffies, timeout)) {
-		unsigned long seq = mmu_interval_read_begin(&ctx->notifier);
+		unsigned long seq = mmu_interval_read_begin(mni);
 		unsigned long pfn;
 		struct page *page;
 		bool retry;
@@ -220,7 +224,7 @@ static int gmem_dmirror_exclusive_page(struct gmem_ctx *ctx, u64 va)
 		if (IS_ERR(page))
 			return PTR_ERR(page);	/* busy, shared, or not anonymous */
 		mutex_lock(&ctx->lock);
-		retry = mmu_interval_read_retry(&ctx->notifier, seq);
+		retry = mmu_interval_read_retry(mni, seq);
 		if (!retry) {
 			pfn = page_to_pfn(page) | HMM_PFN_VALID | HMM_PFN_WRITE;
 			ret = gmem_pt_map(ctx, va, &pfn, 1);
@@ -247,8 +251,10 @@ static int gmem_dmirror_exclusive_window(struct gmem_ctx *ctx, struct gmem_dmirr
 					 u64 start, u64 end)
 {
 	struct vm_area_struct *vma;
-	int ret = 0;
+	int ret = gmem_notifier_cover(ctx, start, end);
 
+	if (ret)
+		return ret;
 	mmap_read_lock(ctx->mm);
 	vma = vma_lookup(ctx->mm, start);
 	if (!vma || end > vma->vm_end) {

@@ -119,7 +119,6 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 {
 	unsigned long npages = (end - start) >> PAGE_SHIFT;
 	struct hmm_range range = {
-		.notifier = &ctx->notifier,
 		.start = start,
 		.end = end,
 		.hmm_pfns = pfns,
@@ -129,6 +128,10 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 	unsigned long lo = npages, hi = 0;
 	int ret, replaced, unshares = 0;
 
+	ret = gmem_notifier_cover(ctx, start, end);
+	if (ret)
+		return ret;
+	range.notifier = gmem_notifier(ctx, start);
 	for (;;) {
 		bool unshare;
 

@@ -713,15 +713,19 @@ int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 				MIGRATE_VMA_SELECT_SYSTEM | gmem_select_compound(ctx->g, start, end),
 	};
 	unsigned long npages = (end - start) >> PAGE_SHIFT;
+	struct mmu_interval_notifier *mni = gmem_notifier(ctx, start);
 	unsigned long seq;
 	int ret;
 
+	/* The caller covered the window (gmem_notifier_cover()) before taking the mmap lock. */
+	if (WARN_ON_ONCE(!mni))
+		return -EFAULT;
 	memset(m->dst, 0, sizeof(m->dst));
 	memset(m->dma, 0, sizeof(m->dma));
 	m->ndesc = 0;
 	/* The device page-table pages for the result; without them the device faults later. */
 	gmem_pt_reserve(ctx, start, end);
-	seq = mmu_interval_read_begin(&ctx->notifier);
+	seq = mmu_interval_read_begin(mni);
 	ret = migrate_vma_setup(&args);
 	if (ret)
 		return ret;
@@ -793,7 +797,7 @@ static void gmem_window_populate(struct gmem_ctx *ctx, struct gmem_migration *m,
 
 	for_each_set_bitrange(i, j, skipped, npages) {
 		struct hmm_range range = {
-			.notifier = &ctx->notifier,
+			.notifier = gmem_notifier(ctx, start),
 			.start = start + i * PAGE_SIZE,
 			.end = start + j * PAGE_SIZE,
 			.hmm_pfns = m->dst,
@@ -801,7 +805,7 @@ static void gmem_window_populate(struct gmem_ctx *ctx, struct gmem_migration *m,
 			.dev_private_owner = ctx->g,
 		};
 
-		range.notifier_seq = mmu_interval_read_begin(&ctx->notifier);
+		range.notifier_seq = mmu_interval_read_begin(range.notifier);
 		hmm_range_fault(&range);
 	}
 }
@@ -844,6 +848,15 @@ static int gmem_window_to_device_retry(struct gmem_ctx *ctx, struct gmem_migrati
 	return ret;
 }
 
+/* The mmap lock for a migration: moving in may evict the process's pages (gmem_evict_owned()). */
+static void gmem_migrate_lock(struct gmem_ctx *ctx, bool evict)
+{
+	if (evict)
+		gmem_mmap_lock_settled(ctx->mm);
+	else
+		mmap_read_lock(ctx->mm);
+}
+
 /*
  * Migrate [start, end) of the context's process to HBM (@how: GMEM_MIGRATE_TO_DEVICE; with
  * GMEM_MIGRATE_PEERS from other devices' HBM too) or back to system memory, a window (2 MiB
@@ -871,11 +884,7 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 	}
 	m->g = g;
 	m->ctx = ctx;
-	/* Moving in may evict this process's own pages (gmem_evict_owned()). */
-	if (to_device)
-		gmem_mmap_lock_settled(ctx->mm);
-	else
-		mmap_read_lock(ctx->mm);
+	gmem_migrate_lock(ctx, to_device);
 	for (u64 addr = start; addr < end && !ret;) {
 		struct vm_area_struct *vma = find_vma(ctx->mm, addr);
 		unsigned long n = 0, from_peers = 0;
@@ -893,6 +902,13 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 			ret = skip_holes ? 0 : -EFAULT;
 			addr = vma->vm_end;
 			continue;
+		}
+		if (to_device && !gmem_notifier(ctx, addr)) {
+			/* Its notifier first, which the mmap lock may not be held for. */
+			mmap_read_unlock(ctx->mm);
+			ret = gmem_notifier_cover(ctx, addr, next);
+			gmem_migrate_lock(ctx, to_device);
+			continue;	/* the VMAs may have changed meanwhile */
 		}
 		if (to_device)
 			ret = gmem_window_to_device_retry(ctx, m, vma, addr, next, &n,
@@ -957,14 +973,10 @@ static void gmem_fault_to_device(struct gmem_ctx *ctx, u64 start, u64 end, bool 
 	struct vm_area_struct *vma;
 	unsigned long n = 0;
 
-	if (!m)
+	if (!m || gmem_notifier_cover(ctx, start, end))
 		return;
 	m->no_evict = !evict;
-	/* Evicting may take this process's own pages (gmem_evict_owned()). */
-	if (evict)
-		gmem_mmap_lock_settled(ctx->mm);
-	else
-		mmap_read_lock(ctx->mm);
+	gmem_migrate_lock(ctx, evict);
 	vma = vma_lookup(ctx->mm, start);
 	/* Only memory the process may read: the fault's own check comes after this. */
 	if (vma && end <= vma->vm_end && (vma->vm_flags & VM_READ) &&

@@ -739,6 +739,12 @@ unsigned long gmem_obj_get_unmapped_area(struct file *file, unsigned long addr,
  */
 int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *end)
 {
+	struct mmu_interval_notifier *mni;
+	int err = gmem_notifier_cover(ctx, va, va + 1);
+
+	if (err)
+		return err;
+	mni = gmem_notifier(ctx, va);
 	for (unsigned int tries = 0; tries < 16; tries++) {
 		struct vm_area_struct *vma;
 		unsigned long seq;
@@ -749,7 +755,7 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 		const u64 *addr;
 		bool wr, hbm;
 
-		seq = mmu_interval_read_begin(&ctx->notifier);
+		seq = mmu_interval_read_begin(mni);
 		mmap_read_lock(ctx->mm);
 		vma = vma_lookup(ctx->mm, va);
 		if (!vma || vma->vm_ops != &gmem_obj_vm_ops) {
@@ -781,7 +787,7 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 		addr = peer ? peer->addr : obj->addr;
 		hbm = !peer && gmem_obj_in_hbm(obj);
 		mutex_lock(&ctx->lock);
-		if (mmu_interval_read_retry(&ctx->notifier, seq)) {
+		if (mmu_interval_read_retry(mni, seq)) {
 			mutex_unlock(&ctx->lock);
 			mutex_unlock(&obj->lock);
 			gmem_obj_put(obj);

@@ -494,7 +494,7 @@ void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src
 			  const unsigned long *dst, unsigned long npages, unsigned long seq)
 {
 	mutex_lock(&ctx->lock);
-	if (!mmu_interval_read_retry(&ctx->notifier, seq)) {
+	if (!mmu_interval_read_retry(gmem_notifier(ctx, va), seq)) {
 		for (unsigned long i = 0; i < npages; i++) {
 			struct page *page = migrate_pfn_to_page(dst[i]);
 			bool write = dst[i] & MIGRATE_PFN_WRITE;

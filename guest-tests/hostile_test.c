@@ -693,8 +693,8 @@ TEST_F_TIMEOUT(hostile, threads_on_one_file, 300)
 }
 
 static const char * const gauges[] = { "contexts_now", "hbm_pages_now", "pt_pages_now",
-					"dma_mapped_pages_now" };
-#define NGAUGES 4
+					"dma_mapped_pages_now", "notifiers_now" };
+#define NGAUGES 5
 
 /* Every gauge of device 0 back at @before (waiting up to 60 s for closes to finish). */
 static void expect_baseline(struct __test_metadata *_metadata, const int64_t *before)

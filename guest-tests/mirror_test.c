@@ -470,21 +470,24 @@ TEST_F_TIMEOUT(svm_proc, many_processes, 300)
 }
 
 /* Device resources that every context gives back when it goes. */
-static const char * const gauges[] = { "contexts_now", "pt_pages_now", "dma_mapped_pages_now" };
+static const char * const gauges[] = { "contexts_now", "pt_pages_now", "dma_mapped_pages_now",
+					"notifiers_now" };
+#define NGAUGES 4
 
 /*
  * A process killed while its command is faulting leaves nothing behind (its context,
- * page-table pages and DMA mappings are all returned) and the device serving others.
+ * page-table pages, DMA mappings and MMU notifiers are all returned) and the device serving
+ * others.
  */
 TEST_F_TIMEOUT(svm_proc, killed_while_faulting, 300)
 {
 	size_t len = 64ul << 20;
-	int64_t before[3];
+	int64_t before[NGAUGES];
 	int status, fd, i;
 	pid_t pid;
 	uint8_t *a = malloc(PAGE), *b = malloc(PAGE);
 
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < NGAUGES; i++) {
 		const char *name = gauges[i];
 
 		ASSERT_EQ(0, gmem_debugfs_stat(0, name, &before[i])) TH_LOG("%s", name);
@@ -507,7 +510,7 @@ TEST_F_TIMEOUT(svm_proc, killed_while_faulting, 300)
 	ASSERT_EQ(0, kill(pid, SIGKILL));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFSIGNALED(status));
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < NGAUGES; i++) {
 		const char *name = gauges[i];
 
 		EXPECT_EQ(before[i], gmem_wait_stat(0, name, before[i], 10000))

@@ -33,6 +33,7 @@
 #include "gmem_test_util.h"
 
 #define PAGE 4096ul
+#define HUGE (2ul << 20)
 #define RW (PROT_READ | PROT_WRITE)
 #define MPOL_BIND 2
 #define MPOL_MF_MOVE (1 << 1)
@@ -125,6 +126,54 @@ FIXTURE_SETUP(mm)
 FIXTURE_TEARDOWN(mm)
 {
 	close(self->fd);
+}
+
+/*
+ * The context hears of the CPU's changes to the 2 MiB windows the device reached, not of the
+ * whole mm: one notifier per window, inserted as the device reaches it. (With one notifier over
+ * the whole address space, each change anywhere restarted every window in flight; under
+ * reclaim of the process's own pages a device fault retried until HMM's one-second timeout
+ * and its command failed with EBUSY.) The notifiers go with the context.
+ */
+TEST_F_TIMEOUT(mm, invalidations_elsewhere_pass_the_device_by, 180)
+{
+	size_t len = 2 * HUGE;
+	uint8_t *dev = map_pages(len), *cpu = map_pages(3 * HUGE), *win;
+	int64_t notifiers0, notifiers;
+	uint64_t inval;
+	int fd;
+
+	ASSERT_NE(NULL, dev);
+	ASSERT_NE(NULL, cpu);
+	/* A whole window of @cpu's: no window of @dev's can share it. */
+	win = (uint8_t *)(((uintptr_t)cpu + HUGE) & ~(HUGE - 1));
+	memset(dev, 1, len);
+	memset(cpu, 2, 3 * HUGE);
+	fd = gmem_open(0, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "notifiers_now", &notifiers0));
+	ASSERT_EQ(0, device_reads_as_cpu(fd, dev, len));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "notifiers_now", &notifiers));
+	/* 4 MiB: two windows if aligned, three if not. */
+	EXPECT_LE(notifiers0 + 2, notifiers);
+	EXPECT_GE(notifiers0 + 3, notifiers);
+
+	inval = ctx_stats(fd).invalidations;
+	for (int i = 0; i < 100; i++) {
+		ASSERT_EQ(0, madvise(win, HUGE, MADV_DONTNEED));
+		win[i * PAGE] = i;
+	}
+	/* (a NUMA balancing scan may pass over @dev meanwhile) */
+	EXPECT_GT(inval + 10, ctx_stats(fd).invalidations)
+		TH_LOG("%llu invalidations for 100 changes the device never reached",
+		       (unsigned long long)(ctx_stats(fd).invalidations - inval));
+	ASSERT_EQ(0, madvise(dev, len, MADV_DONTNEED));
+	EXPECT_LT(inval, ctx_stats(fd).invalidations);
+	EXPECT_EQ(0, device_maps(fd, dev, len / PAGE, NULL));
+	close(fd);
+	EXPECT_EQ(notifiers0, gmem_wait_stat(0, "notifiers_now", notifiers0, 10000));
+	munmap(dev, len);
+	munmap(cpu, 3 * HUGE);
 }
 
 /*

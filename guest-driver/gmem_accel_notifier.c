@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: the MMU notifiers that keep a context's device page table coherent with
+ * its process's (Documentation/mm/hmm.rst). One mmu_interval_notifier per 2 MiB window (the
+ * unit every fault, mirror and migration works in), inserted before the window is first
+ * reached, with no mmap lock held (as drm_gpusvm inserts its notifiers). An invalidation
+ * then restarts only the work of the windows it touches. With one notifier over the whole
+ * address space, every invalidation anywhere in the mm restarted every window in flight:
+ * under reclaim of the process's own pages (oversubscription on the debug kernel), a
+ * window's hmm_range_fault() retried until HMM's one-second timeout and the command failed
+ * with EBUSY.
+ */
+#include <linux/mmu_notifier.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+
+#include "gmem_accel.h"
+#include "gmem_accel_trace.h"
+
+struct gmem_notifier {
+	struct mmu_interval_notifier mni;
+	struct gmem_ctx *ctx;
+	u64 start;		/* the window's */
+};
+
+static bool gmem_invalidate(struct mmu_interval_notifier *mni,
+			    const struct mmu_notifier_range *range, unsigned long cur_seq)
+{
+	struct gmem_notifier *n = container_of(mni, struct gmem_notifier, mni);
+	struct gmem_ctx *ctx = n->ctx;
+	u64 start = max_t(u64, range->start, n->start);
+	u64 end = min_t(u64, range->end, n->start + GMEM_HUGE_SIZE);
+	unsigned long zapped;
+
+	/*
+	 * A migration this context started (gmem_window_to_device), or pages it takes exclusively
+	 * (gmem_accel_dmirror.c): it updates its device mapping itself. Others' — CPU faults,
+	 * evictions, other contexts — zap it here.
+	 */
+	if ((range->event == MMU_NOTIFY_MIGRATE || range->event == MMU_NOTIFY_EXCLUSIVE) &&
+	    range->owner == ctx) {
+		trace_gmem_accel_invalidate(ctx->id, start, end, range->event, true, 0);
+		return true;
+	}
+	if (mmu_notifier_range_blockable(range))
+		mutex_lock(&ctx->lock);
+	else if (!mutex_trylock(&ctx->lock))
+		return false;
+	mmu_interval_set_seq(mni, cur_seq);
+	zapped = gmem_pt_zap(ctx, start, end);
+	mutex_unlock(&ctx->lock);
+	gmem_ctx_count(ctx, GMEM_CTX_INVALIDATIONS, 1);
+	gmem_dev_count(ctx->g, GMEM_DEV_INVALIDATIONS, 1);
+	trace_gmem_accel_invalidate(ctx->id, start, end, range->event, false, zapped);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops gmem_notifier_ops = {
+	.invalidate = gmem_invalidate,
+};
+
+/*
+ * The notifier of the window holding @va, for mmu_interval_read_begin()/read_retry() and
+ * hmm_range_fault(); NULL until gmem_notifier_cover() covered it.
+ */
+struct mmu_interval_notifier *gmem_notifier(struct gmem_ctx *ctx, u64 va)
+{
+	struct gmem_notifier *n = xa_load(&ctx->notifiers, va >> GMEM_HUGE_SHIFT);
+
+	return n ? &n->mni : NULL;
+}
+
+/*
+ * Make sure each window of [start, end) has its notifier, before anything of it is mapped.
+ * May sleep; the mmap lock must not be held (mmu_interval_notifier_insert() may take it).
+ * -ENODEV once the context is shut down.
+ */
+int gmem_notifier_cover(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	int ret = 0;
+
+	for (u64 w = ALIGN_DOWN(start, GMEM_HUGE_SIZE); w < end && !ret; w += GMEM_HUGE_SIZE) {
+		struct gmem_notifier *n;
+
+		if (xa_load(&ctx->notifiers, w >> GMEM_HUGE_SHIFT))
+			continue;
+		/* The first notifier of an mm registers it, which wants it alive. */
+		if (!mmget_not_zero(ctx->mm))
+			return -ESRCH;
+		mutex_lock(&ctx->notifier_mutex);
+		if (ctx->shut_down) {
+			ret = -ENODEV;
+		} else if (!xa_load(&ctx->notifiers, w >> GMEM_HUGE_SHIFT)) {
+			n = kzalloc(sizeof(*n), GFP_KERNEL);
+			ret = n ? 0 : -ENOMEM;
+			if (n) {
+				n->ctx = ctx;
+				n->start = w;
+				ret = mmu_interval_notifier_insert(&n->mni, ctx->mm, w,
+								   GMEM_HUGE_SIZE,
+								   &gmem_notifier_ops);
+			}
+			if (!ret) {
+				ret = xa_err(xa_store(&ctx->notifiers, w >> GMEM_HUGE_SHIFT, n,
+						      GFP_KERNEL));
+				if (ret)
+					mmu_interval_notifier_remove(&n->mni);
+				else
+					gmem_dev_count(ctx->g, GMEM_DEV_NOTIFIERS_NOW, 1);
+			}
+			if (ret)
+				kfree(n);
+		}
+		mutex_unlock(&ctx->notifier_mutex);
+		mmput(ctx->mm);
+	}
+	return ret;
+}
+
+/*
+ * Take the context's notifiers off its mm (shutdown; no more are inserted after). They are
+ * freed with the context, as a call still running may look at one.
+ */
+void gmem_notifiers_remove(struct gmem_ctx *ctx)
+{
+	struct gmem_notifier *n;
+	unsigned long i;
+
+	mutex_lock(&ctx->notifier_mutex);
+	xa_for_each(&ctx->notifiers, i, n) {
+		mmu_interval_notifier_remove(&n->mni);
+		gmem_dev_count(ctx->g, GMEM_DEV_NOTIFIERS_NOW, -1);
+	}
+	mutex_unlock(&ctx->notifier_mutex);
+}
+
+void gmem_notifiers_free(struct gmem_ctx *ctx)
+{
+	struct gmem_notifier *n;
+	unsigned long i;
+
+	xa_for_each(&ctx->notifiers, i, n)
+		kfree(n);
+	xa_destroy(&ctx->notifiers);
+}
