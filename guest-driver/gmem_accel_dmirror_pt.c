@@ -254,7 +254,7 @@ static int gmem_dmirror_exclusive_window(struct gmem_ctx *ctx, struct gmem_dmirr
 	int ret = gmem_notifier_cover(ctx, start, end);
 
 	if (ret)
-		return ret;
+		return ret == -EFAULT ? -EINVAL : ret;	/* nothing mapped there */
 	mmap_read_lock(ctx->mm);
 	vma = vma_lookup(ctx->mm, start);
 	if (!vma || end > vma->vm_end) {

@@ -10,6 +10,7 @@
  * window's hmm_range_fault() retried until HMM's one-second timeout and the command failed
  * with EBUSY.
  */
+#include <linux/mm.h>
 #include <linux/mmu_notifier.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -71,46 +72,63 @@ struct mmu_interval_notifier *gmem_notifier(struct gmem_ctx *ctx, u64 va)
 }
 
 /*
+ * Insert window @w's notifier; ctx->notifier_mutex held. Only for a window a VMA meets: a
+ * program pointing the device at addresses it never mapped gets its errors and no notifiers.
+ * Charged to the process's memory cgroup, as its page tables are.
+ */
+static int gmem_notifier_insert(struct gmem_ctx *ctx, u64 w)
+{
+	struct gmem_notifier *n;
+	bool mapped;
+	int ret;
+
+	lockdep_assert_held(&ctx->notifier_mutex);
+	mmap_read_lock(ctx->mm);
+	mapped = find_vma_intersection(ctx->mm, w, w + GMEM_HUGE_SIZE);
+	mmap_read_unlock(ctx->mm);
+	if (!mapped)
+		return -EFAULT;
+	n = kzalloc(sizeof(*n), GFP_KERNEL_ACCOUNT);
+	if (!n)
+		return -ENOMEM;
+	n->ctx = ctx;
+	n->start = w;
+	ret = mmu_interval_notifier_insert(&n->mni, ctx->mm, w, GMEM_HUGE_SIZE,
+					   &gmem_notifier_ops);
+	if (ret) {
+		kfree(n);
+		return ret;
+	}
+	ret = xa_err(xa_store(&ctx->notifiers, w >> GMEM_HUGE_SHIFT, n, GFP_KERNEL_ACCOUNT));
+	if (ret) {
+		mmu_interval_notifier_remove(&n->mni);
+		kfree(n);
+		return ret;
+	}
+	gmem_dev_count(ctx->g, GMEM_DEV_NOTIFIERS_NOW, 1);
+	return 0;
+}
+
+/*
  * Make sure each window of [start, end) has its notifier, before anything of it is mapped.
  * May sleep; the mmap lock must not be held (mmu_interval_notifier_insert() may take it).
- * -ENODEV once the context is shut down.
+ * -EFAULT for a window no VMA meets, -ENODEV once the context is shut down.
  */
 int gmem_notifier_cover(struct gmem_ctx *ctx, u64 start, u64 end)
 {
 	int ret = 0;
 
 	for (u64 w = ALIGN_DOWN(start, GMEM_HUGE_SIZE); w < end && !ret; w += GMEM_HUGE_SIZE) {
-		struct gmem_notifier *n;
-
 		if (xa_load(&ctx->notifiers, w >> GMEM_HUGE_SHIFT))
 			continue;
 		/* The first notifier of an mm registers it, which wants it alive. */
 		if (!mmget_not_zero(ctx->mm))
 			return -ESRCH;
 		mutex_lock(&ctx->notifier_mutex);
-		if (ctx->shut_down) {
+		if (ctx->shut_down)
 			ret = -ENODEV;
-		} else if (!xa_load(&ctx->notifiers, w >> GMEM_HUGE_SHIFT)) {
-			n = kzalloc(sizeof(*n), GFP_KERNEL);
-			ret = n ? 0 : -ENOMEM;
-			if (n) {
-				n->ctx = ctx;
-				n->start = w;
-				ret = mmu_interval_notifier_insert(&n->mni, ctx->mm, w,
-								   GMEM_HUGE_SIZE,
-								   &gmem_notifier_ops);
-			}
-			if (!ret) {
-				ret = xa_err(xa_store(&ctx->notifiers, w >> GMEM_HUGE_SHIFT, n,
-						      GFP_KERNEL));
-				if (ret)
-					mmu_interval_notifier_remove(&n->mni);
-				else
-					gmem_dev_count(ctx->g, GMEM_DEV_NOTIFIERS_NOW, 1);
-			}
-			if (ret)
-				kfree(n);
-		}
+		else if (!xa_load(&ctx->notifiers, w >> GMEM_HUGE_SHIFT))
+			ret = gmem_notifier_insert(ctx, w);
 		mutex_unlock(&ctx->notifier_mutex);
 		mmput(ctx->mm);
 	}

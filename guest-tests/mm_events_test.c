@@ -133,13 +133,13 @@ FIXTURE_TEARDOWN(mm)
  * whole mm: one notifier per window, inserted as the device reaches it. (With one notifier over
  * the whole address space, each change anywhere restarted every window in flight; under
  * reclaim of the process's own pages a device fault retried until HMM's one-second timeout
- * and its command failed with EBUSY.) The notifiers go with the context.
+ * and its command failed with EBUSY.) Nothing mapped, no notifier; they go with the context.
  */
 TEST_F_TIMEOUT(mm, invalidations_elsewhere_pass_the_device_by, 180)
 {
 	size_t len = 2 * HUGE;
 	uint8_t *dev = map_pages(len), *cpu = map_pages(3 * HUGE), *win;
-	int64_t notifiers0, notifiers;
+	int64_t notifiers0, notifiers, after;
 	uint64_t inval;
 	int fd;
 
@@ -170,6 +170,13 @@ TEST_F_TIMEOUT(mm, invalidations_elsewhere_pass_the_device_by, 180)
 	ASSERT_EQ(0, madvise(dev, len, MADV_DONTNEED));
 	EXPECT_LT(inval, ctx_stats(fd).invalidations);
 	EXPECT_EQ(0, device_maps(fd, dev, len / PAGE, NULL));
+	/* A window nothing maps any more: the device's access fails, and costs no notifier. */
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "notifiers_now", &notifiers));
+	ASSERT_EQ(0, munmap(win, HUGE));
+	EXPECT_EQ(-EFAULT, dev_copy(fd, dev, win + PAGE, 64));
+	EXPECT_EQ(-EFAULT, dev_fill(fd, win, 1, 64));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "notifiers_now", &after));
+	EXPECT_EQ(notifiers, after);
 	close(fd);
 	EXPECT_EQ(notifiers0, gmem_wait_stat(0, "notifiers_now", notifiers0, 10000));
 	munmap(dev, len);
