@@ -39,7 +39,7 @@
  *    contexts are serviced at once (by the worker and the processes waiting for batches).
  *    gmem_ctx.fault_mutex: one fault server at a time per context, and its fault scratch.
  *    gmem_ctx.notifier_mutex: inserting a window's MMU notifier, which may take mmap_lock
- *    (so windows are covered before it is held, gmem_notifier_cover()).
+ *    (so a window's notifier is inserted before it is held, gmem_notifier_get()).
  * 4. mmap_lock of a process (read; for eviction "settled": written, then downgraded): VMAs
  *    during hmm_range_fault() and migrate_vma_*(), an HBM page's owner's VMAs during its
  *    eviction. A second mm is only ever trylocked.
@@ -499,7 +499,7 @@ int gmem_fence_wait_fd(struct gmem_accel *g, int fd);
 
 /* gmem_accel_notifier.c: a context's MMU notifiers */
 struct mmu_interval_notifier *gmem_notifier(struct gmem_ctx *ctx, u64 va);
-int gmem_notifier_cover(struct gmem_ctx *ctx, u64 start, u64 end);
+struct mmu_interval_notifier *gmem_notifier_get(struct gmem_ctx *ctx, u64 va);
 void gmem_notifiers_remove(struct gmem_ctx *ctx);
 void gmem_notifiers_free(struct gmem_ctx *ctx);
 

@@ -92,10 +92,9 @@ static int gmem_dmirror_mirror_window(struct gmem_ctx *ctx, struct gmem_dmirror_
 	};
 	int ret, replaced;
 
-	ret = gmem_notifier_cover(ctx, start, end);
-	if (ret)
-		return ret;
-	range.notifier = gmem_notifier(ctx, start);
+	range.notifier = gmem_notifier_get(ctx, start);
+	if (IS_ERR(range.notifier))
+		return PTR_ERR(range.notifier);
 	memset(w->req, 0, npages * sizeof(*w->req));
 	do {
 		ret = gmem_pt_reserve(ctx, start, end);
@@ -250,11 +249,12 @@ static int gmem_dmirror_exclusive_page(struct gmem_ctx *ctx, u64 va)
 static int gmem_dmirror_exclusive_window(struct gmem_ctx *ctx, struct gmem_dmirror_window *w,
 					 u64 start, u64 end)
 {
+	struct mmu_interval_notifier *mni = gmem_notifier_get(ctx, start);
 	struct vm_area_struct *vma;
-	int ret = gmem_notifier_cover(ctx, start, end);
+	int ret = 0;
 
-	if (ret)
-		return ret == -EFAULT ? -EINVAL : ret;	/* nothing mapped there */
+	if (IS_ERR(mni))	/* -EFAULT: nothing mapped there */
+		return PTR_ERR(mni) == -EFAULT ? -EINVAL : PTR_ERR(mni);
 	mmap_read_lock(ctx->mm);
 	vma = vma_lookup(ctx->mm, start);
 	if (!vma || end > vma->vm_end) {

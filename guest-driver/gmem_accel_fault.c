@@ -128,10 +128,9 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 	unsigned long lo = npages, hi = 0;
 	int ret, replaced, unshares = 0;
 
-	ret = gmem_notifier_cover(ctx, start, end);
-	if (ret)
-		return ret;
-	range.notifier = gmem_notifier(ctx, start);
+	range.notifier = gmem_notifier_get(ctx, start);
+	if (IS_ERR(range.notifier))
+		return PTR_ERR(range.notifier);
 	for (;;) {
 		bool unshare;
 

@@ -717,7 +717,7 @@ int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 	unsigned long seq;
 	int ret;
 
-	/* The caller covered the window (gmem_notifier_cover()) before taking the mmap lock. */
+	/* The caller inserted it (gmem_notifier_get()) before taking the mmap lock. */
 	if (WARN_ON_ONCE(!mni))
 		return -EFAULT;
 	memset(m->dst, 0, sizeof(m->dst));
@@ -791,13 +791,14 @@ static void gmem_window_populate(struct gmem_ctx *ctx, struct gmem_migration *m,
 				 struct vm_area_struct *vma, unsigned long start,
 				 unsigned long end, const unsigned long *skipped)
 {
+	struct mmu_interval_notifier *mni = gmem_notifier(ctx, start);
 	unsigned long npages = (end - start) >> PAGE_SHIFT, i, j;
 	/* Writable now, or HBM would get it read-only and the first write would bring it home. */
 	unsigned long req = HMM_PFN_REQ_FAULT | (vma->vm_flags & VM_WRITE ? HMM_PFN_REQ_WRITE : 0);
 
 	for_each_set_bitrange(i, j, skipped, npages) {
 		struct hmm_range range = {
-			.notifier = gmem_notifier(ctx, start),
+			.notifier = mni,
 			.start = start + i * PAGE_SIZE,
 			.end = start + j * PAGE_SIZE,
 			.hmm_pfns = m->dst,
@@ -906,7 +907,7 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 		if (to_device && !gmem_notifier(ctx, addr)) {
 			/* Its notifier first, which the mmap lock may not be held for. */
 			mmap_read_unlock(ctx->mm);
-			ret = gmem_notifier_cover(ctx, addr, next);
+			ret = PTR_ERR_OR_ZERO(gmem_notifier_get(ctx, addr));
 			gmem_migrate_lock(ctx, to_device);
 			continue;	/* the VMAs may have changed meanwhile */
 		}
@@ -973,7 +974,7 @@ static void gmem_fault_to_device(struct gmem_ctx *ctx, u64 start, u64 end, bool 
 	struct vm_area_struct *vma;
 	unsigned long n = 0;
 
-	if (!m || gmem_notifier_cover(ctx, start, end))
+	if (!m || IS_ERR(gmem_notifier_get(ctx, start)))
 		return;
 	m->no_evict = !evict;
 	gmem_migrate_lock(ctx, evict);

@@ -62,7 +62,7 @@ static const struct mmu_interval_notifier_ops gmem_notifier_ops = {
 
 /*
  * The notifier of the window holding @va, for mmu_interval_read_begin()/read_retry() and
- * hmm_range_fault(); NULL until gmem_notifier_cover() covered it.
+ * hmm_range_fault(); NULL until gmem_notifier_get() inserted it.
  */
 struct mmu_interval_notifier *gmem_notifier(struct gmem_ctx *ctx, u64 va)
 {
@@ -110,29 +110,29 @@ static int gmem_notifier_insert(struct gmem_ctx *ctx, u64 w)
 }
 
 /*
- * Make sure each window of [start, end) has its notifier, before anything of it is mapped.
- * May sleep; the mmap lock must not be held (mmu_interval_notifier_insert() may take it).
- * -EFAULT for a window no VMA meets, -ENODEV once the context is shut down.
+ * The notifier of the window holding @va, inserted first if it has none: before anything of
+ * the window is mapped. May sleep; the mmap lock must not be held (mmu_interval_notifier_insert()
+ * may take it). ERR_PTR(-EFAULT) for a window no VMA meets, -ENODEV once the context is shut
+ * down, -ESRCH once the process is gone.
  */
-int gmem_notifier_cover(struct gmem_ctx *ctx, u64 start, u64 end)
+struct mmu_interval_notifier *gmem_notifier_get(struct gmem_ctx *ctx, u64 va)
 {
+	struct mmu_interval_notifier *mni = gmem_notifier(ctx, va);
 	int ret = 0;
 
-	for (u64 w = ALIGN_DOWN(start, GMEM_HUGE_SIZE); w < end && !ret; w += GMEM_HUGE_SIZE) {
-		if (xa_load(&ctx->notifiers, w >> GMEM_HUGE_SHIFT))
-			continue;
-		/* The first notifier of an mm registers it, which wants it alive. */
-		if (!mmget_not_zero(ctx->mm))
-			return -ESRCH;
-		mutex_lock(&ctx->notifier_mutex);
-		if (ctx->shut_down)
-			ret = -ENODEV;
-		else if (!xa_load(&ctx->notifiers, w >> GMEM_HUGE_SHIFT))
-			ret = gmem_notifier_insert(ctx, w);
-		mutex_unlock(&ctx->notifier_mutex);
-		mmput(ctx->mm);
-	}
-	return ret;
+	if (mni)
+		return mni;
+	/* The first notifier of an mm registers it, which wants it alive. */
+	if (!mmget_not_zero(ctx->mm))
+		return ERR_PTR(-ESRCH);
+	mutex_lock(&ctx->notifier_mutex);
+	if (ctx->shut_down)
+		ret = -ENODEV;
+	else if (!gmem_notifier(ctx, va))
+		ret = gmem_notifier_insert(ctx, ALIGN_DOWN(va, GMEM_HUGE_SIZE));
+	mutex_unlock(&ctx->notifier_mutex);
+	mmput(ctx->mm);
+	return ret ? ERR_PTR(ret) : gmem_notifier(ctx, va);
 }
 
 /*

@@ -739,12 +739,10 @@ unsigned long gmem_obj_get_unmapped_area(struct file *file, unsigned long addr,
  */
 int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *end)
 {
-	struct mmu_interval_notifier *mni;
-	int err = gmem_notifier_cover(ctx, va, va + 1);
+	struct mmu_interval_notifier *mni = gmem_notifier_get(ctx, va);
 
-	if (err)
-		return err;
-	mni = gmem_notifier(ctx, va);
+	if (IS_ERR(mni))
+		return PTR_ERR(mni);
 	for (unsigned int tries = 0; tries < 16; tries++) {
 		struct vm_area_struct *vma;
 		unsigned long seq;
