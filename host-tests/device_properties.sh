@@ -12,9 +12,9 @@ qemu_try() {
 			-device pcie-root-port,id=rp0,chassis=1 "$@"
 }
 
-plan 17
+plan 19
 help=$("$QEMU" -device gmem-accel,help 2>&1)
-for p in hbm-size tlb-entries walk-cache-entries ats pasid pri coherent; do
+for p in hbm-size tlb-entries walk-cache-entries movers ats pasid pri coherent; do
 	check "-device gmem-accel,help lists $p" grep -q "^  $p=" <<<"$help"
 done
 expect_fail "hbm-size=3M is refused (not a power of two)" 1 "hbm-size=3 MiB is invalid: it must be a power of two" \
@@ -34,10 +34,13 @@ expect_fail "walk-cache-entries=48 is refused (not a power of two)" 1 \
 	qemu_try -device gmem-accel,bus=rp0,walk-cache-entries=48
 expect_fail "walk-cache-entries=8192 is refused (above 4096)" 1 "walk-cache-entries=8192 is invalid" \
 	qemu_try -device gmem-accel,bus=rp0,walk-cache-entries=8192
+expect_fail "movers=9 is refused (above 8)" 1 \
+	"movers=9 is invalid: it must be 0 \(the engines copy themselves\) to 8 threads" \
+	qemu_try -device gmem-accel,bus=rp0,movers=9
 expect_fail "pri=on with ats=off is refused" 1 "pri=on needs ats=on" \
 	qemu_try -device gmem-accel,bus=rp0,ats=off
 qemu_quiet() { qemu_try "$@" >/dev/null 2>&1; }
-check "hbm-size=64M and an ats=off,pri=off,walk-cache-entries=0 device start and quit cleanly" \
+check "hbm-size=64M and an ats=off,pri=off,walk-cache-entries=0,movers=0 device start and quit cleanly" \
 	qemu_quiet -device gmem-accel,bus=rp0,hbm-size=64M -device pcie-root-port,id=rp1,chassis=2 \
-		-device gmem-accel,bus=rp1,ats=off,pri=off,walk-cache-entries=0
+		-device gmem-accel,bus=rp1,ats=off,pri=off,walk-cache-entries=0,movers=0
 tap_done

@@ -37,6 +37,18 @@
  * run a whole 64 Ki-entry ring on the vCPU thread.
  */
 #define GMEM_COMMAND_COST       256
+/*
+ * A step the mover copies costs its bytes over this: under the BQL it is only
+ * translated and mapped, so a bottom-half run fills a batch of up to 4 MiB.
+ */
+#define GMEM_MOVER_SHARE        4
+/*
+ * A COPY with less than this left copies in the engine: for the short
+ * commands of a migration (a page or a run of pages each) a batch's two
+ * thread hand-offs cost more than the copy (hbm_test's oversubscription and
+ * hmm-tests' benchmark_thp_migration took 1.5-2x as long).
+ */
+#define GMEM_MOVER_MIN_LEFT     (4 * MiB)
 /* And a TLB_INV, which scans the whole TLB, per entry */
 #define GMEM_TLB_SCAN_COST      1
 
@@ -47,11 +59,6 @@
  * multiplied one vCPU write into minutes: B's bottom half runs it.
  */
 static unsigned gmem_engines_running;
-
-typedef struct GmemTarget {
-    bool hbm;
-    uint64_t addr;
-} GmemTarget;
 
 /*
  * Translate the step's operands. Returns GMEM_CMD_ST_OK, GMEM_CMD_ST_FAULT
@@ -302,8 +309,35 @@ static int64_t gmem_step_poisoned(GmemAccelState *s, const GmemStep *step,
     return -1;
 }
 
-/* Run the command at HEAD until it completes, stalls or uses @budget. */
-static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
+/*
+ * With a batch of queue @qid's copies building (the mover's), take @step into
+ * it if it can go there with no side effect: translated, merged, no poisoned
+ * page, no injected error pending, RAM on both sides. Anything else waits
+ * until the batch has moved and is then run as usual. Returns whether taken.
+ */
+static bool gmem_step_to_mover(GmemAccelState *s, unsigned qid,
+                               GmemStep *step)
+{
+    GmemQueue *q = &s->queue[qid];
+    GmemTarget tgt[2];
+
+    if (q->cmd.opcode != GMEM_OP_COPY ||
+        !gmem_step_translates(s, q->cmd.ctx, step, tgt)) {
+        return false;
+    }
+    gmem_step_merge(s, &q->cmd, step, tgt);
+    return gmem_step_poisoned(s, step, tgt) < 0 &&
+           !(s->inject_dma_error & BIT(qid)) &&
+           gmem_mover_add(s, qid, tgt, step->op[1].len);
+}
+
+/*
+ * Run the command at HEAD until it completes, stalls or uses @budget. With
+ * @offload (the bottom half), a COPY's steps go to the mover in a batch
+ * (gmem-accel-mover.c), and the command goes on when the batch has moved.
+ */
+static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget,
+                         bool offload)
 {
     GmemQueue *q = &s->queue[qid];
     uint64_t len = gmem_cmd_length(&q->cmd);
@@ -322,9 +356,19 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
         uint32_t st;
 
         if (!*budget) {
-            return;
+            break;
         }
         gmem_cmd_step(&q->cmd, q->progress, &step);
+        if (gmem_mover_holds(s, qid)) {
+            if (!gmem_step_to_mover(s, qid, &step)) {
+                break;
+            }
+            *budget -= MIN(*budget, MAX(step.op[1].len / GMEM_MOVER_SHARE,
+                                        GMEM_ELEMENT_COST));
+            q->progress = step.next;
+            q->steps++;
+            continue;
+        }
         st = gmem_step_translate(s, qid, &step, tgt);
         if (st == GMEM_CMD_ST_FAULT) {
             gmem_queue_stall(s, qid);
@@ -340,16 +384,24 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
                                  " is poisoned", qid,
                                  gmem_op_name(q->cmd.opcode), poisoned);
             st = GMEM_CMD_ST_POISON;
+        } else if (st == GMEM_CMD_ST_OK && gmem_injected_dma_error(s, qid)) {
+            st = GMEM_CMD_ST_BAD_ADDRESS;
+        } else if (st == GMEM_CMD_ST_OK && offload &&
+                   q->cmd.opcode == GMEM_OP_COPY &&
+                   len - q->progress >= GMEM_MOVER_MIN_LEFT &&
+                   gmem_mover_add(s, qid, tgt, step.op[1].len)) {
+            /* the first of a batch */
         } else if (st == GMEM_CMD_ST_OK &&
-            (gmem_injected_dma_error(s, qid) ||
-             !gmem_step_exec(s, q, q->progress, &step, tgt))) {
+                   !gmem_step_exec(s, q, q->progress, &step, tgt)) {
+            st = GMEM_CMD_ST_BAD_ADDRESS;
+        }
+        if (st == GMEM_CMD_ST_BAD_ADDRESS) {
             gmem_accel_set_error(s, GMEM_ERR_DMA, qid, tgt[1].addr,
                                  "queue %u: %s command: memory access failed "
                                  "(HBM offset or bus address 0x%" PRIx64
                                  " or 0x%" PRIx64 ")", qid,
                                  gmem_op_name(q->cmd.opcode), tgt[0].addr,
                                  tgt[1].addr);
-            st = GMEM_CMD_ST_BAD_ADDRESS;
         }
         if (st != GMEM_CMD_ST_OK) {
             gmem_queue_complete(s, qid, st);
@@ -359,12 +411,19 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget)
         q->progress = step.next;
         q->steps++;
     }
-    gmem_queue_complete(s, qid, GMEM_CMD_ST_OK);
+    if (gmem_mover_holds(s, qid)) {
+        gmem_mover_start(s);    /* the command completes after its copies */
+    } else if (q->progress >= len) {
+        gmem_queue_complete(s, qid, GMEM_CMD_ST_OK);
+    }
 }
 
-/* Run queue @qid within @budget; returns how many commands it started. */
+/*
+ * Run queue @qid within @budget, @offload as gmem_cmd_run(); returns how many
+ * commands it started. A queue whose copies the mover has waits for them.
+ */
 static unsigned gmem_queue_run(GmemAccelState *s, unsigned qid,
-                               uint64_t budget)
+                               uint64_t budget, bool offload)
 {
     GmemQueue *q = &s->queue[qid];
     unsigned started = 0;
@@ -372,7 +431,8 @@ static unsigned gmem_queue_run(GmemAccelState *s, unsigned qid,
     if (gmem_engine_hung(s, qid)) {
         return 0;
     }
-    while (budget && q->state == GMEM_CQ_STATE_RUNNING) {
+    while (budget && q->state == GMEM_CQ_STATE_RUNNING &&
+           !gmem_mover_holds(s, qid)) {
         if (!q->busy) {
             if (q->head == q->tail) {
                 q->state = GMEM_CQ_STATE_IDLE;
@@ -384,7 +444,7 @@ static unsigned gmem_queue_run(GmemAccelState *s, unsigned qid,
                 continue;
             }
         }
-        gmem_cmd_run(s, qid, &budget);
+        gmem_cmd_run(s, qid, &budget, offload);
     }
     return started;
 }
@@ -404,9 +464,10 @@ static void gmem_engine_bh(void *opaque)
     }
     gmem_engines_running++;
     for (unsigned qid = 0; qid < GMEM_NUM_QUEUES; qid++) {
-        gmem_queue_run(s, qid, GMEM_ENGINE_BUDGET);
+        gmem_queue_run(s, qid, GMEM_ENGINE_BUDGET, true);
+        /* the mover's end runs the bottom half again */
         more |= s->queue[qid].state == GMEM_CQ_STATE_RUNNING &&
-                !gmem_engine_hung(s, qid);
+                !gmem_engine_hung(s, qid) && !gmem_mover_holds(s, qid);
     }
     gmem_engines_running--;
     if (more) {
@@ -438,18 +499,20 @@ void gmem_engine_kick(GmemAccelState *s, unsigned qid)
         unsigned n;
 
         gmem_engines_running++;
-        n = gmem_queue_run(s, qid, GMEM_INLINE_BUDGET);
+        n = gmem_queue_run(s, qid, GMEM_INLINE_BUDGET, false);
         gmem_engines_running--;
         s->inline_max_commands = MAX(s->inline_max_commands, n);
     }
     if (s->queue[qid].state == GMEM_CQ_STATE_RUNNING &&
-        !gmem_engine_hung(s, qid) && !timer_pending(s->engine_pause)) {
+        !gmem_engine_hung(s, qid) && !gmem_mover_holds(s, qid) &&
+        !timer_pending(s->engine_pause)) {
         qemu_bh_schedule(s->engine_bh);
     }
 }
 
 void gmem_engine_reset(GmemAccelState *s)
 {
+    gmem_mover_finish(s);
     qemu_bh_cancel(s->engine_bh);
     timer_del(s->engine_pause);
     memset(s->ctx, 0, sizeof(s->ctx));
@@ -481,6 +544,8 @@ static void gmem_engine_vm_state(void *opaque, bool running,
 
     if (running) {
         qemu_bh_schedule(s->engine_bh);
+    } else {
+        gmem_mover_finish(s);   /* a stopped VM's memory stays as it is */
     }
 }
 
@@ -494,11 +559,13 @@ void gmem_engine_realize(GmemAccelState *s)
     gmem_tlb_init(&s->tlb, s->tlb_entries, s->walk_cache_entries);
     s->bounce = g_malloc(GMEM_STEP_MAX_BYTES);
     s->vm_state = qemu_add_vm_change_state_handler(gmem_engine_vm_state, s);
+    gmem_mover_realize(s);
 }
 
 void gmem_engine_unrealize(GmemAccelState *s)
 {
     qemu_del_vm_change_state_handler(s->vm_state);
+    gmem_mover_unrealize(s);
     qemu_bh_delete(s->engine_bh);
     timer_free(s->engine_pause);
     gmem_tlb_free(&s->tlb);

@@ -56,7 +56,11 @@ GmemWalkStatus gmem_translate(GmemAccelState *s, uint16_t ctx, uint64_t va,
 void gmem_invalidate(GmemAccelState *s, uint16_t ctx, uint64_t va,
                             uint64_t size)
 {
-    unsigned n = gmem_tlb_invalidate(&s->tlb, ctx, va, size);
+    unsigned n;
+
+    /* Copies in flight used the old translations: done first (ATS's rule) */
+    gmem_mover_finish(s);
+    n = gmem_tlb_invalidate(&s->tlb, ctx, va, size);
 
     trace_gmem_accel_tlb_invalidate(ctx, va, size, n);
 }

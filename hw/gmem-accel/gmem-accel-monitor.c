@@ -104,6 +104,8 @@ static QDict *gmem_state_dict(GmemAccelState *s)
     qdict_put_int(d, "inline-max-commands", s->inline_max_commands);
     qdict_put_int(d, "kicks-deferred", s->kicks_deferred);
     qdict_put_int(d, "engine-pauses", s->engine_pauses);
+    qdict_put_int(d, "movers", s->movers);
+    qdict_put_int(d, "mover-batches", s->mover.batches);
     qdict_put_int(d, "inject-dma-error", s->inject_dma_error);
     qdict_put_int(d, "inject-hang", s->inject_hang);
     qdict_put_bool(d, "inject-inv-stuck", s->inject_inv_stuck);

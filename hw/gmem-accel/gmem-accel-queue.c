@@ -112,6 +112,9 @@ void gmem_queue_enable(GmemAccelState *s, unsigned qid, hwaddr addr,
      * Both ways the ring starts empty: the command in progress is dropped,
      * and a hung engine (injected) is reset with it.
      */
+    if (gmem_mover_holds(s, qid)) {
+        gmem_mover_finish(s);   /* its copies were under way: they end */
+    }
     s->inject_hang &= ~BIT(qid);
     *q = (GmemQueue) {
         .base = q->base,

@@ -72,6 +72,12 @@ static bool gmem_accel_check_props(GmemAccelState *s, Error **errp)
                    GMEM_WALK_CACHE_MAX_ENTRIES);
         return false;
     }
+    if (s->movers > GMEM_MOVER_MAX_THREADS) {
+        error_setg(errp, "movers=%u is invalid: it must be 0 (the engines "
+                   "copy themselves) to %u threads (e.g. movers=2)",
+                   s->movers, GMEM_MOVER_MAX_THREADS);
+        return false;
+    }
     if (s->pri && !s->ats) {
         error_setg(errp, "pri=on needs ats=on: page requests are part of ATS");
         return false;
@@ -162,6 +168,7 @@ static const Property gmem_accel_props[] = {
     DEFINE_PROP_UINT32("tlb-entries", GmemAccelState, tlb_entries, 256),
     DEFINE_PROP_UINT32("walk-cache-entries", GmemAccelState,
                        walk_cache_entries, 64),
+    DEFINE_PROP_UINT32("movers", GmemAccelState, movers, 2),
     DEFINE_PROP_BOOL("ats", GmemAccelState, ats, true),
     DEFINE_PROP_BOOL("pasid", GmemAccelState, pasid, true),
     DEFINE_PROP_BOOL("pri", GmemAccelState, pri, true),

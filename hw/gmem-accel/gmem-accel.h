@@ -7,6 +7,8 @@
 #define HW_GMEM_ACCEL_H
 
 #include "hw/pci/pci_device.h"
+#include "qemu/interval-tree.h"
+#include "qemu/units.h"
 #include "qemu/bitops.h"
 #include "qom/object.h"
 #include "system/runstate.h"
@@ -32,6 +34,43 @@ typedef struct GmemFault {
 
 /* Poisoned HBM pages a device holds at once (injected) */
 #define GMEM_POISON_MAX 16
+
+/* Where an operand of a step lands: HBM offset or bus address */
+typedef struct GmemTarget {
+    bool hbm;
+    uint64_t addr;
+} GmemTarget;
+
+/* The data mover (gmem-accel-mover.c): a batch of copies off the BQL */
+#define GMEM_MOVER_MAX_BYTES    (4 * MiB)
+#define GMEM_MOVER_MAX_RUNS     1024    /* of 4 KiB pages: 4 MiB */
+#define GMEM_MOVER_MAX_THREADS  8
+
+typedef struct GmemMoverRun {
+    uint8_t *ptr[2];            /* source, destination (mapped) */
+    GmemTarget tgt[2];
+    uint64_t len;
+    IntervalTreeNode read, written;     /* host addresses, in the batch's */
+} GmemMoverRun;
+
+typedef struct GmemMoverTask {
+    struct GmemAccelState *s;
+    unsigned first, n;          /* its runs */
+} GmemMoverTask;
+
+typedef struct GmemMover {
+    struct ThreadPool *pool;    /* NULL with movers=0 */
+    QEMUBH *done_bh;
+    int qid;                    /* the queue whose batch it is; -1: none */
+    bool in_flight;             /* handed to the threads */
+    unsigned nruns;
+    uint64_t bytes;
+    int pending;                /* tasks still copying (atomic) */
+    uint64_t batches;           /* QOM state, not migrated */
+    IntervalTreeRoot read, written;     /* what the runs read and write */
+    GmemMoverRun *run;          /* GMEM_MOVER_MAX_RUNS */
+    GmemMoverTask task[GMEM_MOVER_MAX_THREADS];
+} GmemMover;
 
 typedef struct GmemQueue {
     /* registers */
@@ -79,6 +118,7 @@ struct GmemAccelState {
     GmemContext ctx[GMEM_NUM_CONTEXTS];
     GmemQueue queue[GMEM_NUM_QUEUES];
     GmemTlb tlb;
+    GmemMover mover;
 
     /* fault queue */
     uint64_t fq_base;
@@ -119,6 +159,7 @@ struct GmemAccelState {
     uint64_t hbm_size;
     uint32_t tlb_entries;
     uint32_t walk_cache_entries;    /* 0: no walk cache */
+    uint32_t movers;                /* copy threads; 0: the engine copies */
     bool ats;
     bool pasid;
     bool pri;
@@ -136,6 +177,7 @@ struct GmemAccelState {
  *   gmem-accel-fault.c    replayable faults and the fault queue
  *   gmem-accel-queue.c    command queue state: fetch, check, complete
  *   gmem-accel-mmu.c      translation, contexts, TLB invalidation
+ *   gmem-accel-mover.c    the engines' copies, on worker threads
  *   gmem-accel-mem.c      HBM and system memory access
  *   gmem-accel-error.c    guest errors and MSI-X notification
  * and the QEMU-free core (gmem-accel-core.h: walker, TLB, descriptors).
@@ -163,6 +205,15 @@ void gmem_engine_unrealize(GmemAccelState *s);
 void gmem_engine_post_load(GmemAccelState *s);
 /* Run queue @qid now, on the writing thread, within a budget. */
 void gmem_engine_kick(GmemAccelState *s, unsigned qid);
+
+/* gmem-accel-mover.c */
+bool gmem_mover_add(GmemAccelState *s, unsigned qid, const GmemTarget *tgt,
+                    uint64_t len);
+bool gmem_mover_holds(GmemAccelState *s, unsigned qid);
+void gmem_mover_start(GmemAccelState *s);
+void gmem_mover_finish(GmemAccelState *s);
+void gmem_mover_realize(GmemAccelState *s);
+void gmem_mover_unrealize(GmemAccelState *s);
 
 /* gmem-accel-fault.c */
 void gmem_fault_add(GmemQueue *q, unsigned cap, uint64_t va,
