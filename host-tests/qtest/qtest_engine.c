@@ -336,6 +336,11 @@ static void test_walk_cache(void)
     read_pages(e, va, 32, out);
     g_assert_cmpuint(counter(e, GMEM_CNT_WALKS), ==, 32);
     g_assert_cmpint(gq_state(e->g, "gmem0", "walk-cache-hits"), ==, 31);
+    /*
+     * Each step of 16 pages reads its level-1 entries as one line: four
+     * reads for the first walk, one for the second step's 16 entries.
+     */
+    g_assert_cmpint(gq_state(e->g, "gmem0", "pte-reads"), ==, 4 + 1);
     g_assert_cmphex(qtest_readq(e->qt, out + 31 * 4096), ==, 0x1000 + 31);
 
     /* A new level-1 table mapping pages 32-39 elsewhere, no invalidation */
@@ -378,6 +383,7 @@ static void test_walk_cache(void)
     read_pages(e, va, 8, out);
     g_assert_cmpuint(counter(e, GMEM_CNT_WALKS), ==, 8);
     g_assert_cmpint(gq_state(e->g, "gmem0", "walk-cache-hits"), ==, 0);
+    g_assert_cmpint(gq_state(e->g, "gmem0", "pte-reads"), ==, 8 * 4);
     env_quit(e);
 }
 

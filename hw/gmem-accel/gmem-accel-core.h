@@ -42,9 +42,13 @@ typedef struct GmemTranslation {
     bool pte_hbm;
 } GmemTranslation;
 
-/* Read one little-endian PTE at @addr of HBM or system memory. */
+/*
+ * Read @n consecutive little-endian PTEs from @addr of HBM or system memory,
+ * in one access: a 64 KiB group's 16 entries are one 128-byte read, as a
+ * walker reads a cache line, not 16.
+ */
 typedef bool (*GmemPteReader)(void *opaque, bool hbm, uint64_t addr,
-                              uint64_t *pte);
+                              uint64_t *pte, unsigned n);
 
 GmemWalkStatus gmem_pt_walk(GmemPteReader read_pte, void *opaque,
                             uint64_t root, bool root_hbm, uint64_t hbm_size,

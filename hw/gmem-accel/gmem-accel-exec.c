@@ -174,6 +174,8 @@ static bool gmem_step_translates(GmemAccelState *s, uint16_t ctx,
  * operand goes on contiguously in the same memory, up to GMEM_STEP_MAX_BYTES:
  * pages the driver allocates in a row (HBM chunks, split THPs) then move with
  * one memmove, one mapping and one dirty update instead of one per page.
+ * Called between gmem_pte_lines_begin() and end(), as the step's translation
+ * was: the walks of its pages read their entries a line at a time.
  */
 static void gmem_step_merge(GmemAccelState *s, const GmemCmd *c,
                             GmemStep *step, const GmemTarget *tgt)
@@ -191,7 +193,7 @@ static void gmem_step_merge(GmemAccelState *s, const GmemCmd *c,
         gmem_cmd_step(c, step->next, &n);
         if (step->op[1].len + n.op[1].len > GMEM_STEP_MAX_BYTES ||
             !gmem_step_translates(s, c->ctx, &n, nt)) {
-            return;
+            break;
         }
         for (unsigned i = 0; i < 2; i++) {
             contiguous &= !n.op[i].len ||
@@ -199,7 +201,7 @@ static void gmem_step_merge(GmemAccelState *s, const GmemCmd *c,
                            nt[i].addr == tgt[i].addr + step->op[i].len);
         }
         if (!contiguous) {
-            return;
+            break;
         }
         for (unsigned i = 0; i < 2; i++) {
             step->op[i].len += n.op[i].len;
@@ -320,13 +322,18 @@ static bool gmem_step_to_mover(GmemAccelState *s, unsigned qid,
 {
     GmemQueue *q = &s->queue[qid];
     GmemTarget tgt[2];
+    bool ok;
 
-    if (q->cmd.opcode != GMEM_OP_COPY ||
-        !gmem_step_translates(s, q->cmd.ctx, step, tgt)) {
+    if (q->cmd.opcode != GMEM_OP_COPY) {
         return false;
     }
-    gmem_step_merge(s, &q->cmd, step, tgt);
-    return gmem_step_poisoned(s, step, tgt) < 0 &&
+    gmem_pte_lines_begin(s);
+    ok = gmem_step_translates(s, q->cmd.ctx, step, tgt);
+    if (ok) {
+        gmem_step_merge(s, &q->cmd, step, tgt);
+    }
+    gmem_pte_lines_end(s);
+    return ok && gmem_step_poisoned(s, step, tgt) < 0 &&
            !(s->inject_dma_error & BIT(qid)) &&
            gmem_mover_add(s, qid, tgt, step->op[1].len);
 }
@@ -369,13 +376,17 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget,
             q->steps++;
             continue;
         }
+        gmem_pte_lines_begin(s);
         st = gmem_step_translate(s, qid, &step, tgt);
+        if (st == GMEM_CMD_ST_OK) {
+            gmem_step_merge(s, &q->cmd, &step, tgt);
+        }
+        gmem_pte_lines_end(s);
         if (st == GMEM_CMD_ST_FAULT) {
             gmem_queue_stall(s, qid);
             return;
         }
         if (st == GMEM_CMD_ST_OK) {
-            gmem_step_merge(s, &q->cmd, &step, tgt);
             poisoned = gmem_step_poisoned(s, &step, tgt);
         }
         if (poisoned >= 0) {
@@ -535,6 +546,7 @@ void gmem_engine_reset(GmemAccelState *s)
     s->npoison = 0;
     memset(s->counters, 0, sizeof(s->counters));
     s->walk_cache_hits = 0;
+    s->pte_reads = 0;
 }
 
 static void gmem_engine_vm_state(void *opaque, bool running,

@@ -12,25 +12,124 @@
 #include "system/dma.h"
 #include "gmem-accel.h"
 
-bool gmem_read_pte(void *opaque, bool hbm, uint64_t addr, uint64_t *pte)
+/*
+ * @n consecutive PTEs of system memory. Where they are RAM: one (IOMMU)
+ * translation for all of them — a walk of 4 KiB pages spent most of its
+ * time translating PTE addresses — and each entry one 8-byte load, so an
+ * entry software rewrites is never torn. Anything else (MMIO, a hole) entry
+ * by entry, with its errors.
+ */
+static bool gmem_sys_read_ptes(GmemAccelState *s, uint64_t addr,
+                               uint64_t *pte, unsigned n)
 {
-    GmemAccelState *s = opaque;
-    MemTxResult res;
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    MemTxResult res = MEMTX_OK;
 
-    if (hbm) {
-        if (!gmem_hbm_contains(s->hbm_size, addr, sizeof(*pte))) {
-            return false;
+    if (n > 1) {
+        RCU_READ_LOCK_GUARD();
+        hwaddr xlat, len = n * sizeof(*pte);
+        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &len,
+                                                   false,
+                                                   MEMTXATTRS_UNSPECIFIED);
+
+        if (len == n * sizeof(*pte) &&
+            memory_access_is_direct(mr, false, MEMTXATTRS_UNSPECIFIED)) {
+            const uint8_t *p = qemu_map_ram_ptr(mr->ram_block, xlat);
+
+            for (unsigned i = 0; i < n; i++) {
+                pte[i] = ldq_le_p(p + i * sizeof(*pte));
+            }
+            return true;
         }
-        *pte = ldq_le_p(s->hbm_ptr + addr);
-        return true;
     }
     /*
      * Not ldq_le_pci_dma(): its dma_memory_rw() path made walks cost more
      * than the copies they serve.
      */
-    *pte = address_space_ldq_le(pci_get_address_space(PCI_DEVICE(s)), addr,
-                                MEMTXATTRS_UNSPECIFIED, &res);
+    for (unsigned i = 0; i < n && res == MEMTX_OK; i++) {
+        pte[i] = address_space_ldq_le(as, addr + i * sizeof(*pte),
+                                      MEMTXATTRS_UNSPECIFIED, &res);
+    }
     return res == MEMTX_OK;
+}
+
+/*
+ * Until gmem_pte_lines_end(), a system-memory PTE is read with the rest of
+ * its line of GMEM_PTE_LINE_ENTRIES, and the line serves the reads after
+ * it: a step merged over 16 pages of 4 KiB then reads their entries once,
+ * not 16 times. The window holds no event software could act on (no
+ * completion, no interrupt, no register access: the BQL is held), so the
+ * entries read early are what reading each in turn would have found.
+ */
+void gmem_pte_lines_begin(GmemAccelState *s)
+{
+    s->pte_line.on = true;
+    s->pte_line.valid = false;
+}
+
+void gmem_pte_lines_end(GmemAccelState *s)
+{
+    s->pte_line.on = false;
+    s->pte_line.valid = false;
+}
+
+/* Entries [@addr, + @n) from the line, read first if it is another one */
+static bool gmem_pte_line_read(GmemAccelState *s, uint64_t addr,
+                               uint64_t *pte, unsigned n)
+{
+    GmemPteLine *l = &s->pte_line;
+    uint64_t base = addr & ~(uint64_t)(sizeof(l->pte) - 1);
+    uint64_t first = (addr - base) / sizeof(*pte);
+
+    if (addr & (sizeof(*pte) - 1) || first + n > GMEM_PTE_LINE_ENTRIES) {
+        return false;
+    }
+    if (!l->valid || l->addr != base) {
+        l->addr = base;
+        l->valid = gmem_sys_read_ptes(s, base, l->pte, GMEM_PTE_LINE_ENTRIES);
+        s->pte_reads++;
+    }
+    if (!l->valid) {
+        return false;
+    }
+    memcpy(pte, &l->pte[first], n * sizeof(*pte));
+    return true;
+}
+
+/* @n consecutive PTEs at @addr, one access to HBM or system memory */
+static bool gmem_read_ptes(GmemAccelState *s, bool hbm, uint64_t addr,
+                           uint64_t *pte, unsigned n)
+{
+    if (!hbm) {
+        return gmem_sys_read_ptes(s, addr, pte, n);
+    }
+    if (!gmem_hbm_contains(s->hbm_size, addr, n * sizeof(*pte))) {
+        return false;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        pte[i] = ldq_le_p(s->hbm_ptr + addr + i * sizeof(*pte));
+    }
+    return true;
+}
+
+/* The walker's reads: counted (QOM state pte-reads), served by a line */
+bool gmem_read_pte(void *opaque, bool hbm, uint64_t addr, uint64_t *pte,
+                   unsigned n)
+{
+    GmemAccelState *s = opaque;
+
+    if (!hbm && s->pte_line.on && gmem_pte_line_read(s, addr, pte, n)) {
+        return true;
+    }
+    s->pte_reads++;
+    return gmem_read_ptes(s, hbm, addr, pte, n);
+}
+
+/* The monitor's: the tables as they are now, not counted */
+bool gmem_peek_pte(void *opaque, bool hbm, uint64_t addr, uint64_t *pte,
+                   unsigned n)
+{
+    return gmem_read_ptes(opaque, hbm, addr, pte, n);
 }
 
 bool gmem_mem_rw(GmemAccelState *s, bool hbm, uint64_t addr,

@@ -101,6 +101,7 @@ static QDict *gmem_state_dict(GmemAccelState *s)
     qdict_put_int(d, "tlb-valid", gmem_tlb_count(&s->tlb));
     qdict_put_int(d, "walk-cache-entries", s->walk_cache_entries);
     qdict_put_int(d, "walk-cache-hits", s->walk_cache_hits);
+    qdict_put_int(d, "pte-reads", s->pte_reads);
     qdict_put_int(d, "inline-max-commands", s->inline_max_commands);
     qdict_put_int(d, "kicks-deferred", s->kicks_deferred);
     qdict_put_int(d, "engine-pauses", s->engine_pauses);
@@ -186,7 +187,7 @@ static QDict *gmem_page_table_dict(GmemAccelState *s, unsigned c,
 
     /* A context never given a root has no table to read. */
     if (s->ctx[c].ctrl || s->ctx[c].root) {
-        res = gmem_pt_dump(gmem_read_pte, s, s->ctx[c].root,
+        res = gmem_pt_dump(gmem_peek_pte, s, s->ctx[c].root,
                            s->ctx[c].ctrl & GMEM_CTX_CTRL_ROOT_HBM,
                            s->hbm_size, va, end, GMEM_DUMP_MAX_TABLES,
                            gmem_add_run, runs);
@@ -251,7 +252,7 @@ static QDict *gmem_hbm_map_dict(GmemAccelState *s)
             continue;
         }
         col.ctx = c;
-        complete = gmem_pt_dump(gmem_read_pte, s, s->ctx[c].root,
+        complete = gmem_pt_dump(gmem_peek_pte, s, s->ctx[c].root,
                                 s->ctx[c].ctrl & GMEM_CTX_CTRL_ROOT_HBM,
                                 s->hbm_size, 0, UINT64_MAX,
                                 GMEM_DUMP_MAX_TABLES, gmem_collect_hbm,

@@ -85,19 +85,15 @@ static void gmem_pt_cont(GmemPteReader read_pte, void *opaque,
 {
     const uint64_t same = ~(GMEM_PTE_ADDR_MASK | GMEM_PTE_SW_MASK);
     uint64_t group = t->pte_addr & ~(GMEM_CONT_ENTRIES * 8 - 1);
-    uint64_t first = 0;
+    uint64_t pte[GMEM_CONT_ENTRIES], first;
 
+    if (!read_pte(opaque, t->pte_hbm, group, pte, GMEM_CONT_ENTRIES)) {
+        return;
+    }
+    first = pte[0];
     for (unsigned i = 0; i < GMEM_CONT_ENTRIES; i++) {
-        uint64_t pte;
-
-        if (!read_pte(opaque, t->pte_hbm, group + i * 8, &pte)) {
-            return;
-        }
-        if (i == 0) {
-            first = pte;
-        }
-        if ((pte & same) != (t->pte & same) ||
-            (pte & GMEM_PTE_ADDR_MASK) !=
+        if ((pte[i] & same) != (t->pte & same) ||
+            (pte[i] & GMEM_PTE_ADDR_MASK) !=
             (first & GMEM_PTE_ADDR_MASK) + i * GMEM_PAGE_SIZE) {
             return;
         }
@@ -165,7 +161,7 @@ GmemWalkStatus gmem_pt_walk_from(GmemPteReader read_pte, void *opaque,
         t->pte_addr = table + GMEM_PT_INDEX(va, level) * sizeof(uint64_t);
         t->pte_hbm = table_hbm;
         if (!gmem_table_ok(table, table_hbm, hbm_size) ||
-            !read_pte(opaque, table_hbm, t->pte_addr, &pte)) {
+            !read_pte(opaque, table_hbm, t->pte_addr, &pte, 1)) {
             return GMEM_WALK_BAD_ADDRESS;
         }
         t->pte = pte;
@@ -288,7 +284,7 @@ static GmemPtDumpResult gmem_dump_table(GmemPtDump *d, int level,
             .pte_addr = table + idx * sizeof(uint64_t),
         };
         if (!gmem_table_ok(table, table_hbm, d->hbm_size) ||
-            !d->read_pte(d->opaque, table_hbm, t.pte_addr, &pte)) {
+            !d->read_pte(d->opaque, table_hbm, t.pte_addr, &pte, 1)) {
             /* The whole table is unreadable: one report covers it. */
             t.pte_addr = table;
             return gmem_dump_error(d, GMEM_WALK_BAD_ADDRESS, va_base,

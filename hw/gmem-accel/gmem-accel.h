@@ -96,6 +96,18 @@ typedef struct GmemQueue {
     GmemFault faults[GMEM_FAULT_GROUP_MAX];
 } GmemQueue;
 
+/*
+ * System-memory PTEs read a line at a time while a step is merged: the
+ * next pages' entries are in the line the first one came from.
+ */
+#define GMEM_PTE_LINE_ENTRIES   GMEM_CONT_ENTRIES
+typedef struct GmemPteLine {
+    bool on;                    /* between gmem_pte_lines_begin() and end */
+    bool valid;
+    uint64_t addr;              /* bus address, GMEM_PTE_LINE_ENTRIES aligned */
+    uint64_t pte[GMEM_PTE_LINE_ENTRIES];
+} GmemPteLine;
+
 struct GmemAccelState {
     PCIDevice parent_obj;
 
@@ -107,6 +119,7 @@ struct GmemAccelState {
     QEMUTimer *engine_pause;    /* a busy engine's breather: see exec.c */
     VMChangeStateEntry *vm_state;   /* engines pause while the VM is stopped */
     uint8_t *bounce;            /* GMEM_STEP_MAX_BYTES, one step's data */
+    GmemPteLine pte_line;       /* see gmem_pte_lines_begin() */
 
     /* registers */
     uint32_t status;
@@ -149,6 +162,7 @@ struct GmemAccelState {
     unsigned npoison;
     uint64_t engine_pauses;         /* turns that left work for a pause */
     uint64_t walk_cache_hits;       /* walks begun at level 1 */
+    uint64_t pte_reads;             /* walker's page-table accesses */
 
     /* guest-error log rate limit (gmem-accel-error.c), not migrated */
     int64_t log_window;
@@ -244,7 +258,12 @@ void gmem_ctx_write(GmemAccelState *s, unsigned c, unsigned r,
 void gmem_inv_trigger(GmemAccelState *s, uint32_t seq);
 
 /* gmem-accel-mem.c */
-bool gmem_read_pte(void *opaque, bool hbm, uint64_t addr, uint64_t *pte);
+bool gmem_read_pte(void *opaque, bool hbm, uint64_t addr, uint64_t *pte,
+                   unsigned n);
+bool gmem_peek_pte(void *opaque, bool hbm, uint64_t addr, uint64_t *pte,
+                   unsigned n);
+void gmem_pte_lines_begin(GmemAccelState *s);
+void gmem_pte_lines_end(GmemAccelState *s);
 bool gmem_mem_rw(GmemAccelState *s, bool hbm, uint64_t addr,
                  void *buf, uint64_t len, bool write);
 void *gmem_mem_map(GmemAccelState *s, bool hbm, uint64_t addr,
