@@ -39,9 +39,9 @@
 #define GMEM_COMMAND_COST       256
 /*
  * A step the mover copies costs its bytes over this: under the BQL it is only
- * translated and mapped, so a bottom-half run fills a batch of up to 4 MiB.
+ * translated and mapped, so a bottom-half run fills a batch of up to 16 MiB.
  */
-#define GMEM_MOVER_SHARE        4
+#define GMEM_MOVER_SHARE        16
 /*
  * A COPY with less than this left copies in the engine: for the short
  * commands of a migration (a page or a run of pages each) a batch's two

@@ -42,8 +42,8 @@ typedef struct GmemTarget {
 } GmemTarget;
 
 /* The data mover (gmem-accel-mover.c): a batch of copies off the BQL */
-#define GMEM_MOVER_MAX_BYTES    (4 * MiB)
-#define GMEM_MOVER_MAX_RUNS     1024    /* of 4 KiB pages: 4 MiB */
+#define GMEM_MOVER_MAX_BYTES    (16 * MiB)
+#define GMEM_MOVER_MAX_RUNS     4096    /* of 4 KiB pages: 16 MiB */
 #define GMEM_MOVER_MAX_THREADS  8
 
 typedef struct GmemMoverRun {
