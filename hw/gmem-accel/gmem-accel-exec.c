@@ -116,18 +116,14 @@ static uint32_t gmem_step_translate(GmemAccelState *s, unsigned qid,
 static bool gmem_copy_direct(GmemAccelState *s, const GmemTarget *tgt,
                              uint64_t len)
 {
-    void *src = gmem_mem_map(s, tgt[0].hbm, tgt[0].addr, len, false);
-    void *dst = src ? gmem_mem_map(s, tgt[1].hbm, tgt[1].addr, len, true)
-                    : NULL;
+    uint8_t *p[2];
 
-    if (dst) {
-        memmove(dst, src, len);
-        gmem_mem_unmap(s, tgt[1].hbm, tgt[1].addr, dst, len, true, true);
+    if (!gmem_copy_map(s, tgt, len, p)) {
+        return false;
     }
-    if (src) {
-        gmem_mem_unmap(s, tgt[0].hbm, tgt[0].addr, src, len, false, false);
-    }
-    return dst;
+    memmove(p[1], p[0], len);
+    gmem_copy_unmap(s, tgt, len, p, true);
+    return true;
 }
 
 /* FILL's byte @i of the step at @progress: @value repeated, little-endian. */

@@ -215,6 +215,29 @@ void gmem_mem_unmap(GmemAccelState *s, bool hbm, uint64_t addr,
                   written ? len : 0);
 }
 
+/*
+ * Map a COPY's two sides, @len bytes each: @tgt[0] to read, @tgt[1] to
+ * write. True with both in @p; false with neither (one is not RAM).
+ */
+bool gmem_copy_map(GmemAccelState *s, const GmemTarget *tgt, uint64_t len,
+                   uint8_t **p)
+{
+    p[0] = gmem_mem_map(s, tgt[0].hbm, tgt[0].addr, len, false);
+    p[1] = p[0] ? gmem_mem_map(s, tgt[1].hbm, tgt[1].addr, len, true) : NULL;
+    if (p[0] && !p[1]) {
+        gmem_mem_unmap(s, tgt[0].hbm, tgt[0].addr, p[0], len, false, false);
+    }
+    return p[1];
+}
+
+/* Done with gmem_copy_map()'s @p: the destination dirty if @written */
+void gmem_copy_unmap(GmemAccelState *s, const GmemTarget *tgt, uint64_t len,
+                     uint8_t *const *p, bool written)
+{
+    gmem_mem_unmap(s, tgt[1].hbm, tgt[1].addr, p[1], len, true, written);
+    gmem_mem_unmap(s, tgt[0].hbm, tgt[0].addr, p[0], len, false, false);
+}
+
 uint64_t gmem_load_elem(const void *p, unsigned width)
 {
     return width == 8 ? ldq_le_p(p) : ldl_le_p(p);

@@ -50,35 +50,28 @@ bool gmem_mover_add(GmemAccelState *s, unsigned qid, const GmemTarget *tgt,
 {
     GmemMover *m = &s->mover;
     GmemMoverRun *r;
-    uint8_t *src, *dst;
+    uint8_t *p[2];
 
     if (!s->movers || m->in_flight || (m->qid >= 0 && m->qid != qid) ||
         m->nruns == GMEM_MOVER_MAX_RUNS ||
-        m->bytes + len > GMEM_MOVER_MAX_BYTES) {
+        m->bytes + len > GMEM_MOVER_MAX_BYTES ||
+        !gmem_copy_map(s, tgt, len, p)) {
         return false;
     }
-    src = gmem_mem_map(s, tgt[0].hbm, tgt[0].addr, len, false);
-    dst = src ? gmem_mem_map(s, tgt[1].hbm, tgt[1].addr, len, true) : NULL;
-    if (dst && (gmem_meets(&m->written, dst, len) ||
-                gmem_meets(&m->read, dst, len) ||
-                gmem_meets(&m->written, src, len))) {
-        gmem_mem_unmap(s, tgt[1].hbm, tgt[1].addr, dst, len, true, false);
-        dst = NULL;
-    }
-    if (!dst) {
-        if (src) {
-            gmem_mem_unmap(s, tgt[0].hbm, tgt[0].addr, src, len, false, false);
-        }
+    if (gmem_meets(&m->written, p[1], len) ||
+        gmem_meets(&m->read, p[1], len) ||
+        gmem_meets(&m->written, p[0], len)) {
+        gmem_copy_unmap(s, tgt, len, p, false);
         return false;
     }
     r = &m->run[m->nruns++];
     *r = (GmemMoverRun) {
-        .ptr = { src, dst },
+        .ptr = { p[0], p[1] },
         .tgt = { tgt[0], tgt[1] },
         .len = len,
     };
-    gmem_note(&m->read, &r->read, src, len);
-    gmem_note(&m->written, &r->written, dst, len);
+    gmem_note(&m->read, &r->read, p[0], len);
+    gmem_note(&m->written, &r->written, p[1], len);
     m->qid = qid;
     m->bytes += len;
     s->counters[GMEM_CNT_BYTES] += len;
@@ -145,10 +138,7 @@ void gmem_mover_finish(GmemAccelState *s)
     for (unsigned i = 0; i < m->nruns; i++) {
         GmemMoverRun *r = &m->run[i];
 
-        gmem_mem_unmap(s, r->tgt[1].hbm, r->tgt[1].addr, r->ptr[1], r->len,
-                       true, true);
-        gmem_mem_unmap(s, r->tgt[0].hbm, r->tgt[0].addr, r->ptr[0], r->len,
-                       false, false);
+        gmem_copy_unmap(s, r->tgt, r->len, r->ptr, true);
     }
     trace_gmem_accel_mover_done(m->qid, m->nruns, m->bytes);
     m->nruns = 0;

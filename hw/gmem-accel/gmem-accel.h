@@ -270,6 +270,10 @@ void *gmem_mem_map(GmemAccelState *s, bool hbm, uint64_t addr,
                    uint64_t len, bool write);
 void gmem_mem_unmap(GmemAccelState *s, bool hbm, uint64_t addr,
                     void *p, uint64_t len, bool write, bool written);
+bool gmem_copy_map(GmemAccelState *s, const GmemTarget *tgt, uint64_t len,
+                   uint8_t **p);
+void gmem_copy_unmap(GmemAccelState *s, const GmemTarget *tgt, uint64_t len,
+                     uint8_t *const *p, bool written);
 uint64_t gmem_load_elem(const void *p, unsigned width);
 void gmem_store_elem(void *p, unsigned width, uint64_t v);
 bool gmem_mem_atomic_add(GmemAccelState *s, bool hbm, uint64_t addr,
