@@ -103,6 +103,25 @@ static long device_maps(int fd, void *buf, unsigned long npages, long *writable)
 	return n;
 }
 
+/* How many of @npages pages from @buf the device maps (SNAPSHOT) while they are swapped out. */
+static long device_maps_swapped(int fd, void *buf, unsigned long npages)
+{
+	uint8_t *v = malloc(npages);
+	struct gmem_accel_snapshot s = { .addr = (uintptr_t)buf, .npages = npages,
+					 .out = (uintptr_t)v };
+	long n = 0;
+
+	if (!v || ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &s)) {
+		free(v);
+		return -1;
+	}
+	for (unsigned long i = 0; i < npages; i++)
+		n += (v[i] & GMEM_ACCEL_PAGE_READ) &&
+		     (pagemap((uint8_t *)buf + i * PAGE) & PM_SWAPPED);
+	free(v);
+	return n;
+}
+
 static long read_long(const char *path)
 {
 	char buf[64];
@@ -206,8 +225,8 @@ TEST_F_TIMEOUT(mm, pageout_swaps_out_device_mapped_pages, 180)
 	ASSERT_EQ(0, madvise(buf, len, MADV_PAGEOUT));
 	EXPECT_LT(npages / 2, swapped_pages(buf, npages)) TH_LOG("MADV_PAGEOUT swapped too little");
 	EXPECT_LT(inval, ctx_stats(self->fd).invalidations);
-	EXPECT_EQ(0, device_maps(self->fd, buf, swapped_pages(buf, npages) == (long)npages ?
-				 npages : 1, NULL));
+	/* A page MADV_PAGEOUT skipped (not yet on the LRU, busy) may stay mapped; no other. */
+	EXPECT_EQ(0, device_maps_swapped(self->fd, buf, npages));
 
 	/* The device writes a swapped-out page: swapped in, written, the CPU sees it. */
 	ASSERT_EQ(0, madvise(buf, len, MADV_PAGEOUT));
