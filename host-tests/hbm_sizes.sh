@@ -19,5 +19,7 @@ check "module_test passes with 64 MiB of HBM" grep -q '^MODULE_TEST 0$' "$dir/lo
 check "hbm_test passes with 64 MiB of HBM" grep -q '^HBM_TEST 0$' "$dir/log"
 check "the kernel log stays clean (no resource freed short)" grep -q '^KERNEL_LOG 0$' "$dir/log"
 check "the VM ran to the end (exit $status)" grep -q '^KERNEL_LOG ' "$dir/log"
-grep -a -B2 -A10 '^not ok' "$dir/log" | head -n 60 | diag
+# A failing test's whole output, from its RUN line (its EXPECT lines come before "not ok").
+awk '/^# +RUN /{n=0} {b[n++]=$0} /^not ok/{for(i=0;i<n;i++)print b[i]; n=0}' "$dir/log" |
+	head -n 200 | diag
 tap_done
