@@ -6,7 +6,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 summary() { /usr/bin/python3 "$REPO/scripts/lib/tap_summary.py" --name t "$1" | tail -n 1; }
 
-plan 9
+plan 10
 printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "TAP version 13" "1..3" "ok 1 x" \
 	"ok 2 y # SKIP no device" "ok 3 z" "GMEM-TEST-END a 0" GMEM-SUITE-END >"$tmp/good"
 check "all passing, one skipped" test "$(summary "$tmp/good")" = "2 passed, 0 failed, 1 skipped"
@@ -30,6 +30,13 @@ printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "1..2" "not ok 1 x" "# why x"
 check "a failure is listed with the diagnostics after it, and only those" \
 	test "$(/usr/bin/python3 "$REPO/scripts/lib/tap_summary.py" --name t "$tmp/diag" | sed -n '2,3p')" = \
 	"$(printf '  FAILED a: x\n      # why x')"
+printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "1..2" "#  RUN           f.x ..." \
+	"# gmem-timeout 180" "# t.c:9:x:Expected 0 (0) == n (1)" "# x: Test failed" \
+	"#          FAIL  f.x" "not ok 1 f.x" "# gmem-time 0.08" "#  RUN           f.y ..." \
+	"# about y" "#            OK  f.y" "ok 2 f.y" "GMEM-TEST-END a 1" GMEM-SUITE-END >"$tmp/ksft"
+check "a kselftest failure is listed with its own EXPECT lines, not the next test's" \
+	test "$(/usr/bin/python3 "$REPO/scripts/lib/tap_summary.py" --name t "$tmp/ksft" | sed -n '2,4p')" = \
+	"$(printf '  FAILED a: f.x\n      # t.c:9:x:Expected 0 (0) == n (1)\n      # x: Test failed')"
 printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "1..3" "#  RUN  f.x ..." "# gmem-timeout 900" \
 	"ok 1 f.x" "# gmem-time 27.31" "ok 2 f.y" "# gmem-time 3.00" "#  RUN  f.z ..." \
 	"# gmem-timeout 60" "not ok 3 f.z" "# gmem-time 60.02" "GMEM-TEST-END a 1" \

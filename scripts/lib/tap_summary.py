@@ -9,7 +9,8 @@ and GMEM-SUITE-END. Anything that goes missing counts as a failure: a suite that
 started or never ended (guest crash, timeout), a program that died before its plan was done or
 exited non-zero without saying why. The guest follows each result with "# gmem-time SECONDS"
 and a test may say "# gmem-timeout SECONDS" at its start: every test that took over 10 s is
-listed with both. Prints failures, one line per program, and last the line
+listed with both. Prints failures, one line per program, each with the "# ..." lines of its
+test (kselftest's come before its "not ok", other TAP's after), and last the line
 "N passed, N failed[, N skipped]". Exits 1 if anything failed.
 
     tap_summary.py [--name LABEL] FILE...
@@ -42,10 +43,15 @@ class Counts:
         self.details.append([])
 
 
+HARNESS_LINE = re.compile(r"^#\s+(RUN|OK|FAIL|SKIP)\b")
+DIAG_BEFORE, DIAG_AFTER = 6, 4
+
+
 def parse_program(name, lines, exit_status, counts):
     plan, seen = None, 0
     before = counts.failed
     diag_for = None     # the failure the "# ..." lines after it explain (TAP puts them there)
+    pending = []        # "# ..." lines since the last result (kselftest puts them before it)
     last, timeout = None, None
     for line in lines:
         m = TIMEOUT.match(line)
@@ -58,9 +64,16 @@ def parse_program(name, lines, exit_status, counts):
                 counts.slow.append((f"{name}: {last}", float(m.group(1)), timeout))
             last, timeout = None, None
             continue
+        if line.startswith("#") and line.lstrip("# ").startswith("RUN "):
+            diag_for, pending = None, []    # the next test's: not the failure's
+            continue
         if line.startswith("#") and diag_for is not None:
-            if len(counts.details[diag_for]) < 4:
+            if len(counts.details[diag_for]) < DIAG_AFTER:
                 counts.details[diag_for].append(line)
+            continue
+        if line.startswith("#"):
+            if not HARNESS_LINE.match(line):
+                pending.append(line)
             continue
         diag_for = None
         m = PLAN.match(line)
@@ -71,6 +84,7 @@ def parse_program(name, lines, exit_status, counts):
         if not m:
             continue
         seen += 1
+        why, pending = pending[-DIAG_BEFORE:], []
         desc = m.group(3).strip()
         last = desc
         directive = (m.group(5) or "").upper()
@@ -79,6 +93,7 @@ def parse_program(name, lines, exit_status, counts):
         elif m.group(1) and directive != "TODO":
             counts.fail(f"{name}: {desc}")
             diag_for = len(counts.failures) - 1
+            counts.details[diag_for] = why
         else:
             counts.passed += 1
     if exit_status is None:
