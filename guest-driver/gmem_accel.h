@@ -135,6 +135,8 @@ enum gmem_dev_counter {
 	GMEM_DEV_OBJ_EVICTIONS,		/* objects moved from HBM to system memory */
 	GMEM_DEV_MIGRATED_FROM_PEER,	/* pages moved in from another device's HBM */
 	GMEM_DEV_NOTIFIERS_NOW,		/* MMU notifiers of contexts (one per 2 MiB window) */
+	GMEM_DEV_QUEUE_IRQS,		/* command queues' interrupts (a batch's fence) */
+	GMEM_DEV_WAKE_FENCES,		/* fences added for a quiet batch's waiter to sleep on */
 	GMEM_DEV_NR_COUNTERS
 };
 
@@ -204,6 +206,7 @@ struct gmem_hbm {
  * context's count) and the errno the driver cancelled it with.
  */
 struct gmem_queue {
+	struct gmem_accel *g;
 	unsigned int id;
 	struct mutex lock;		/* submission: tail, next_seq, slot info */
 	struct gmem_cmd_desc *ring;	/* DMA coherent */
@@ -480,7 +483,9 @@ void gmem_device_reset(struct gmem_accel *g, const char *why);
 
 /* gmem_accel_queue.c: command submission and fences */
 int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
-		u64 *fence);
+		bool quiet, u64 *fence);
+int gmem_fence_wake(struct gmem_ctx *ctx);
+void gmem_queue_wake(struct gmem_ctx *ctx);
 unsigned int gmem_ctx_queue(const struct gmem_ctx *ctx);
 int gmem_wait_fence(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
 bool gmem_fence_complete(struct gmem_ctx *ctx, u64 fence);

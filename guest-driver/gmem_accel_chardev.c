@@ -112,7 +112,7 @@ static long gmem_accel_submit(struct gmem_ctx *ctx, void __user *uarg)
 	cmds = memdup_array_user(u64_to_user_ptr(sub.cmds), sub.count, sizeof(*cmds));
 	if (IS_ERR(cmds))
 		return PTR_ERR(cmds);
-	ret = gmem_submit(ctx, cmds, sub.count, &sub.fence);
+	ret = gmem_submit(ctx, cmds, sub.count, false, &sub.fence);
 	kfree(cmds);
 	if (!ret && put_user(sub.fence, &((struct gmem_accel_submit __user *)uarg)->fence))
 		ret = -EFAULT;

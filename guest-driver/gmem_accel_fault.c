@@ -632,17 +632,39 @@ int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 	return gmem_wait_fence(ctx, fence, timeout_ms);
 }
 
-/* gmem_submit() and gmem_wait() for it, serving its faults on this thread. */
+/*
+ * gmem_submit() and gmem_wait() for it, serving its faults on this thread. The batch is quiet
+ * (its fence raises no interrupt): a short command has completed, or posted its fault, when
+ * the doorbell's write returns, and the interrupt nobody slept for, taken on another vCPU,
+ * made a mapped page's access take 9.5-24.8 us instead of 7.0-10.7 (7.3, TCG, same boots).
+ * Only a waiter that has to sleep asks for one: a fence of its own after the batch
+ * (gmem_fence_wake()).
+ */
 int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
 		     u32 timeout_ms)
 {
+	unsigned long end = jiffies + msecs_to_jiffies(timeout_ms);
 	u64 fence;
 	int ret;
 
 	gmem_fault_serve_begin(ctx->g);
-	ret = gmem_submit(ctx, cmds, count, &fence);
+	ret = gmem_submit(ctx, cmds, count, true, &fence);
 	if (!ret)
 		gmem_wait_serving(ctx, fence);
 	gmem_fault_serve_end(ctx->g);
-	return ret ?: gmem_wait_fence(ctx, fence, timeout_ms);
+	if (ret)
+		return ret;
+	if (gmem_fence_complete(ctx, fence)) {
+		gmem_queue_wake(ctx);
+		return gmem_wait_fence(ctx, fence, 0);
+	}
+	if (!gmem_fence_wake(ctx))
+		return gmem_wait_fence(ctx, fence, timeout_ms);
+	/* No interrupt coming (a signal, an unbind): look every 10 ms. */
+	while (!gmem_fence_complete(ctx, fence) && time_before(jiffies, end) &&
+	       !signal_pending(current) && !READ_ONCE(ctx->g->unbinding))
+		msleep_interruptible(10);
+	if (!gmem_fence_complete(ctx, fence) && signal_pending(current))
+		return -ERESTARTSYS;
+	return gmem_wait_fence(ctx, fence, 0);
 }

@@ -40,6 +40,7 @@ static irqreturn_t gmem_queue_irq(int irq, void *data)
 {
 	struct gmem_queue *q = data;
 
+	gmem_dev_count(q->g, GMEM_DEV_QUEUE_IRQS, 1);
 	wake_up_all(&q->wq);
 	gmem_fences_signal(q, 0);
 	return IRQ_HANDLED;
@@ -85,6 +86,7 @@ static int gmem_queue_init(struct gmem_accel *g, struct gmem_queue *q, unsigned 
 	struct device *dev = &g->pdev->dev;
 	unsigned int slots = 1u << GMEM_CQ_LOG2;
 
+	q->g = g;
 	q->id = id;
 	mutex_init(&q->lock);
 	init_waitqueue_head(&q->wq);

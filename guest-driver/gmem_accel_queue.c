@@ -208,9 +208,12 @@ static bool gmem_ring_moved(struct gmem_accel *g, struct gmem_queue *q)
 	return READ_ONCE(q->reaped) != gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_HEAD));
 }
 
-/* Queue @count descriptors and their fence on @ctx's ring; the kernel's sleep uninterruptibly. */
+/*
+ * Queue @count descriptors and their fence on @ctx's ring; the kernel's sleep uninterruptibly.
+ * The fence raises the queue's interrupt unless @quiet (see gmem_submit_wait()).
+ */
 static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *desc, u32 count,
-			    u64 *fence)
+			    bool quiet, u64 *fence)
 {
 	struct gmem_accel *g = ctx->g;
 	struct gmem_queue *q = &g->queue[gmem_ctx_queue(ctx)];
@@ -249,7 +252,8 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *de
 		else
 			*gmem_slot(q, slot) = (struct gmem_cmd_desc) {
 				.opcode = GMEM_OP_FENCE,
-				.flags = GMEM_CMD_F_DST(GMEM_ADDR_SYS) | GMEM_CMD_F_NOTIFY,
+				.flags = GMEM_CMD_F_DST(GMEM_ADDR_SYS) |
+					 (quiet ? 0 : GMEM_CMD_F_NOTIFY),
 				.dst = cpu_to_le64(q->fence_dma),
 				.value = cpu_to_le64(seq),
 			};
@@ -263,12 +267,13 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *de
 	mutex_unlock(&q->lock);
 	gmem_ctx_count(ctx, GMEM_CTX_COMMANDS, count);
 	gmem_dev_count(g, GMEM_DEV_COMMANDS, count);
-	gmem_dev_count(g, GMEM_DEV_BATCHES, 1);
+	gmem_dev_count(g, count ? GMEM_DEV_BATCHES : GMEM_DEV_WAKE_FENCES, 1);
 	trace_gmem_accel_submit(ctx->id, q->id, seq, count);
 	return 0;
 }
 
-int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count, u64 *fence)
+int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count, bool quiet,
+		u64 *fence)
 {
 	struct gmem_cmd_desc *desc;
 	int ret = 0;
@@ -279,9 +284,29 @@ int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 cou
 	for (u32 i = 0; i < count && !ret; i++)
 		ret = gmem_encode(&cmds[i], ctx->id, ctx->g->info.version, &desc[i]);
 	if (!ret)
-		ret = gmem_submit_desc(ctx, desc, count, fence);
+		ret = gmem_submit_desc(ctx, desc, count, quiet, fence);
 	kfree(desc);
 	return ret;
+}
+
+/*
+ * Have the queue's interrupt raised once @ctx's batches so far have passed: a fence of its
+ * own after them (a queue runs in order). For the waiter of a quiet batch that has to sleep.
+ */
+int gmem_fence_wake(struct gmem_ctx *ctx)
+{
+	u64 fence;
+
+	return gmem_submit_desc(ctx, NULL, 0, false, &fence);
+}
+
+/* A quiet batch passed without an interrupt: wake whoever waits for the ring to move. */
+void gmem_queue_wake(struct gmem_ctx *ctx)
+{
+	struct gmem_queue *q = &ctx->g->queue[gmem_ctx_queue(ctx)];
+
+	if (wq_has_sleeper(&q->wq))
+		wake_up_all(&q->wq);
 }
 
 /*
@@ -332,7 +357,7 @@ int gmem_kernel_run(struct gmem_accel *g, const struct gmem_cmd_desc *desc, unsi
 	if (WARN_ON(count > GMEM_WINDOW_PAGES))
 		return -EINVAL;
 	for (unsigned int i = 0; i < count && !ret; i += GMEM_KERNEL_BATCH)
-		ret = gmem_submit_desc(kctx, desc + i, min(count - i, GMEM_KERNEL_BATCH),
+		ret = gmem_submit_desc(kctx, desc + i, min(count - i, GMEM_KERNEL_BATCH), false,
 				       &fences[nb++]);
 	if (ret)
 		nb--;
@@ -381,6 +406,20 @@ bool gmem_fence_complete(struct gmem_ctx *ctx, u64 fence)
 }
 
 /*
+ * Wait up to @timeout for @q to pass @seq, looking every 10 ms as well: a quiet batch whose
+ * waiter went (a fatal signal) before it could add a wake-up fence raises no interrupt.
+ */
+static bool gmem_wait_passed(struct gmem_queue *q, u64 seq, unsigned long timeout)
+{
+	unsigned long end = jiffies + timeout;
+
+	while (!wait_event_timeout(q->wq, gmem_fence_done(q, seq), msecs_to_jiffies(10)))
+		if (time_after(jiffies, end))
+			return false;
+	return true;
+}
+
+/*
  * Wait (boundedly) for the context's batches to finish and forget its slots, so nothing of
  * it is left in a ring when it goes away. Faults of a closing context are cancelled by the
  * fault worker once its mm is gone, so this does not wait on the process.
@@ -395,8 +434,7 @@ int gmem_ctx_drain(struct gmem_ctx *ctx)
 
 		if (!seq)
 			continue;
-		if (!wait_event_timeout(q->wq, gmem_fence_done(q, seq),
-					msecs_to_jiffies(READ_ONCE(drain_timeout_ms))))
+		if (!gmem_wait_passed(q, seq, msecs_to_jiffies(READ_ONCE(drain_timeout_ms))))
 			ret = -ETIMEDOUT;
 		mutex_lock(&q->lock);
 		gmem_queue_reap(ctx->g, q);

@@ -328,6 +328,58 @@ TEST_F_TIMEOUT(svm_proc, waiter_serves_its_faults, 120)
 	close(fd);
 }
 
+/*
+ * test_hmm's commands are waited for on the caller's thread, and their fences are quiet: one
+ * that completes as the doorbell's write returns (a mapped page) raises no queue interrupt,
+ * and a caller that has to sleep (128 MiB: the doorbell runs 256 KiB of it) adds one fence of
+ * its own that does (wake_fences). Nothing else uses device 0 meanwhile: every queue
+ * interrupt is one of those fences'.
+ */
+TEST_F_TIMEOUT(svm_proc, quiet_fences_interrupt_only_a_sleeper, 300)
+{
+	size_t big = 128ul << 20;
+	int fd = open("/dev/gmem_dmirror0", O_RDWR);
+	uint8_t *buf = map_anon(big, PROT_READ | PROT_WRITE);
+	uint8_t *mirror = map_anon(big, PROT_READ | PROT_WRITE);
+	struct hmm_dmirror_cmd c = { .addr = (uintptr_t)buf, .ptr = (uintptr_t)mirror,
+				     .npages = 1 };
+	int64_t irqs0, irqs, wakes0, wakes;
+
+	ASSERT_LE(0, fd) TH_LOG("open /dev/gmem_dmirror0: %s", strerror(errno));
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, mirror);
+	memset(buf, 0x5a, big);
+	memset(mirror, 0, big);
+	ASSERT_EQ(0, ioctl(fd, HMM_DMIRROR_READ, &c)) TH_LOG("%s", strerror(errno));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "queue_irqs", &irqs0));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "wake_fences", &wakes0));
+	for (int i = 0; i < 100; i++) {
+		ASSERT_EQ(0, ioctl(fd, HMM_DMIRROR_READ, &c)) TH_LOG("%s", strerror(errno));
+		ASSERT_EQ(0, c.faults);
+	}
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "queue_irqs", &irqs));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "wake_fences", &wakes));
+	EXPECT_EQ(irqs0, irqs) TH_LOG("queue interrupts for 100 reads of a mapped page");
+	EXPECT_EQ(wakes0, wakes);
+
+	/* Three rounds: a caller's CPU taken away for the whole copy would not sleep. */
+	for (int r = 0; r < 3; r++) {
+		c.npages = big / PAGE;
+		ASSERT_EQ(0, ioctl(fd, HMM_DMIRROR_READ, &c)) TH_LOG("%s", strerror(errno));
+		ASSERT_EQ(0, memcmp(buf, mirror, big)) TH_LOG("round %d", r);
+		memset(mirror, 0, big);
+	}
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "wake_fences", &wakes));
+	EXPECT_LE(wakes0 + 1, wakes);
+	EXPECT_GE(wakes0 + 3, wakes);
+	/* (a fence's interrupt may come after its waiter saw the batch pass) */
+	irqs = irqs0 + wakes - wakes0;
+	EXPECT_EQ(irqs, gmem_wait_stat(0, "queue_irqs", irqs, 10000));
+	munmap(buf, big);
+	munmap(mirror, big);
+	close(fd);
+}
+
 /* Compute commands: atomics on one counter, a strided scale-add. */
 /*
  * Coherent HBM taken exclusively by the device (test_hmm's EXCLUSIVE), then every HBM page
