@@ -127,12 +127,14 @@ static int gmem_dmirror_copy(struct gmem_file *f, u64 dst, u64 src, u64 size, bo
 	u64 n = DIV_ROUND_UP(size, GMEM_CMD_MAX_BYTES), before;
 	struct gmem_ctx *ctx = f->ctx;
 	struct gmem_dmirror_state *st = gmem_dmirror_of(ctx);
-	struct gmem_accel_cmd *cmds;
+	struct gmem_accel_cmd one = {}, *cmds = &one;
 	int ret;
 
 	if (n > GMEM_ACCEL_MAX_BATCH)
 		return -E2BIG;
-	cmds = kcalloc(n, sizeof(*cmds), GFP_KERNEL);
+	/* Most are one descriptor: a page's access allocates nothing. */
+	if (n > 1)
+		cmds = kcalloc(n, sizeof(*cmds), GFP_KERNEL);
 	if (!cmds)
 		return -ENOMEM;
 	for (u64 i = 0; i < n; i++) {
@@ -149,7 +151,8 @@ static int gmem_dmirror_copy(struct gmem_file *f, u64 dst, u64 src, u64 size, bo
 	WRITE_ONCE(st->nahead, ahead_src ? 2 : 1);
 	before = atomic64_read(&ctx->stats[GMEM_CTX_FAULT_GROUPS]);
 	ret = gmem_submit_wait(ctx, cmds, n, GMEM_DMIRROR_TIMEOUT_MS);
-	kfree(cmds);
+	if (cmds != &one)
+		kfree(cmds);
 	WRITE_ONCE(st->nahead, 0);
 	*faults = atomic64_read(&ctx->stats[GMEM_CTX_FAULT_GROUPS]) - before;
 	return ret;

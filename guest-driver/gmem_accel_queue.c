@@ -272,20 +272,25 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *de
 	return 0;
 }
 
+/* Batches this short are encoded on the stack: a page's access allocates nothing. */
+#define GMEM_SUBMIT_ON_STACK	2
+
 int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count, bool quiet,
 		u64 *fence)
 {
-	struct gmem_cmd_desc *desc;
+	struct gmem_cmd_desc few[GMEM_SUBMIT_ON_STACK], *desc = few;
 	int ret = 0;
 
-	desc = kmalloc_array(count, sizeof(*desc), GFP_KERNEL);
+	if (count > ARRAY_SIZE(few))
+		desc = kmalloc_array(count, sizeof(*desc), GFP_KERNEL);
 	if (!desc)
 		return -ENOMEM;
 	for (u32 i = 0; i < count && !ret; i++)
 		ret = gmem_encode(&cmds[i], ctx->id, ctx->g->info.version, &desc[i]);
 	if (!ret)
 		ret = gmem_submit_desc(ctx, desc, count, quiet, fence);
-	kfree(desc);
+	if (desc != few)
+		kfree(desc);
 	return ret;
 }
 
