@@ -643,7 +643,6 @@ int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
 		     u32 timeout_ms)
 {
-	unsigned long end = jiffies + msecs_to_jiffies(timeout_ms);
 	u64 fence;
 	int ret;
 
@@ -654,17 +653,9 @@ int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u3
 	gmem_fault_serve_end(ctx->g);
 	if (ret)
 		return ret;
-	if (gmem_fence_complete(ctx, fence)) {
+	if (gmem_fence_complete(ctx, fence))
 		gmem_queue_wake(ctx);
-		return gmem_wait_fence(ctx, fence, 0);
-	}
-	if (!gmem_fence_wake(ctx))
-		return gmem_wait_fence(ctx, fence, timeout_ms);
-	/* No interrupt coming (a signal, an unbind): look every 10 ms. */
-	while (!gmem_fence_complete(ctx, fence) && time_before(jiffies, end) &&
-	       !signal_pending(current) && !READ_ONCE(ctx->g->unbinding))
-		msleep_interruptible(10);
-	if (!gmem_fence_complete(ctx, fence) && signal_pending(current))
-		return -ERESTARTSYS;
-	return gmem_wait_fence(ctx, fence, 0);
+	else
+		gmem_fence_wake(ctx);	/* fails only on a signal or an unbind: so does the wait */
+	return gmem_wait_fence(ctx, fence, timeout_ms);
 }

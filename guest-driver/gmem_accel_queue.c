@@ -412,7 +412,7 @@ bool gmem_fence_complete(struct gmem_ctx *ctx, u64 fence)
 
 /*
  * Wait up to @timeout for @q to pass @seq, looking every 10 ms as well: a quiet batch whose
- * waiter went (a fatal signal) before it could add a wake-up fence raises no interrupt.
+ * waiter could not add a wake fence (a signal while the ring was full) raises no interrupt.
  */
 static bool gmem_wait_passed(struct gmem_queue *q, u64 seq, unsigned long timeout)
 {
