@@ -431,6 +431,7 @@ static void test_fault_replay(void)
     respond(e, r[0].group, GMEM_RESP_REPLAY);
     wait_state(e, 2, GMEM_CQ_STATE_STALLED);
     g_assert_cmpuint(fq_take(e, r + 3, 5), ==, 3);
+    g_assert_true(gq_msi_fired(e->g, GMEM_VEC_FAULT));
     g_assert_cmpuint(r[3].group, !=, r[0].group);
     g_assert_cmpuint(r[3].seq, ==, 3);
 
@@ -447,6 +448,61 @@ static void test_fault_replay(void)
     g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_PENDING), ==, 0);
     g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(2, GMEM_CQ_STATE)), ==,
                      GMEM_CQ_STATE_IDLE);
+    env_quit(e);
+}
+
+/*
+ * FQ_IRQ_HOLD: a group posted while held raises no fault interrupt;
+ * releasing the hold raises it for records still unconsumed, and only then.
+ */
+static void test_fault_irq_hold(void)
+{
+    const uint64_t va = 0x30000000ull;
+    Env *e = env_start(NULL);
+    Rec r[4];
+    uint32_t idx;
+
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_IRQ_HOLD), ==, 0);
+    gq_set_reg(e->g, GMEM_REG_FQ_IRQ_HOLD, 2);
+    gq_expect_error(e->g, GMEM_ERR_BAD_VALUE, GMEM_REG_FQ_IRQ_HOLD);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_IRQ_HOLD), ==, 0);
+
+    /* Held: the group is posted, no interrupt; released: the interrupt. */
+    gq_set_reg(e->g, GMEM_REG_FQ_IRQ_HOLD, 1);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_IRQ_HOLD), ==, 1);
+    idx = submit(e, 1, copy_cmd(GMEM_ADDR_SYS, SYS_DATA, GMEM_ADDR_VA, va,
+                                4096));
+    wait_state(e, 1, GMEM_CQ_STATE_STALLED);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_TAIL), ==, 1);
+    g_assert_false(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+    gq_set_reg(e->g, GMEM_REG_FQ_IRQ_HOLD, 0);
+    g_assert_true(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+    g_assert_cmpuint(fq_take(e, r, G_N_ELEMENTS(r)), ==, 1);
+    gq_set_reg(e->g, GMEM_REG_FQ_IRQ_HOLD, 0);
+    g_assert_false(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+
+    /* Replayed unmapped under the hold: taken before release, no interrupt. */
+    gq_set_reg(e->g, GMEM_REG_FQ_IRQ_HOLD, 1);
+    respond(e, r[0].group, GMEM_RESP_REPLAY);
+    wait_state(e, 1, GMEM_CQ_STATE_STALLED);
+    g_assert_cmpuint(fq_take(e, r, G_N_ELEMENTS(r)), ==, 1);
+    gq_set_reg(e->g, GMEM_REG_FQ_IRQ_HOLD, 0);
+    g_assert_false(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+
+    /* Not held: each group interrupts, as before 0.8. */
+    respond(e, r[0].group, GMEM_RESP_REPLAY);
+    wait_state(e, 1, GMEM_CQ_STATE_STALLED);
+    g_assert_true(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+    g_assert_cmpuint(fq_take(e, r, G_N_ELEMENTS(r)), ==, 1);
+    map4k(e, va, SYS_DATA + 0x100000, RW);
+    respond(e, r[0].group, GMEM_RESP_REPLAY);
+    g_assert_cmpuint(wait_done(e, 1, idx), ==, GMEM_CMD_ST_OK);
+    g_assert_cmpuint(counter(e, GMEM_CNT_FAULTS), ==, 3);
+
+    /* A reset releases it. */
+    gq_set_reg(e->g, GMEM_REG_FQ_IRQ_HOLD, 1);
+    gq_set_reg(e->g, GMEM_REG_RESET, GMEM_RESET_MAGIC);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_IRQ_HOLD), ==, 0);
     env_quit(e);
 }
 
@@ -1186,6 +1242,7 @@ int main(int argc, char **argv)
     g_test_add_func("/gmem-accel/mmu/tlb-invalidation",
                     test_tlb_invalidation);
     g_test_add_func("/gmem-accel/fault/replay", test_fault_replay);
+    g_test_add_func("/gmem-accel/fault/irq-hold", test_fault_irq_hold);
     g_test_add_func("/gmem-accel/fault/cancel-and-permissions",
                     test_fault_cancel_and_permissions);
     g_test_add_func("/gmem-accel/fault/stall-is-per-queue",

@@ -299,6 +299,7 @@ static void test_migration(void)
         counters[i] = counter(e, i);
     }
 
+    gq_set_reg(e->g, GMEM_REG_FQ_IRQ_HOLD, 1);
     gq_migrate_out(e->g, uri);
     old = e->g;
     e->g = gq_start_incoming("hbm-size=64M", uri);
@@ -309,6 +310,7 @@ static void test_migration(void)
                      GMEM_CQ_STATE_STALLED);
     g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_TAIL), ==, e->fq_head);
     g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_HEAD), ==, e->fq_head);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_IRQ_HOLD), ==, 1);
     g_assert_cmphex(gq_reg64(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_ROOT_LO)), ==,
                     e->root);
     for (unsigned i = 0; i < GMEM_NUM_COUNTERS; i++) {

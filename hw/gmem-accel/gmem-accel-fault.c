@@ -91,7 +91,9 @@ static bool gmem_fault_post(GmemAccelState *s, unsigned qid)
         s->counters[GMEM_CNT_FAULTS]++;
     }
     q->group_posted = true;
-    gmem_notify(s, GMEM_VEC_FAULT);
+    if (!s->fq_irq_hold) {
+        gmem_notify(s, GMEM_VEC_FAULT);
+    }
     return true;
 }
 
@@ -239,5 +241,23 @@ void gmem_fq_enable(GmemAccelState *s, hwaddr addr, uint64_t val)
         }
         s->fq_overflow = false;
         qemu_bh_schedule(s->engine_bh);
+    }
+}
+
+/*
+ * FQ_IRQ_HOLD: while a driver thread serves the queue itself, the fault
+ * interrupt would only wake another CPU for records already taken. Released,
+ * it is raised for the records nobody has consumed.
+ */
+void gmem_fq_irq_hold(GmemAccelState *s, hwaddr addr, uint64_t val)
+{
+    if (val > 1) {
+        gmem_bad_value(s, addr, val, "FQ_IRQ_HOLD is 0 or 1");
+        return;
+    }
+    trace_gmem_accel_fq_irq_hold(val, s->fq_head, s->fq_tail);
+    s->fq_irq_hold = val;
+    if (!val && s->fq_tail != s->fq_head) {
+        gmem_notify(s, GMEM_VEC_FAULT);
     }
 }

@@ -171,6 +171,23 @@ static int gmem_accel_post_load(void *opaque, int version_id)
     return 0;
 }
 
+static bool gmem_fq_irq_hold_needed(void *opaque)
+{
+    return ((GmemAccelState *)opaque)->fq_irq_hold;
+}
+
+/* From 0.8; a stream without it had no hold. */
+static const VMStateDescription gmem_vmstate_fq_irq_hold = {
+    .name = TYPE_GMEM_ACCEL "/fq-irq-hold",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = gmem_fq_irq_hold_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(fq_irq_hold, GmemAccelState),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 const VMStateDescription gmem_accel_vmstate = {
     .name = TYPE_GMEM_ACCEL,
     /* 3: a queue's fault group holds GMEM_FAULT_GROUP_MAX = 256 faults (0.7) */
@@ -203,6 +220,10 @@ const VMStateDescription gmem_accel_vmstate = {
         VMSTATE_UINT32(inv_done, GmemAccelState),
         VMSTATE_UINT64_ARRAY(counters, GmemAccelState, GMEM_NUM_COUNTERS),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &gmem_vmstate_fq_irq_hold,
+        NULL
     },
 };
 

@@ -127,6 +127,7 @@ static QDict *gmem_state_dict(GmemAccelState *s)
     qdict_put_int(fq, "head", s->fq_head);
     qdict_put_int(fq, "tail", s->fq_tail);
     qdict_put_bool(fq, "overflow", s->fq_overflow);
+    qdict_put_bool(fq, "irq-held", s->fq_irq_hold);
     qdict_put(d, "fault-queue", fq);
     for (unsigned i = 0; i < GMEM_NUM_COUNTERS; i++) {
         qdict_put_int(cnt, gmem_counter_names[i], s->counters[i]);
@@ -378,11 +379,13 @@ static void gmem_print_state(Monitor *mon, QDict *st)
         QDict *fq = qdict_get_qdict(st, "fault-queue");
 
         monitor_printf(mon, "  fault queue: %s, base 0x%" PRIx64 " head %"
-                       PRId64 " tail %" PRId64 "%s\n",
+                       PRId64 " tail %" PRId64 "%s%s\n",
                        qdict_get_bool(fq, "enabled") ? "enabled" : "disabled",
                        qdict_get_int(fq, "base"), qdict_get_int(fq, "head"),
                        qdict_get_int(fq, "tail"),
-                       qdict_get_bool(fq, "overflow") ? ", OVERFLOW" : "");
+                       qdict_get_bool(fq, "overflow") ? ", OVERFLOW" : "",
+                       qdict_get_bool(fq, "irq-held") ? ", interrupt held"
+                                                      : "");
     }
 }
 

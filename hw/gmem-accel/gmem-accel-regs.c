@@ -58,7 +58,7 @@ static const uint8_t gmem_fq_regs[] = {
     FQ(GMEM_REG_FQ_ENTRIES_LOG2, RW), FQ(GMEM_REG_FQ_CTRL, RW),
     FQ(GMEM_REG_FQ_HEAD, RW), FQ(GMEM_REG_FQ_TAIL, RO),
     FQ(GMEM_REG_FQ_STATUS, RO), FQ(GMEM_REG_FAULT_RESPONSE, WO),
-    FQ(GMEM_REG_FQ_PENDING, RO),
+    FQ(GMEM_REG_FQ_PENDING, RO), FQ(GMEM_REG_FQ_IRQ_HOLD, RW),
     FQ(GMEM_REG_INV_VA_LO, RW), FQ(GMEM_REG_INV_VA_HI, RW),
     FQ(GMEM_REG_INV_SIZE_LO, RW), FQ(GMEM_REG_INV_SIZE_HI, RW),
     FQ(GMEM_REG_INV_CTX, RW), FQ(GMEM_REG_INV_TRIGGER, RW),
@@ -194,6 +194,8 @@ static uint32_t gmem_fq_read(GmemAccelState *s, unsigned n, hwaddr reg)
             pending += s->queue[qid].state == GMEM_CQ_STATE_STALLED;
         }
         return pending;
+    case GMEM_REG_FQ_IRQ_HOLD:
+        return s->fq_irq_hold;
     case GMEM_REG_INV_VA_LO:
     case GMEM_REG_INV_VA_HI:
         return gmem_half(s->inv_va, reg);
@@ -247,6 +249,9 @@ static void gmem_fq_write(GmemAccelState *s, unsigned n, hwaddr reg,
         if (s->fq_overflow) {
             gmem_fault_retry(s);
         }
+        break;
+    case GMEM_REG_FQ_IRQ_HOLD:
+        gmem_fq_irq_hold(s, addr, val);
         break;
     case GMEM_REG_FAULT_RESPONSE:
         qid = gmem_fault_respond(s, val);

@@ -140,6 +140,7 @@ struct GmemAccelState {
     uint32_t fq_head;
     uint32_t fq_tail;
     bool fq_overflow;
+    bool fq_irq_hold;           /* FQ_IRQ_HOLD */
     uint32_t fault_seq;
     uint16_t next_group;
 
@@ -237,6 +238,7 @@ void gmem_queue_stall(GmemAccelState *s, unsigned qid);
 void gmem_fault_retry(GmemAccelState *s);
 int gmem_fault_respond(GmemAccelState *s, uint32_t val);
 void gmem_fq_enable(GmemAccelState *s, hwaddr addr, uint64_t val);
+void gmem_fq_irq_hold(GmemAccelState *s, hwaddr addr, uint64_t val);
 
 /* gmem-accel-queue.c */
 void gmem_queue_break(GmemAccelState *s, unsigned qid);

@@ -84,7 +84,7 @@
 
 #define GMEM_ID_MAGIC               0x4d454d47  /* "GMEM" little-endian */
 #define GMEM_VERSION_MAJOR          0
-#define GMEM_VERSION_MINOR          7
+#define GMEM_VERSION_MINOR          8
 #define GMEM_VERSION ((GMEM_VERSION_MAJOR << 16) | GMEM_VERSION_MINOR)
 #define GMEM_VERSION_MAJOR_OF(v)    (((v) >> 16) & 0xffff)
 #define GMEM_VERSION_MINOR_OF(v)    ((v) & 0xffff)
@@ -151,6 +151,11 @@
 #define GMEM_REG_FQ_STATUS          0x118   /* RO: GMEM_FQ_STATUS_* */
 #define GMEM_REG_FAULT_RESPONSE     0x11c   /* WO: group | GMEM_RESP_* << 16 */
 #define GMEM_REG_FQ_PENDING         0x120   /* RO: groups awaiting response */
+/*
+ * 1: groups are posted without the fault interrupt (a driver thread serves
+ * the queue meanwhile); writing 0 raises it if TAIL != HEAD (from 0.8).
+ */
+#define GMEM_REG_FQ_IRQ_HOLD        0x124   /* RW: 0 or 1 */
 
 #define GMEM_FQ_CTRL_ENABLE         (1u << 0)   /* 0 -> 1 zeroes HEAD/TAIL */
 #define GMEM_FQ_STATUS_ENABLED      (1u << 0)
