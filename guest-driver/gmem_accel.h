@@ -268,6 +268,7 @@ struct gmem_accel {
 	/* fault queue, drained by the fault workers and waiting processes, a group at a time */
 	struct mutex fault_lock;
 	atomic_t fault_servers;		/* processes that will drain it before they sleep */
+	bool fq_irq_hold;		/* they hold the fault interrupt (FQ_IRQ_HOLD, 0.8) */
 	bool fault_irq_left;		/* the fault interrupt left records to them */
 	struct gmem_fault_record *fq;
 	dma_addr_t fq_dma;

@@ -70,6 +70,7 @@ static int gmem_accel_identify(struct gmem_accel *g)
 	g->info.revision = pdev->revision;
 	g->info.version = version;
 	g->info.caps = gmem_read(g, GMEM_REG_CAP);
+	g->fq_irq_hold = GMEM_VERSION_MINOR_OF(version) >= 8;
 	g->info.hbm_size = hbm_size;
 	return 0;
 }
