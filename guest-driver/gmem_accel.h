@@ -599,8 +599,8 @@ int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
 bool gmem_fault_writes(const struct gmem_fault *f);
 bool gmem_owner_dying(struct gmem_ctx *ctx);
 int gmem_fault_window(struct gmem_ctx *ctx, u64 va, u64 *start, u64 *end);
-int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
-		     unsigned long *pfns);
+int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long first,
+		     unsigned long last, unsigned long *req, unsigned long *pfns);
 
 /* gmem_accel_chardev.c: file life cycle shared by both nodes */
 int gmem_file_open(struct gmem_accel *g, struct file *file);

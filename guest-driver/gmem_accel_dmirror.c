@@ -79,22 +79,26 @@ static int gmem_fault_ahead(struct gmem_ctx *ctx, const struct gmem_dmirror_rang
 	unsigned long want = HMM_PFN_REQ_FAULT | (r->write ? HMM_PFN_REQ_WRITE : 0);
 	int ret = 0;
 
-	for (u64 va = r->start, start, end; va < r->end && !ret; va = end) {
+	for (u64 va = r->start, start, end, first, last; va < r->end && !ret; va = end) {
 		cond_resched();
 		/* Ranges reach 256 GiB: stop once only this reference keeps the process's mm. */
 		if (atomic_read(&ctx->mm->mm_users) <= 1)
 			return -EFAULT;
 		if (gmem_owner_dying(ctx))
 			return -EINTR;
+		/* (mapped already, as a copy's other buffer often is: no VMA to look up) */
+		end = min(r->end, ALIGN(va + 1, GMEM_HUGE_SIZE));
+		if (gmem_pt_maps_all(ctx, va, end, r->write))
+			continue;
 		ret = gmem_fault_window(ctx, va, &start, &end);
 		if (ret)
 			break;
-		if (gmem_pt_maps_all(ctx, va, min(r->end, end), r->write))
-			continue;
 		/* Every page the range touches, the partial first one too. */
-		for (u64 p = start; p < end; p += PAGE_SIZE)
-			req[(p - start) >> PAGE_SHIFT] = p + PAGE_SIZE > va && p < r->end ? want : 0;
-		ret = gmem_fault_range(ctx, start, end, req, pfns);
+		first = (va - start) >> PAGE_SHIFT;
+		last = (min(r->end, end) - start + PAGE_SIZE - 1) >> PAGE_SHIFT;
+		for (unsigned long p = first; p < last; p++)
+			req[p] = want;
+		ret = gmem_fault_range(ctx, start, end, first, last, req, pfns);
 	}
 	return ret;
 }

@@ -59,7 +59,8 @@ bool gmem_owner_dying(struct gmem_ctx *ctx)
 /*
  * hmm_range_fault over @range with the mmu_interval_notifier retry loop of
  * Documentation/mm/hmm.rst; returns 0 with ctx->lock held and the result still current.
- * @req holds each page's input flags, restored on every retry.
+ * @req holds each page's input flags, restored on every retry (NULL: none, a pass that
+ * faults nothing).
  */
 int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
 			  const unsigned long *req, unsigned long npages)
@@ -72,7 +73,10 @@ int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
 			return -EBUSY;
 		if (gmem_owner_dying(ctx))
 			return -EINTR;
-		memcpy(range->hmm_pfns, req, npages * sizeof(*req));
+		if (req)
+			memcpy(range->hmm_pfns, req, npages * sizeof(*req));
+		else
+			memset(range->hmm_pfns, 0, npages * sizeof(*range->hmm_pfns));
 		ret = gmem_hmm_range_fault(range);
 		if (ret == -EBUSY)
 			continue;
@@ -112,7 +116,7 @@ static bool gmem_hbm_readonly_for_write(struct gmem_ctx *ctx, const unsigned lon
 /*
  * hmm_range_fault() over [start, end), faulting in the pages flagged in @req if @fault (and,
  * as hmm does, every page from the first flagged one to @end), then, if @map, mapping the
- * result into the device page table.
+ * result into the device page table. Without @fault, @req is not read.
  */
 static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
 			 unsigned long *pfns, bool fault, bool map)
@@ -139,7 +143,7 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 		ret = map ? gmem_pt_reserve(ctx, start, end) : 0;
 		if (ret)
 			return ret;
-		ret = gmem_hmm_range_locked(ctx, &range, req, npages);
+		ret = gmem_hmm_range_locked(ctx, &range, fault ? req : NULL, npages);
 		if (fault)
 			trace_gmem_accel_fault_range(ctx->id, start, end, ret);
 		if (ret)
@@ -186,7 +190,6 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 int gmem_map_window(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
 		    unsigned long *pfns)
 {
-	memset(req, 0, ((end - start) >> PAGE_SHIFT) * sizeof(*req));
 	return gmem_hmm_pass(ctx, start, end, req, pfns, false, true);
 }
 
@@ -201,8 +204,10 @@ static bool gmem_fault_whole_window(struct gmem_ctx *ctx, unsigned long hmm_pfn)
 }
 
 /*
- * Fault in the pages flagged in @req of the window [start, end) (2 MiB at most) and map,
- * with them, the pages the CPU maps in their 64 KiB blocks; the whole window where memory
+ * Fault in the pages flagged in @req[@first, @last) of the window [start, end) (2 MiB at most;
+ * the span's first and last pages flagged, @req outside it not read: filling and scanning a
+ * window's 512 entries cost a single-page fault 14 of its ~107 us under TCG) and map, with
+ * them, the pages the CPU maps in their 64 KiB blocks; the whole window where memory
  * comes in 2 MiB units (a THP, which the device then maps with a 2 MiB page; an HBM chunk).
  * Walking all 2 MiB of neighbours every time doubled a single-page fault's round trip.
  * hmm_range_fault() faults every page from the first one asked for to the end of its
@@ -211,18 +216,14 @@ static bool gmem_fault_whole_window(struct gmem_ctx *ctx, unsigned long hmm_pfn)
  * up to 256 faults: one pass over a megabyte that must be read in from swap reclaims, under
  * a tight memcg, pages of the same mm and so invalidates itself, retry after retry.)
  */
-int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
-		     unsigned long *pfns)
+int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long first,
+		     unsigned long last, unsigned long *req, unsigned long *pfns)
 {
-	unsigned long npages = (end - start) >> PAGE_SHIFT, first = 0, last = npages;
+	unsigned long npages = (end - start) >> PAGE_SHIFT;
 	unsigned long a, b;
 	int ret;
 
-	while (first < npages && !req[first])
-		first++;
-	while (last > first && !req[last - 1])
-		last--;
-	if (first == last)
+	if (first >= last)
 		return 0;
 	if (first == 0 && last == npages)
 		return gmem_hmm_pass(ctx, start, end, req, pfns, true, true);
@@ -311,6 +312,8 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 		ret = min(ret, 0);
 	}
 	while (i < n && !ret) {
+		unsigned long first, last;
+		unsigned int k;
 		u64 start, end;
 
 		/*
@@ -336,16 +339,20 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 			break;
 		if (gmem_prefers_device(ctx, f[i].va))
 			gmem_fault_migrate(ctx, start, end);
-		memset(req, 0, ((end - start) >> PAGE_SHIFT) * sizeof(*req));
-		/* Every fault of the group inside this window is requested in this call. */
-		for (; i < n && f[i].va >= start && f[i].va < end; i++) {
+		/* Every fault of the group in this window (they are sorted) is requested here. */
+		first = (f[i].va - start) >> PAGE_SHIFT;
+		for (k = i; k < n && f[k].va >= start && f[k].va < end; k++)
+			;
+		last = ((f[k - 1].va - start) >> PAGE_SHIFT) + 1;
+		memset(req + first, 0, (last - first) * sizeof(*req));
+		for (; i < k; i++) {
 			unsigned long p = (f[i].va - start) >> PAGE_SHIFT;
 
 			req[p] |= HMM_PFN_REQ_FAULT;
 			if (gmem_fault_writes(&f[i]))
 				req[p] |= HMM_PFN_REQ_WRITE;
 		}
-		ret = gmem_fault_range(ctx, start, end, req, pfns);
+		ret = gmem_fault_range(ctx, start, end, first, last, req, pfns);
 		cond_resched();
 	}
 	/* Injected (debugfs): the pages are gone again before the replay, as if the CPU took them. */
@@ -533,15 +540,16 @@ static void gmem_fault_serve_leave(struct gmem_accel *g)
 /*
  * Answer the complete groups in the fault queue, GMEM_FAULT_BUDGET at most, taking them one
  * at a time into @group (others may take the next meanwhile); how many. A @waiter
- * (gmem_fault_serve()) stops counting as a server while it services a group: the fault
- * interrupt then wakes a worker for groups posted meanwhile, instead of leaving them to it.
+ * (gmem_fault_serve()) answers one group at most, and stops counting as a server when it
+ * takes one: the fault interrupt then wakes a worker for groups posted meanwhile, instead
+ * of leaving them to it.
  */
 static unsigned int gmem_fault_drain(struct gmem_accel *g, struct gmem_fault *group, bool waiter)
 {
-	unsigned int n, groups = 0;
+	unsigned int n, groups = 0, budget = waiter ? 1 : GMEM_FAULT_BUDGET;
 	bool more;
 
-	while (groups < GMEM_FAULT_BUDGET && (n = gmem_fault_take(g, group, &more))) {
+	while (groups < budget && (n = gmem_fault_take(g, group, &more))) {
 		if (waiter) {
 			/* Pairs with gmem_fault_irq(): it kicks a worker, or we see its flag. */
 			gmem_fault_serve_leave(g);
@@ -553,8 +561,6 @@ static unsigned int gmem_fault_drain(struct gmem_accel *g, struct gmem_fault *gr
 			gmem_fault_kick(g);
 		gmem_fault_inject_hold(g);
 		gmem_fault_answer(g, group, n);
-		if (waiter)
-			gmem_fault_serve_begin(g);
 		groups++;
 		/* A queue of groups can take long on a slow host: let others run. */
 		cond_resched();
@@ -596,16 +602,15 @@ void gmem_fault_work(struct work_struct *work)
 
 void gmem_fault_serve_end(struct gmem_accel *g)
 {
+	/* (fully ordered) Pairs with gmem_fault_irq(): it kicked a worker, or its records seen. */
 	gmem_fault_serve_leave(g);
-	/* Pairs with gmem_fault_irq(): it queued the worker, or its records are seen here. */
-	smp_mb__after_atomic();
 	if (g->regs && gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head))
 		gmem_fault_kick(g);
 }
 
 /*
- * Serve the fault queue beside whoever else does, between gmem_fault_serve_begin() and _end();
- * false if it had no complete group.
+ * Serve the fault queue beside whoever else does, after gmem_fault_serve_begin(): answer one
+ * group, as no server any more (true), or none, still one (false).
  */
 bool gmem_fault_serve(struct gmem_accel *g, struct gmem_fault *group)
 {
@@ -619,7 +624,10 @@ bool gmem_fault_serve(struct gmem_accel *g, struct gmem_fault *group)
  * Serve faults on this thread (see gmem_fault_serve_begin) while @ctx's batch @fence runs, in
  * a free waiter's group buffer; a fatal signal, or GMEM_FAULT_WAITERS others serving already,
  * leaves the rest to the fault workers. (A kmalloc() of the buffer per wait doubled the
- * fault round trip in some runs: p50 64-139 us against 52-61 us without, 7.3, TCG.)
+ * fault round trip in some runs: p50 64-139 us against 52-61 us without, 7.3, TCG.) Called
+ * as a server, returns as none: a group answered that completed the batch ends it there, not
+ * serving again only to find the queue empty (four register accesses and the fault lock,
+ * 4-5 of a single-page fault's ~100 us, TCG, loaded host).
  */
 static void gmem_wait_serving(struct gmem_ctx *ctx, u64 fence)
 {
@@ -629,11 +637,19 @@ static void gmem_wait_serving(struct gmem_ctx *ctx, u64 fence)
 	for (slot = 0; slot < GMEM_FAULT_WAITERS; slot++)
 		if (!test_and_set_bit_lock(slot, &g->waiter_groups_busy))
 			break;
-	if (slot == GMEM_FAULT_WAITERS)
+	if (slot == GMEM_FAULT_WAITERS) {
+		gmem_fault_serve_end(g);
 		return;
+	}
 	while (!gmem_fence_complete(ctx, fence) && !fatal_signal_pending(current) &&
-	       !READ_ONCE(g->unbinding) && gmem_fault_serve(g, g->waiter_group[slot]))
+	       !READ_ONCE(g->unbinding) && gmem_fault_serve(g, g->waiter_group[slot])) {
 		cond_resched();
+		if (gmem_fence_complete(ctx, fence))
+			goto out;
+		gmem_fault_serve_begin(g);
+	}
+	gmem_fault_serve_end(g);
+out:
 	clear_bit_unlock(slot, &g->waiter_groups_busy);
 }
 
@@ -642,7 +658,6 @@ int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 {
 	gmem_fault_serve_begin(ctx->g);
 	gmem_wait_serving(ctx, fence);
-	gmem_fault_serve_end(ctx->g);
 	return gmem_wait_fence(ctx, fence, timeout_ms);
 }
 
@@ -662,11 +677,11 @@ int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u3
 
 	gmem_fault_serve_begin(ctx->g);
 	ret = gmem_submit(ctx, cmds, count, true, &fence);
-	if (!ret)
-		gmem_wait_serving(ctx, fence);
-	gmem_fault_serve_end(ctx->g);
-	if (ret)
+	if (ret) {
+		gmem_fault_serve_end(ctx->g);
 		return ret;
+	}
+	gmem_wait_serving(ctx, fence);
 	if (gmem_fence_complete(ctx, fence))
 		gmem_queue_wake(ctx);
 	else
