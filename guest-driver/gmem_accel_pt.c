@@ -214,19 +214,22 @@ typedef bool (*gmem_leaf_fn)(struct gmem_ctx *ctx, u64 *pte, int level, void *da
 
 /*
  * Call @fn on every leaf entry overlapping [start, end) in the tables that exist below @pt (at
- * @level, covering from @base): the work follows what is mapped, not the size of the range.
+ * @level, covering from @base; [start, end) meets it): the work follows what is mapped, not
+ * the size of the range, and only the entries the range overlaps are looked at (all 512 of
+ * every level were: 4 x 512 a zap of one window, twice).
  * Returns true if @fn stopped it.
  */
 static bool gmem_pt_walk(struct gmem_ctx *ctx, struct gmem_pt *pt, int level, u64 base,
 			 u64 start, u64 end, gmem_leaf_fn fn, void *data)
 {
-	u64 span = 1ull << GMEM_PT_SHIFT(level);
+	unsigned int shift = GMEM_PT_SHIFT(level);
+	u64 span = 1ull << shift;
+	unsigned int lo = start > base ? (start - base) >> shift : 0;
+	unsigned int hi = min_t(u64, GMEM_PT_ENTRIES, (end - base + span - 1) >> shift);
 
-	for (int i = 0; i < GMEM_PT_ENTRIES; i++) {
+	for (unsigned int i = lo; i < hi; i++) {
 		u64 va = base + i * span;
 
-		if (va + span <= start || va >= end)
-			continue;
 		if (pt->child && pt->child[i]) {
 			if (gmem_pt_walk(ctx, pt->child[i], level - 1, va, start, end, fn, data))
 				return true;
