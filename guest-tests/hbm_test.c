@@ -31,16 +31,6 @@
 #define HUGE (2ul << 20)
 #define RW (PROT_READ | PROT_WRITE)
 
-/* Anonymous memory the kernel backs with 4 KiB pages (THP is a test of its own). */
-static uint8_t *map_small_pages(size_t len)
-{
-	uint8_t *p = map_anon(len, RW);
-
-	if (p)
-		madvise(p, len, MADV_NOHUGEPAGE);
-	return p;
-}
-
 /*
  * Keep automatic NUMA balancing's scan off @p: it skips a VMA whose memory policy does not
  * ask for migrate-on-fault (an explicit MPOL_LOCAL does not). Each scan zaps the device's
@@ -51,6 +41,21 @@ static uint8_t *map_small_pages(size_t len)
 static int no_numa_scan(void *p, size_t len)
 {
 	return syscall(SYS_mbind, p, len, MPOL_LOCAL, NULL, 0ul, 0u) ? -errno : 0;
+}
+
+/*
+ * Anonymous memory the kernel backs with 4 KiB pages (THP is a test of its own), which NUMA
+ * balancing leaves alone (no_numa_scan(): every test here looks at what the device maps).
+ */
+static uint8_t *map_small_pages(size_t len)
+{
+	uint8_t *p = map_anon(len, RW);
+
+	if (p && (madvise(p, len, MADV_NOHUGEPAGE) || no_numa_scan(p, len))) {
+		munmap(p, len);
+		return NULL;
+	}
+	return p;
 }
 
 /* A pattern in @buf, and the same bytes in @want to check against later. */
