@@ -15,6 +15,7 @@
 #include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/rwsem.h>
+#include <linux/scatterlist.h>
 #include <linux/sched.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -174,6 +175,10 @@ struct gmem_migration {
 	unsigned long dst[GMEM_WINDOW_PAGES];
 	dma_addr_t dma[GMEM_WINDOW_PAGES];	/* the system page of each entry, or 0 */
 	DECLARE_BITMAP(dma_huge, GMEM_WINDOW_PAGES);	/* ... mapped as a whole 2 MiB folio */
+	/* ... or, with @sg_mapped, all of them as one (gmem_map_sys_window()) */
+	struct scatterlist sgl[GMEM_WINDOW_PAGES];
+	struct sg_table sgt;
+	bool sg_mapped;
 	struct gmem_ctx *ctx;			/* the context that asked, if one did */
 	bool no_evict;				/* into free HBM only (gmem_fault_return()) */
 	/* moving in from another device's HBM: it, and its BAR2 as this device reaches it */

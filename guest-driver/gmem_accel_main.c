@@ -105,6 +105,8 @@ static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id
 	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
 	if (ret)
 		goto err_free;
+	/* A window's pages map as one list (gmem_map_sys_window()); a COPY takes up to 4 GiB. */
+	dma_set_max_seg_size(&pdev->dev, UINT_MAX);
 	pci_set_master(pdev);
 
 	/* Managed by pcim_enable_device(): freed on unbind. */

@@ -172,11 +172,83 @@ static void gmem_unmap_sys(struct gmem_migration *m, unsigned long i)
 {
 	if (!m->dma[i])
 		return;
-	if (!m->peer)	/* (a peer's BAR2 is mapped once for the whole pass) */
+	/* (a peer's BAR2 is mapped once for the whole pass, a window's pages maybe too) */
+	if (!m->peer && !m->sg_mapped)
 		dma_unmap_page(&m->g->pdev->dev, m->dma[i],
 			       test_bit(i, m->dma_huge) ? GMEM_HUGE_SIZE : PAGE_SIZE,
 			       DMA_BIDIRECTIONAL);
 	m->dma[i] = 0;
+}
+
+static void gmem_unmap_sys_window(struct gmem_migration *m)
+{
+	if (!m->sg_mapped)
+		return;
+	dma_unmap_sgtable(&m->g->pdev->dev, &m->sgt, DMA_BIDIRECTIONAL, 0);
+	m->sg_mapped = false;
+}
+
+/*
+ * DMA-map the system pages of the window's entries in @pfns (m->src: those that migrate;
+ * m->dst: all) as one scatterlist, not a page at a time: behind an IOMMU they get one run of
+ * addresses, so with HBM pages in a row the window's copies coalesce into one command
+ * (gmem_extend_last()), and unmapping them is one call too. 6.12 moves a THP as 512 pages:
+ * their copies took 300-400 commands a window. If it fails, each page is mapped on its own
+ * (gmem_map_sys()).
+ */
+static void gmem_map_sys_window(struct gmem_migration *m, unsigned long npages,
+				const unsigned long *pfns)
+{
+	unsigned long need = pfns == m->src ? MIGRATE_PFN_MIGRATE : MIGRATE_PFN_VALID;
+	struct scatterlist *sg = NULL;
+	unsigned long i, j, nr;
+	unsigned int nents = 0, left = 0;
+	dma_addr_t addr = 0;
+
+	sg_init_table(m->sgl, GMEM_WINDOW_PAGES);
+	for (i = 0; i < npages; i += nr) {
+		struct page *page = migrate_pfn_to_page(pfns[i]);
+
+		nr = (pfns[i] & GMEM_PFN_COMPOUND) ? GMEM_WINDOW_PAGES : 1;
+		if (!page || !(pfns[i] & need))
+			continue;
+		if (sg && page_to_pfn(sg_page(sg)) + (sg->length >> PAGE_SHIFT) ==
+			  page_to_pfn(page)) {
+			sg->length += nr << PAGE_SHIFT;
+			continue;
+		}
+		sg = sg ? sg_next(sg) : m->sgl;
+		sg_set_page(sg, page, nr << PAGE_SHIFT, 0);
+		nents++;
+	}
+	if (!sg)
+		return;
+	sg_mark_end(sg);
+	m->sgt = (struct sg_table) { .sgl = m->sgl, .orig_nents = nents };
+	if (dma_map_sgtable(&m->g->pdev->dev, &m->sgt, DMA_BIDIRECTIONAL, 0))
+		return;
+	/* The mapped segments cover the pages in order, each page whole. */
+	sg = m->sgt.sgl;
+	for (i = 0; i < npages; i += nr) {
+		nr = (pfns[i] & GMEM_PFN_COMPOUND) ? GMEM_WINDOW_PAGES : 1;
+		if (!migrate_pfn_to_page(pfns[i]) || !(pfns[i] & need))
+			continue;
+		for (j = 0; j < nr; j++, addr += PAGE_SIZE, left -= PAGE_SIZE) {
+			if (!left) {
+				if (WARN_ON_ONCE(!sg)) {	/* (cannot be: the same pages) */
+					m->sg_mapped = true;
+					gmem_unmap_sys_window(m);
+					memset(m->dma, 0, sizeof(m->dma));
+					return;
+				}
+				addr = sg_dma_address(sg);
+				left = sg_dma_len(sg);
+				sg = sg_next(sg);
+			}
+			m->dma[i + j] = addr;
+		}
+	}
+	m->sg_mapped = true;
 }
 
 /*
@@ -190,7 +262,7 @@ static bool gmem_map_src(struct gmem_migration *m, unsigned long i, struct page 
 	u64 off;
 
 	if (!m->peer)
-		return gmem_map_sys(m, i, spage, huge);
+		return m->dma[i] || gmem_map_sys(m, i, spage, huge);
 	if (!gmem_hbm_page(m->peer, spage, &off) ||
 	    gmem_hbm_any_poisoned(m->peer, spage, huge ? GMEM_WINDOW_PAGES : 1))
 		return false;
@@ -273,6 +345,7 @@ static int gmem_migration_copy(struct gmem_migration *m, unsigned long npages, b
 			m->dst[i] = 0;
 		}
 	}
+	gmem_unmap_sys_window(m);
 	if (ret)
 		dev_err_ratelimited(&m->g->pdev->dev, "HBM migration copy failed: %d\n", ret);
 	return ret;
@@ -734,6 +807,8 @@ int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 		return 0;
 	}
 	gmem_unmap_collected(ctx, m, start, npages);
+	if (!peer)
+		gmem_map_sys_window(m, npages, m->src);
 
 	for (unsigned long i = 0; i < npages; i++) {
 		struct page *spage = migrate_pfn_to_page(m->src[i]);
