@@ -174,6 +174,7 @@ struct gmem_migration {
 	unsigned long src[GMEM_WINDOW_PAGES];
 	unsigned long dst[GMEM_WINDOW_PAGES];
 	dma_addr_t dma[GMEM_WINDOW_PAGES];	/* the system page of each entry, or 0 */
+	u64 hbm_off[GMEM_WINDOW_PAGES];		/* to RAM: where each new page's data is */
 	DECLARE_BITMAP(dma_huge, GMEM_WINDOW_PAGES);	/* ... mapped as a whole 2 MiB folio */
 	/* ... or, with @sg_mapped, all of them as one (gmem_map_sys_window()) */
 	struct scatterlist sgl[GMEM_WINDOW_PAGES];

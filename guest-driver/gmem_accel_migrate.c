@@ -362,7 +362,7 @@ static bool gmem_fail_huge(struct gmem_ctx *ctx)
 
 /*
  * A new system page for entry @i (with @huge, a 2 MiB THP), near @addr of @vma if given, for
- * the data at HBM offset @off: locked, DMA-mapped, its copy queued. false if none.
+ * the data at HBM offset @off: locked. false if none.
  */
 static bool gmem_sys_dst(struct gmem_migration *m, unsigned long i, struct vm_area_struct *vma,
 			 unsigned long addr, u64 off, unsigned long write, bool huge)
@@ -377,15 +377,34 @@ static bool gmem_sys_dst(struct gmem_migration *m, unsigned long i, struct vm_ar
 	if (!folio)
 		return false;
 	folio_lock(folio);
-	if (!gmem_map_sys(m, i, folio_page(folio, 0), huge)) {
-		folio_unlock(folio);
-		folio_put(folio);
-		return false;
-	}
 	m->dst[i] = migrate_pfn(folio_pfn(folio)) | write | (huge ? GMEM_PFN_COMPOUND : 0);
-	gmem_add_copy(m, GMEM_ADDR_SYS, m->dma[i], GMEM_ADDR_HBM, off,
-		      huge ? GMEM_HUGE_SIZE : PAGE_SIZE);
+	m->hbm_off[i] = off;
 	return true;
+}
+
+/*
+ * DMA-map the new pages (all at once if it can: gmem_map_sys_window()) and queue their
+ * copies; a page that cannot be mapped is given back, and its entry stays in HBM.
+ */
+static void gmem_queue_to_ram(struct gmem_migration *m, unsigned long npages)
+{
+	gmem_map_sys_window(m, npages, m->dst);
+	for (unsigned long i = 0, nr; i < npages; i += nr) {
+		struct page *dpage = migrate_pfn_to_page(m->dst[i]);
+		bool huge = m->dst[i] & GMEM_PFN_COMPOUND;
+
+		nr = huge ? GMEM_WINDOW_PAGES : 1;
+		if (!dpage)
+			continue;
+		if (!m->dma[i] && !gmem_map_sys(m, i, dpage, huge)) {
+			folio_unlock(page_folio(dpage));
+			folio_put(page_folio(dpage));
+			m->dst[i] = 0;
+			continue;
+		}
+		gmem_add_copy(m, GMEM_ADDR_SYS, m->dma[i], GMEM_ADDR_HBM, m->hbm_off[i],
+			      nr << PAGE_SHIFT);
+	}
 }
 
 /*
@@ -434,6 +453,7 @@ static int gmem_copy_to_ram(struct gmem_migration *m, unsigned long npages,
 		}
 		i += nr - 1;
 	}
+	gmem_queue_to_ram(m, npages);
 	return gmem_migration_copy(m, npages, true);
 }
 
