@@ -188,6 +188,15 @@ static void gmem_unmap_sys_window(struct gmem_migration *m)
 	m->sg_mapped = false;
 }
 
+/* How many of the window's @npages pages entry @i of @pfns stands for: a 2 MiB folio's, or one. */
+static unsigned long gmem_pfn_pages(const unsigned long *pfns, unsigned long i,
+				    unsigned long npages)
+{
+	if (!(pfns[i] & GMEM_PFN_COMPOUND))
+		return 1;
+	return min_t(unsigned long, GMEM_WINDOW_PAGES, npages - i);
+}
+
 /*
  * DMA-map the system pages of the window's entries in @pfns (m->src: those that migrate;
  * m->dst: all) as one scatterlist, not a page at a time: behind an IOMMU they get one run of
@@ -209,7 +218,7 @@ static void gmem_map_sys_window(struct gmem_migration *m, unsigned long npages,
 	for (i = 0; i < npages; i += nr) {
 		struct page *page = migrate_pfn_to_page(pfns[i]);
 
-		nr = (pfns[i] & GMEM_PFN_COMPOUND) ? GMEM_WINDOW_PAGES : 1;
+		nr = gmem_pfn_pages(pfns, i, npages);
 		if (!page || !(pfns[i] & need))
 			continue;
 		if (sg && page_to_pfn(sg_page(sg)) + (sg->length >> PAGE_SHIFT) ==
@@ -230,7 +239,7 @@ static void gmem_map_sys_window(struct gmem_migration *m, unsigned long npages,
 	/* The mapped segments cover the pages in order, each page whole. */
 	sg = m->sgt.sgl;
 	for (i = 0; i < npages; i += nr) {
-		nr = (pfns[i] & GMEM_PFN_COMPOUND) ? GMEM_WINDOW_PAGES : 1;
+		nr = gmem_pfn_pages(pfns, i, npages);
 		if (!migrate_pfn_to_page(pfns[i]) || !(pfns[i] & need))
 			continue;
 		for (j = 0; j < nr; j++, addr += PAGE_SIZE, left -= PAGE_SIZE) {
