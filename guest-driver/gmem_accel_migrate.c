@@ -400,12 +400,11 @@ static void gmem_queue_to_ram(struct gmem_migration *m, unsigned long npages)
 	gmem_map_sys_window(m, npages, m->dst);
 	for (unsigned long i = 0, nr; i < npages; i += nr) {
 		struct page *dpage = migrate_pfn_to_page(m->dst[i]);
-		bool huge = m->dst[i] & GMEM_PFN_COMPOUND;
 
-		nr = huge ? GMEM_WINDOW_PAGES : 1;
+		nr = gmem_entry_pages(m, i);
 		if (!dpage)
 			continue;
-		if (!m->dma[i] && !gmem_map_sys(m, i, dpage, huge)) {
+		if (!m->dma[i] && !gmem_map_sys(m, i, dpage, nr > 1)) {
 			folio_unlock(page_folio(dpage));
 			folio_put(page_folio(dpage));
 			m->dst[i] = 0;
