@@ -109,6 +109,11 @@ bool path_exists(const char *path);
 
 /* Is there swap (the guest sets up zram0)? */
 bool have_swap(void);
+/*
+ * Is this the debug kernel (images/kernel-debug.config: it has kmemleak)? Under TCG it runs
+ * reclaim and migration 10-20x slower, so tests that only need volume use less there.
+ */
+bool debug_kernel(void);
 /* /proc/self/pagemap's entry for @addr's page: swapped out (bit 62) or present (bit 63)? */
 uint64_t pagemap(void *addr);
 #define PM_SWAPPED (1ull << 62)

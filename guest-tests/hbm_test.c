@@ -739,17 +739,21 @@ TEST_F_TIMEOUT(hbm, device_write_with_hbm_full_evicts_nothing, 600)
 	munmap(buf, len);
 }
 
-/* A working set 4x the HBM: chunks are evicted to make room, and no byte is lost. */
+/*
+ * A working set 4x the HBM: chunks are evicted to make room, and no byte is lost. On the
+ * debug kernel 2x (~170 s instead of ~340 there): every eviction path still runs, with KASAN
+ * and lockdep watching; the other kernels move the whole 4x.
+ */
 TEST_F_TIMEOUT(hbm, oversubscription, 1500)
 {
 	struct gmem_accel_info info = { 0 };
-	size_t len, step, off;
+	size_t len, step, off, times = debug_kernel() ? 2 : 4;
 	uint8_t *buf;
 	int64_t evictions0 = dev_stat("evictions"), home0;
 	long moved = 0, n;
 
 	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_GET_INFO, &info));
-	len = 4 * (info.hbm_size & ~(HUGE - 1));
+	len = times * (info.hbm_size & ~(HUGE - 1));
 	step = len / 16;
 	buf = map_small_pages(len);
 	ASSERT_NE(NULL, buf) TH_LOG("%zu MiB", len >> 20);
@@ -774,7 +778,8 @@ TEST_F_TIMEOUT(hbm, oversubscription, 1500)
 		moved += n;
 	}
 	EXPECT_EQ((long)(len / PAGE), moved);
-	EXPECT_LE(3 * (int64_t)(info.hbm_size / HUGE), dev_stat("evictions") - evictions0);
+	EXPECT_LE((int64_t)(times - 1) * (int64_t)(info.hbm_size / HUGE),
+		  dev_stat("evictions") - evictions0);
 	EXPECT_GE((int64_t)(info.hbm_size / PAGE), dev_stat("hbm_pages_now"));
 	/*
 	 * The device increments every page's first word (wherever it is), the CPU checks. Its
