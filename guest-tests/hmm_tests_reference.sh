@@ -37,19 +37,30 @@ others=$(grep '^not ok' $out | grep -vE "\.($(echo $exclusive | tr ' ' '|'))\$")
 passed=$(grep -c '^ok' $out)
 # The reference is not ours to fix: a test of it that fails once (seen: migrate_multiple -ENOENT
 # on the debug kernel pinned to one host core) runs once more, alone, and counts if it fails
-# again. Both runs are printed.
+# again. Both runs are printed. On the debug kernel a test that outlasts the harness's fixed
+# 30 s both times does not count (seen: migrate_remap_fault, 24 moves of 2 MiB by test_hmm's
+# CPU copies, under 30 s in one CI and over it twice the next day; gmem-accel's takes 8 s).
+slow=""
 if [ -n "$others" ]; then
 	again=""
 	for t in $(echo "$others" | sed -E 's/^not ok [0-9]+ //'); do
 		"$hmm_tests" -r "$t" >$out.again 2>&1
 		sed "s/^/# ref, $t once more: /" $out.again
-		grep -q '^ok' $out.again || again="$again
+		grep -q '^ok' $out.again && continue
+		timed_out="# ${t##*.}: Test terminated by timeout"
+		if [ -e /sys/kernel/debug/kmemleak ] && grep -q "^$timed_out" $out &&
+			grep -q "^$timed_out" $out.again; then
+			echo "# ref: $t outlasted hmm-tests' 30 s twice on the debug kernel: not counted"
+			slow="$slow ${t##*.}"
+			continue
+		fi
+		again="$again
 not ok (twice) $t"
 	done
 	others=$(echo "$again" | sed '/^$/d')
 fi
 if [ -z "$others" ] && [ "$passed" -gt 0 ]; then
-	ok "reference: all $passed $([ $lts = 1 ] && echo "other ")tests pass or skip"
+	ok "reference: all $passed $([ $lts = 1 ] && echo "other ")tests pass or skip${slow:+ (too slow here:$slow)}"
 else
 	not_ok "reference: tests $([ $lts = 1 ] && echo "other than exclusive* ")failed:"
 	echo "$others" | diag
