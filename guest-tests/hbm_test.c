@@ -741,8 +741,9 @@ TEST_F_TIMEOUT(hbm, device_write_with_hbm_full_evicts_nothing, 600)
 
 /*
  * A working set 4x the HBM: chunks are evicted to make room, and no byte is lost. On the
- * debug kernel 2x (~170 s instead of ~340 there): every eviction path still runs, with KASAN
- * and lockdep watching; the other kernels move the whole 4x.
+ * debug kernel 2x (there the private and coherent variants took 160 + 183 s at 4x, 84 + 67 at
+ * 2x): every eviction path still runs, with KASAN and lockdep watching; the other kernels
+ * move the whole 4x.
  */
 TEST_F_TIMEOUT(hbm, oversubscription, 1500)
 {
