@@ -48,7 +48,7 @@ if [ -n "$others" ]; then
 		sed "s/^/# ref, $t once more: /" $out.again
 		grep -q '^ok' $out.again && continue
 		timed_out="# ${t##*.}: Test terminated by timeout"
-		if [ -e /sys/kernel/debug/kmemleak ] && grep -q "^$timed_out" $out &&
+		if debug_kernel && grep -q "^$timed_out" $out &&
 			grep -q "^$timed_out" $out.again; then
 			echo "# ref: $t outlasted hmm-tests' 30 s twice on the debug kernel: not counted"
 			slow="$slow ${t##*.}"

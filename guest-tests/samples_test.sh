@@ -2,6 +2,7 @@
 # The samples (samples/*.c, built against libgmem): each runs as a user would run it, and its
 # output is checked — exit status, the figures it prints, and its PASS line.
 . /usr/libexec/gmem-accel/tap.sh
+. /usr/libexec/gmem-accel/gmem_devices.sh
 bin=/usr/libexec/gmem-accel
 out=/tmp/sample.out
 
@@ -50,9 +51,9 @@ check "simple_ipc: 4 processes each checked 4 slices, 0 bytes wrong, PASS" sh -c
 	[ \$(grep -c 'checked 4 slices: 0 bytes wrong' $out) = 4 ] &&
 	grep -q 'simple_ipc: 4 processes, PASS' $out"
 
-# 4x HBM under TCG: 70-230 s on 6.12 and 7.3. The debug kernel (it has kmemleak) took 560 and
-# 680 s, a third of its whole suite; hbm.oversubscription runs the same eviction path there.
-if [ -e /sys/kernel/debug/kmemleak ]; then
+# 4x HBM under TCG: 70-230 s on 6.12 and 7.3. The debug kernel took 560 and 680 s, a third of
+# its whole suite; hbm.oversubscription runs the same eviction path there.
+if debug_kernel; then
 	why="debug kernel: 560-680 s; hbm.oversubscription covers it there, the other kernels run it"
 	ok "oversubscribe exits 0 # SKIP $why"
 	ok "oversubscribe: 4x HBM in 2 passes, 0 elements wrong, PASS # SKIP $why"
