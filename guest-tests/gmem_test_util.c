@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/mempolicy.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <sys/mman.h>
 #include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -88,6 +90,11 @@ int write_sysfs(const char *path, const char *val)
 		ret = -EIO;
 	close(fd);
 	return ret;
+}
+
+int no_numa_scan(void *p, size_t len)
+{
+	return syscall(SYS_mbind, p, len, MPOL_LOCAL, NULL, 0ul, 0u) ? -errno : 0;
 }
 
 static int cmp_addr(const void *a, const void *b)

@@ -48,6 +48,15 @@ int read_sysfs_u64(const char *path, uint64_t *val);
 /* Write @val to a sysfs (or proc) file in one write(); 0 or -errno (the store's answer). */
 int write_sysfs(const char *path, const char *val);
 
+/*
+ * Keep automatic NUMA balancing's scan off @p: it skips a VMA whose memory policy does not
+ * ask for migrate-on-fault (an explicit MPOL_LOCAL does not). Each scan zaps the device's
+ * mappings of the VMA (MMU_NOTIFY_PROTECTION_VMA) and makes the CPU's entries for HBM pages
+ * read-only, so the device's next write to such a page takes it home and back: a test that
+ * checks what the device maps, or counts its invalidations, must not race it. 0 or -errno.
+ */
+int no_numa_scan(void *p, size_t len);
+
 /* Open /dev/gmem_accel<n>; -1 with errno on failure. */
 int gmem_open(int n, int flags);
 

@@ -10,7 +10,6 @@
 #define _GNU_SOURCE	/* mremap() */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/mempolicy.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,7 +17,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,18 +28,6 @@
 #define PAGE 4096ul
 #define HUGE (2ul << 20)
 #define RW (PROT_READ | PROT_WRITE)
-
-/*
- * Keep automatic NUMA balancing's scan off @p: it skips a VMA whose memory policy does not
- * ask for migrate-on-fault (an explicit MPOL_LOCAL does not). Each scan zaps the device's
- * mappings of the VMA (MMU_NOTIFY_PROTECTION_VMA) and makes the CPU's entries for HBM pages
- * read-only, so the device's next write to such a page takes it home and back: a test that
- * checks which pages the device maps in HBM, as SNAPSHOT shows, must not race it.
- */
-static int no_numa_scan(void *p, size_t len)
-{
-	return syscall(SYS_mbind, p, len, MPOL_LOCAL, NULL, 0ul, 0u) ? -errno : 0;
-}
 
 /*
  * Anonymous memory the kernel backs with 4 KiB pages (THP is a test of its own), which NUMA
