@@ -41,9 +41,9 @@ suite() {
 
 gmem_build "${GMEM_KERNELS[@]}" "${debug_kernels[@]/#/debug-}" sanitize
 # The debug suites (~17 min each, the longest) run beside the host tests and the other suites:
-# a TCG guest keeps about one of the host's two cores busy, so two lanes finish sooner than
-# one (docs/performance.md, "The test command's minutes"). Every test is made to pass on a
-# loaded host. The lane's output is printed when it ends.
+# one TCG guest leaves part of the host's two cores idle, and two lanes finish in ~0.7 of the
+# time one takes (docs/performance.md, "Two lanes"). Every test is made to pass on a loaded
+# host. The lane's output is printed when it ends.
 if [ ${#debug_kernels[@]} -gt 0 ]; then
 	step "starting the debug kernel's suite (${debug_kernels[*]}) beside the others; its output comes when it ends"
 	set -m
@@ -56,9 +56,12 @@ step "host tests"
 for k in "${GMEM_KERNELS[@]}"; do suite "$k"; done
 if [ -n "$lane" ]; then
 	step "waiting for the debug kernel's suite"
+	n=0
 	while kill -0 "$lane" 2>/dev/null; do
-		sleep 60
-		note "debug lane: $(grep -c '^GMEM-TEST-END' "$results/debug-lane.out" || true) test programs done"
+		sleep 5
+		n=$((n + 1))
+		[ $((n % 12)) != 0 ] || note "debug lane: $(grep -c '^GMEM-TEST-END' \
+			"$results/debug-lane.out" || true) test programs done"
 	done
 	wait "$lane" || true
 	lane=""
