@@ -892,6 +892,37 @@ static void test_cmd_steps(void)
     gmem_cmd_step(&c, 2, &st);
     g_assert_cmpuint(st.op[0].len, ==, 0);
     g_assert_cmpuint(st.op[1].access, ==, GMEM_ACCESS_ATOMIC);
+
+    /* Elements back to back: the rest of the page in one step. */
+    c = (GmemCmd) { .opcode = GMEM_OP_ATOMIC_ADD, .dst = 0x1800, .size = 4096,
+                    .dst_stride = 4 };
+    gmem_cmd_step(&c, 0, &st);
+    g_assert_cmphex(st.op[1].addr, ==, 0x1800);
+    g_assert_cmpuint(st.op[1].len, ==, 0x800);
+    g_assert_cmpuint(st.next, ==, 512);
+    gmem_cmd_step(&c, 512, &st);
+    g_assert_cmphex(st.op[1].addr, ==, 0x2000);
+    g_assert_cmpuint(st.op[1].len, ==, 0x1000);
+    g_assert_cmpuint(st.next, ==, 1536);
+    gmem_cmd_step(&c, 4000, &st);           /* the last 96 elements */
+    g_assert_cmpuint(st.op[1].len, ==, 96 * 4);
+    g_assert_cmpuint(st.next, ==, 4096);
+    c.dst_stride = 0;                       /* one element, over and over */
+    gmem_cmd_step(&c, 0, &st);
+    g_assert_cmpuint(st.op[1].len, ==, 4);
+    g_assert_cmpuint(st.next, ==, 1);
+    /* Two sides: a step ends where either side's page does. */
+    c = (GmemCmd) { .opcode = GMEM_OP_AXPY, .flags = GMEM_CMD_F_WIDE,
+                    .dst = 0x3100, .src = 0x2800, .size = 1000,
+                    .dst_stride = 8, .src_stride = 8 };
+    gmem_cmd_step(&c, 0, &st);
+    g_assert_cmpuint(st.op[0].len, ==, 0x800);
+    g_assert_cmpuint(st.op[1].len, ==, 0x800);
+    g_assert_cmpuint(st.next, ==, 256);
+    gmem_cmd_step(&c, 256, &st);            /* dst's page ends first now */
+    g_assert_cmphex(st.op[1].addr, ==, 0x3900);
+    g_assert_cmpuint(st.op[1].len, ==, 0x700);
+    g_assert_cmpuint(st.next, ==, 256 + 224);
 }
 
 int main(int argc, char **argv)

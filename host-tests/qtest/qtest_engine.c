@@ -7,6 +7,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qemu/bswap.h"
 #include "gmem_env.h"
 
 /* Where an operand of each kind lives, for checking through the back door */
@@ -686,6 +687,78 @@ static void test_compute(void)
     env_quit(e);
 }
 
+/* u32 element @k of the 4 pages at SYS_DATA is @k, + @add in [@lo, @hi) */
+static void check_elems(Env *e, unsigned lo, unsigned hi, uint32_t add)
+{
+    g_autofree uint32_t *v = g_new(uint32_t, 4 * 1024);
+
+    qtest_memread(e->qt, SYS_DATA, v, 4 * 4096);
+    for (unsigned k = 0; k < 4 * 1024; k++) {
+        g_assert_cmphex(le32_to_cpu(v[k]), ==,
+                        k + (k >= lo && k < hi ? add : 0));
+    }
+}
+
+/*
+ * A compute command over contiguous elements takes those of a page in one
+ * step (one translation, one mapping). An ATOMIC_ADD of three pages' worth
+ * from the middle of a page, the third page unmapped: it stalls there with
+ * the elements before the fault added, and after the replay every element
+ * has been added once, in four steps. An AXPY whose two sides start at other
+ * offsets in their pages: a step ends where either side's page does.
+ */
+static void test_element_runs(void)
+{
+    const uint64_t va = 0x90000000ull, x = va + 0x10000, y = va + 0x20000;
+    const unsigned n = 2048;
+    Env *e = env_start(NULL);
+    GmemCmd add = { .opcode = GMEM_OP_ATOMIC_ADD, .ctx = CTX, .dst = va + 2048,
+                    .size = 3 * 1024, .dst_stride = 4, .value = 3 };
+    GmemCmd axpy = { .opcode = GMEM_OP_AXPY, .ctx = CTX, .dst = y + 256,
+                     .src = x + 2048, .size = n, .dst_stride = 4,
+                     .src_stride = 4, .value = 5 };
+    g_autofree uint32_t *v = g_new(uint32_t, 4 * 1024);
+    g_autofree uint32_t *w = g_new(uint32_t, 4 * 1024);
+    Rec r[2];
+    uint32_t idx;
+
+    for (unsigned k = 0; k < 4 * 1024; k++) {
+        v[k] = cpu_to_le32(k);
+    }
+    qtest_memwrite(e->qt, SYS_DATA, v, 4 * 4096);
+    for (unsigned p = 0; p < 4; p++) {
+        if (p != 2) {
+            map4k(e, va + p * 4096, SYS_DATA + p * 4096, RWA);
+        }
+    }
+    idx = submit(e, 0, add);
+    wait_state(e, 0, GMEM_CQ_STATE_STALLED);
+    g_assert_cmpuint(fq_take(e, r, 2), ==, 1);
+    g_assert_cmphex(r[0].va, ==, va + 2 * 4096);
+    check_elems(e, 512, 2048, 3);
+    map4k(e, va + 2 * 4096, SYS_DATA + 2 * 4096, RWA);
+    respond(e, r[0].group, GMEM_RESP_REPLAY);
+    g_assert_cmpuint(wait_done(e, 0, idx), ==, GMEM_CMD_ST_OK);
+    check_elems(e, 512, 512 + 3 * 1024, 3);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(0, GMEM_CQ_STEPS)), ==, 4);
+
+    /* x's pages end at elements 512 and 1536, y's at 960 and 1984 */
+    for (unsigned p = 0; p < 3; p++) {
+        map4k(e, x + p * 4096, SYS_DATA + 0x10000 + p * 4096, RW);
+        map4k(e, y + p * 4096, SYS_DATA + 0x20000 + p * 4096, RW);
+    }
+    qtest_memwrite(e->qt, SYS_DATA + 0x10000 + 2048, v, n * 4);
+    qtest_memwrite(e->qt, SYS_DATA + 0x20000 + 256, v, n * 4);
+    g_assert_cmpuint(run(e, 0, axpy), ==, GMEM_CMD_ST_OK);
+    qtest_memread(e->qt, SYS_DATA + 0x20000 + 256, w, n * 4);
+    for (unsigned k = 0; k < n; k++) {
+        g_assert_cmphex(le32_to_cpu(w[k]), ==, k + 5 * k);
+    }
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(0, GMEM_CQ_STEPS)), ==,
+                     4 + 5);
+    env_quit(e);
+}
+
 /*
  * AXPY (0.6): y[i] += x[i] * a, y read back and written on u32,
  * wrapping; a y the context may only read stops the engine on a permission
@@ -1235,6 +1308,7 @@ int main(int argc, char **argv)
     g_test_add_func("/gmem-accel/dma/fill-all-kinds", test_fill_all_kinds);
     g_test_add_func("/gmem-accel/dma/fence-notify", test_fence_notify);
     g_test_add_func("/gmem-accel/dma/compute", test_compute);
+    g_test_add_func("/gmem-accel/dma/element-runs", test_element_runs);
     g_test_add_func("/gmem-accel/dma/axpy", test_axpy);
     g_test_add_func("/gmem-accel/mmu/huge-pages", test_huge_pages);
     g_test_add_func("/gmem-accel/mmu/64k-pages", test_64k_pages);

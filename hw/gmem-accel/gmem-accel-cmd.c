@@ -198,6 +198,20 @@ static uint64_t gmem_chunk(unsigned kind, uint64_t addr, uint64_t left)
     return MIN(lim, left);
 }
 
+/*
+ * Elements from @addr an element op's step takes: when they lie back to back
+ * (@stride is their size), all of them left in @addr's page (4 KiB, whatever
+ * the operand's kind), so one translation and one mapping serve them; else
+ * one. Each element is still an access of its own.
+ */
+static uint64_t gmem_elem_run(uint64_t addr, uint32_t stride, unsigned elem,
+                              uint64_t left)
+{
+    uint64_t room = GMEM_PAGE_SIZE - (addr & (GMEM_PAGE_SIZE - 1));
+
+    return stride == elem ? MAX(MIN(left, room / elem), 1) : 1;
+}
+
 static void gmem_set_op(GmemOperand *op, unsigned kind, uint64_t addr,
                         uint32_t len, unsigned access)
 {
@@ -212,7 +226,7 @@ void gmem_cmd_step(const GmemCmd *cmd, uint64_t progress, GmemStep *step)
     unsigned dkind = GMEM_CMD_F_DST_KIND(cmd->flags);
     unsigned skind = GMEM_CMD_F_SRC_KIND(cmd->flags);
     unsigned elem = GMEM_CMD_F_ELEM_SIZE(cmd->flags);
-    uint64_t left = cmd->size - progress, len;
+    uint64_t left = cmd->size - progress, len, addr;
 
     memset(step, 0, sizeof(*step));
     switch (cmd->opcode) {
@@ -236,22 +250,25 @@ void gmem_cmd_step(const GmemCmd *cmd, uint64_t progress, GmemStep *step)
         step->next = 1;
         break;
     case GMEM_OP_ATOMIC_ADD:
-        gmem_set_op(&step->op[1], dkind,
-                    cmd->dst + progress * cmd->dst_stride, elem,
-                    GMEM_ACCESS_ATOMIC);
-        step->next = progress + 1;
+        addr = cmd->dst + progress * cmd->dst_stride;
+        len = gmem_elem_run(addr, cmd->dst_stride, elem, left);
+        gmem_set_op(&step->op[1], dkind, addr, len * elem, GMEM_ACCESS_ATOMIC);
+        step->next = progress + len;
         break;
     case GMEM_OP_SCALE_ADD:
     case GMEM_OP_AXPY:
+        addr = cmd->dst + progress * cmd->dst_stride;
+        len = MIN(gmem_elem_run(cmd->src + progress * cmd->src_stride,
+                                cmd->src_stride, elem, left),
+                  gmem_elem_run(addr, cmd->dst_stride, elem, left));
         gmem_set_op(&step->op[0], skind,
-                    cmd->src + progress * cmd->src_stride, elem,
+                    cmd->src + progress * cmd->src_stride, len * elem,
                     GMEM_ACCESS_READ);
         /* AXPY reads the element it writes */
-        gmem_set_op(&step->op[1], dkind,
-                    cmd->dst + progress * cmd->dst_stride, elem,
+        gmem_set_op(&step->op[1], dkind, addr, len * elem,
                     cmd->opcode == GMEM_OP_AXPY ?
                     GMEM_ACCESS_READ | GMEM_ACCESS_WRITE : GMEM_ACCESS_WRITE);
-        step->next = progress + 1;
+        step->next = progress + len;
         break;
     default:
         step->next = progress;

@@ -60,6 +60,16 @@
  */
 static unsigned gmem_engines_running;
 
+/* A step's budget: its bytes, or GMEM_ELEMENT_COST per element computed. */
+static uint64_t gmem_step_cost(const GmemCmd *c, uint64_t progress,
+                               const GmemStep *step)
+{
+    if (GMEM_OP_USES(c->opcode) & GMEM_USE_ELEMENTS) {
+        return (step->next - progress) * GMEM_ELEMENT_COST;
+    }
+    return MAX(step->op[1].len, GMEM_ELEMENT_COST);
+}
+
 /*
  * Translate the step's operands. Returns GMEM_CMD_ST_OK, GMEM_CMD_ST_FAULT
  * (faults recorded in q->faults) or the status the command fails with.
@@ -248,24 +258,31 @@ static bool gmem_step_exec(GmemAccelState *s, GmemQueue *q,
         stq_le_p(elem, c->value);
         return gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr, elem, 8, true);
     case GMEM_OP_ATOMIC_ADD:
-        return gmem_mem_atomic_add(s, tgt[1].hbm, tgt[1].addr, width,
-                                   c->value);
+        return gmem_mem_atomic_add(s, tgt[1].hbm, tgt[1].addr, dst->len,
+                                   width, c->value);
     case GMEM_OP_SCALE_ADD:
     case GMEM_OP_AXPY:
-        if (!gmem_mem_rw(s, tgt[0].hbm, tgt[0].addr, elem, width, false)) {
-            return false;
-        }
-        v = gmem_load_elem(elem, width) * c->value + c->value2;
-        /* AXPY's addend is dst's element (value2 is 0: GMEM_USES_AXPY) */
-        if (c->opcode == GMEM_OP_AXPY) {
-            if (!gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr, elem, width,
+        for (uint64_t i = 0; i < dst->len; i += width) {
+            if (!gmem_mem_rw(s, tgt[0].hbm, tgt[0].addr + i, elem, width,
                              false)) {
                 return false;
             }
-            v += gmem_load_elem(elem, width);
+            v = gmem_load_elem(elem, width) * c->value + c->value2;
+            /* AXPY's addend is dst's element (value2 is 0: GMEM_USES_AXPY) */
+            if (c->opcode == GMEM_OP_AXPY) {
+                if (!gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr + i, elem, width,
+                                 false)) {
+                    return false;
+                }
+                v += gmem_load_elem(elem, width);
+            }
+            gmem_store_elem(elem, width, v);
+            if (!gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr + i, elem, width,
+                             true)) {
+                return false;
+            }
         }
-        gmem_store_elem(elem, width, v);
-        return gmem_mem_rw(s, tgt[1].hbm, tgt[1].addr, elem, width, true);
+        return true;
     default:
         return true;
     }
@@ -414,7 +431,7 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget,
             gmem_queue_complete(s, qid, st);
             return;
         }
-        *budget -= MIN(*budget, MAX(step.op[1].len, GMEM_ELEMENT_COST));
+        *budget -= MIN(*budget, gmem_step_cost(&q->cmd, q->progress, &step));
         q->progress = step.next;
         q->steps++;
     }

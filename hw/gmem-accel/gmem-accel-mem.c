@@ -273,21 +273,24 @@ static void gmem_atomic_add_host(void *p, unsigned width, uint64_t add)
 }
 
 /*
- * An atomic add to RAM only: anything else (a hole, another device's
- * registers) would be a read and a write, not one atomic access, and
- * address_space_map() hands back a bounce buffer for it. false then, and the
- * command fails with BAD_ADDRESS, as a COPY there does.
+ * An atomic add to each of the @len bytes' elements at @addr, to RAM only:
+ * anything else (a hole, another device's registers) would be a read and a
+ * write, not one atomic access, and address_space_map() hands back a bounce
+ * buffer for it. false then, with nothing added, and the command fails with
+ * BAD_ADDRESS, as a COPY there does.
  */
 bool gmem_mem_atomic_add(GmemAccelState *s, bool hbm, uint64_t addr,
-                         unsigned width, uint64_t add)
+                         uint64_t len, unsigned width, uint64_t add)
 {
-    void *p = gmem_mem_map(s, hbm, addr, width, true);
+    uint8_t *p = gmem_mem_map(s, hbm, addr, len, true);
 
     if (!p) {
         return false;
     }
-    gmem_atomic_add_host(p, width, add);
-    gmem_mem_unmap(s, hbm, addr, p, width, true, true);
+    for (uint64_t i = 0; i < len; i += width) {
+        gmem_atomic_add_host(p + i, width, add);
+    }
+    gmem_mem_unmap(s, hbm, addr, p, len, true, true);
     return true;
 }
 

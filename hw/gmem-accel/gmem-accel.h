@@ -279,7 +279,7 @@ void gmem_copy_unmap(GmemAccelState *s, const GmemTarget *tgt, uint64_t len,
 uint64_t gmem_load_elem(const void *p, unsigned width);
 void gmem_store_elem(void *p, unsigned width, uint64_t v);
 bool gmem_mem_atomic_add(GmemAccelState *s, bool hbm, uint64_t addr,
-                         unsigned width, uint64_t add);
+                         uint64_t len, unsigned width, uint64_t add);
 
 /* gmem-accel-error.c */
 void gmem_notify(GmemAccelState *s, unsigned vector);
