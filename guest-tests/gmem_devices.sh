@@ -22,12 +22,12 @@ debug_kernel() {
 	[ -e /sys/kernel/debug/kmemleak ]
 }
 
-# On the debug kernel every page moves ~5x slower, and
-# benchmark_thp_migration's page-by-page half of 256 MiB, 12 moves, outlasts the 120 s it gives
-# itself (seen: gmem-accel's coherent variant), and test_hmm.ko's own migrations there fail with
-# -ENOENT now and then (seen twice in a row). Its figures mean nothing there, and what it does
-# is covered by the migrate_anon_huge_* tests; it runs on the kernel as built, and run-bench.sh
-# reports its figures. hmm_tests_filter prints the options that leave it out there.
+# On the debug kernel every page moves ~5x slower, and benchmark_thp_migration's page-by-page
+# half of 256 MiB, 12 moves, outlasts the 120 s it gives itself (seen: gmem-accel's coherent
+# variant), and test_hmm.ko's own migrations there fail with -ENOENT now and then (seen twice
+# in a row). Its figures mean nothing there, and what it does is covered by the
+# migrate_anon_huge_* tests; it runs on the kernel as built, and run-bench.sh reports its
+# figures. hmm_tests_filter prints the options that leave it out there.
 hmm_tests_filter() {
 	if debug_kernel; then
 		echo "# benchmark_thp_migration not run: the debug kernel (its figures are run-bench.sh's)" >&2

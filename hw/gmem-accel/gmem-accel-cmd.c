@@ -226,7 +226,7 @@ void gmem_cmd_step(const GmemCmd *cmd, uint64_t progress, GmemStep *step)
     unsigned dkind = GMEM_CMD_F_DST_KIND(cmd->flags);
     unsigned skind = GMEM_CMD_F_SRC_KIND(cmd->flags);
     unsigned elem = GMEM_CMD_F_ELEM_SIZE(cmd->flags);
-    uint64_t left = cmd->size - progress, len, addr;
+    uint64_t left = cmd->size - progress, len, addr, src;
 
     memset(step, 0, sizeof(*step));
     switch (cmd->opcode) {
@@ -257,13 +257,11 @@ void gmem_cmd_step(const GmemCmd *cmd, uint64_t progress, GmemStep *step)
         break;
     case GMEM_OP_SCALE_ADD:
     case GMEM_OP_AXPY:
+        src = cmd->src + progress * cmd->src_stride;
         addr = cmd->dst + progress * cmd->dst_stride;
-        len = MIN(gmem_elem_run(cmd->src + progress * cmd->src_stride,
-                                cmd->src_stride, elem, left),
+        len = MIN(gmem_elem_run(src, cmd->src_stride, elem, left),
                   gmem_elem_run(addr, cmd->dst_stride, elem, left));
-        gmem_set_op(&step->op[0], skind,
-                    cmd->src + progress * cmd->src_stride, len * elem,
-                    GMEM_ACCESS_READ);
+        gmem_set_op(&step->op[0], skind, src, len * elem, GMEM_ACCESS_READ);
         /* AXPY reads the element it writes */
         gmem_set_op(&step->op[1], dkind, addr, len * elem,
                     cmd->opcode == GMEM_OP_AXPY ?
