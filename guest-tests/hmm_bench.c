@@ -5,7 +5,7 @@
  * code:
  *   hmm-bench NAME NODE [GMEM_DEVICE [BENCH...]]
  * prints "BENCH NAME METRIC VALUE UNIT" lines (scripts/run-bench.sh makes the table). With
- * GMEM_DEVICE (the N of /dev/gmem_accelN behind NODE) it also times the device's own commands
+ * GMEM_DEVICE (the N of /dev/gmem_accelN behind NODE; "-" for none) it also times the device's own commands
  * faulting over fresh memory, the DMA engine copying between HBM and system memory and a
  * working set 4x the HBM (test_hmm has no fixed device memory to oversubscribe). BENCH names
  * the only benchmarks to run (to profile one): latency, faults, migration, concurrent,
@@ -508,6 +508,7 @@ static bool wanted(int argc, char **argv, const char *what)
 
 int main(int argc, char **argv)
 {
+	bool gmem = argc > 3 && strcmp(argv[3], "-");
 	int fd;
 
 	if (argc < 3) {
@@ -533,11 +534,11 @@ int main(int argc, char **argv)
 	close(fd);
 	for (int n = 1; n <= 32 && wanted(argc, argv, "concurrent"); n *= n < 2 ? 2 : 4)
 		bench_concurrent_faults(argv[2], n);
-	if (argc > 3 && wanted(argc, argv, "device-faults"))
+	if (gmem && wanted(argc, argv, "device-faults"))
 		bench_device_faults(atoi(argv[3]), 64 * MiB);
-	if (argc > 3 && wanted(argc, argv, "dma"))
+	if (gmem && wanted(argc, argv, "dma"))
 		bench_dma(atoi(argv[3]), 64 * MiB);
-	if (argc > 3 && wanted(argc, argv, "oversubscription"))
+	if (gmem && wanted(argc, argv, "oversubscription"))
 		bench_oversubscription(atoi(argv[3]));
 	return 0;
 }

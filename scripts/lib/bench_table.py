@@ -105,8 +105,9 @@ def section(path, first):
                "is better for gmem-accel (for latencies and context switches, test_hmm's over "
                "gmem-accel's). The "
                "same program (`guest-tests/hmm_bench.c`) drives both through lib/test_hmm's "
-               "uAPI; medians of 5 runs, latencies over 256 samples (concurrent faults: 64 "
-               "per process), and of the boots stated. The 4x-HBM working set and the DMA "
+               "uAPI; medians of 5 runs (concurrent faults: of 64 per process), and of the "
+               "boots stated; the single-page latencies (p50/p99 of 256 samples) are the "
+               "median of 7 runs a boot, the two drivers' runs taking turns. The 4x-HBM working set and the DMA "
                "engine are gmem-accel's own (test_hmm has no fixed device memory). One table "
                "per guest kernel, each with its own test_hmm.ko, in the same run.", ""]
     out += [f"## Linux {info.get('guest_kernel', '?')}", "",
