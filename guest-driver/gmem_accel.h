@@ -11,6 +11,7 @@
 #include <linux/maple_tree.h>
 #include <linux/idr.h>
 #include <linux/memremap.h>
+#include <linux/migrate.h>
 #include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
@@ -48,7 +49,9 @@
  *    change them (nothing is taken under it): a fault server holds a reference on its
  *    context (gmem_ctx_get()), not this lock, so one process's fault servicing never stalls
  *    another's close. A device-to-device migration looks at a peer's table under mmap_lock.
- * 6. folio locks: pages during migration and make_device_exclusive_range().
+ * 6. folio locks: pages during migration and make_device_exclusive_range(). A move into HBM
+ *    holds two windows' at once (the one whose copies are in flight while the next is set
+ *    up, gmem_window_in_pipelined()): migrate_vma_setup() only trylocks them.
  * 7. gmem_ctx.lock (mutex): the context's device page table. The MMU notifier takes it, so
  *    under it nothing allocates memory that may enter reclaim (gmem_pt_reserve() allocates
  *    before it is taken); gmem_ctx_create() primes lockdep with fs_reclaim -> gmem_ctx.lock.
@@ -168,6 +171,15 @@ struct gmem_chunk {
 	unsigned long va[GMEM_WINDOW_PAGES];
 };
 
+/* The driver's own descriptors, queued by gmem_kernel_submit() for gmem_kernel_wait(). */
+#define GMEM_KERNEL_BATCH	128	/* descriptors a batch, with a fence each */
+struct gmem_kernel_job {
+	u64 fences[DIV_ROUND_UP(GMEM_WINDOW_PAGES, GMEM_KERNEL_BATCH)];
+	unsigned int nb;		/* batches queued */
+	s64 last;			/* the last one's ring sequence number */
+	int err;			/* why the rest could not be queued */
+};
+
 /* Source and destination of one migration window, with the data's DMA mappings. */
 struct gmem_migration {
 	struct gmem_accel *g;
@@ -187,6 +199,10 @@ struct gmem_migration {
 	dma_addr_t peer_bar;
 	struct gmem_cmd_desc desc[GMEM_WINDOW_PAGES];
 	unsigned int ndesc;
+	/* Between the halves of a move into HBM (gmem_window_in_begin/end()): */
+	struct gmem_kernel_job job;		/* its copies, queued */
+	struct migrate_vma args;
+	unsigned long seq;			/* the window's notifier sequence before setup */
 };
 
 /*
@@ -500,6 +516,9 @@ void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q);
 int gmem_status_errno(struct gmem_queue *q, u32 slot, u32 st);
 int gmem_ctx_drain(struct gmem_ctx *ctx);
 int gmem_kernel_run(struct gmem_accel *g, const struct gmem_cmd_desc *desc, unsigned int count);
+int gmem_kernel_submit(struct gmem_accel *g, const struct gmem_cmd_desc *desc,
+		       unsigned int count, struct gmem_kernel_job *job);
+int gmem_kernel_wait(struct gmem_accel *g, struct gmem_kernel_job *job);
 bool gmem_fence_passed(struct gmem_accel *g, unsigned int qid, u64 seq);
 s64 gmem_ctx_fence_seq(struct gmem_ctx *ctx, u64 fence);
 
@@ -562,6 +581,7 @@ void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m);
 int gmem_hbm_obj_take(struct gmem_accel *g, unsigned int npages, u64 *off);
 void gmem_hbm_obj_give(struct gmem_accel *g, u64 off, unsigned int npages);
 u64 gmem_hbm_free_bytes(struct gmem_accel *g);
+bool gmem_hbm_has_free_chunk(struct gmem_accel *g);
 
 /* gmem_accel_migrate.c: migration both ways, eviction */
 extern const struct dev_pagemap_ops gmem_hbm_private_ops;

@@ -194,6 +194,18 @@ void gmem_hbm_obj_give(struct gmem_accel *g, u64 off, unsigned int npages)
 	gmem_dev_count(g, GMEM_DEV_OBJ_HBM_PAGES_NOW, -(s64)npages);
 }
 
+/* Is a chunk free: room for a whole window without evicting anything? */
+bool gmem_hbm_has_free_chunk(struct gmem_accel *g)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+	bool free;
+
+	spin_lock(&hbm->lock);
+	free = !list_empty(&hbm->free);
+	spin_unlock(&hbm->lock);
+	return free;
+}
+
 /* Bytes of HBM in chunks nobody uses: what an object can have without evicting anything. */
 u64 gmem_hbm_free_bytes(struct gmem_accel *g)
 {

@@ -337,9 +337,9 @@ static int gmem_copy_each(struct gmem_migration *m, unsigned long npages, bool o
  * Run the copies (@out: out of HBM); on failure give the new pages back so nothing migrates,
  * but for poisoned HBM pages, which alone stay where they were.
  */
-static int gmem_migration_copy(struct gmem_migration *m, unsigned long npages, bool out)
+static int gmem_migration_wait(struct gmem_migration *m, unsigned long npages, bool out)
 {
-	int ret = m->ndesc ? gmem_kernel_run(m->g, m->desc, m->ndesc) : 0;
+	int ret = gmem_kernel_wait(m->g, &m->job);
 
 	if (ret == -EHWPOISON)
 		ret = gmem_copy_each(m, npages, out);
@@ -358,6 +358,21 @@ static int gmem_migration_copy(struct gmem_migration *m, unsigned long npages, b
 	if (ret)
 		dev_err_ratelimited(&m->g->pdev->dev, "HBM migration copy failed: %d\n", ret);
 	return ret;
+}
+
+/* Queue the copies; gmem_migration_wait() finishes them. */
+static void gmem_migration_submit(struct gmem_migration *m)
+{
+	m->job.nb = 0;
+	m->job.err = 0;
+	if (m->ndesc)
+		gmem_kernel_submit(m->g, m->desc, m->ndesc, &m->job);
+}
+
+static int gmem_migration_copy(struct gmem_migration *m, unsigned long npages, bool out)
+{
+	gmem_migration_submit(m);
+	return gmem_migration_wait(m, npages, out);
 }
 
 /*
@@ -793,14 +808,23 @@ static void gmem_unmap_collected(struct gmem_ctx *ctx, struct gmem_migration *m,
  * Move [start, end) of @vma (one window) into HBM: its system pages, or with m->peer set, its
  * pages in that device's HBM (gmem_accel_peer.c). The context's own mapping of the pages that
  * move is removed here (its notifier skips migrations this context starts) and set up again,
- * pointing at HBM, once they have moved.
+ * pointing at HBM, once they have moved. In two halves, so that a window's copies can run
+ * while the next window is set up (gmem_migrate()): this one collects the pages, allocates
+ * HBM and queues the copies; 1 if gmem_window_in_end() is to finish, 0 if nothing moves.
  */
-int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
-			  struct vm_area_struct *vma, unsigned long start, unsigned long end,
-			  unsigned long *moved)
+static int gmem_window_in_begin(struct gmem_ctx *ctx, struct gmem_migration *m,
+				struct vm_area_struct *vma, unsigned long start, unsigned long end)
 {
 	struct gmem_accel *peer = m->peer;
-	struct migrate_vma args = {
+	struct migrate_vma *args = &m->args;
+	unsigned long npages = (end - start) >> PAGE_SHIFT;
+	struct mmu_interval_notifier *mni = gmem_notifier(ctx, start);
+	int ret;
+
+	/* The caller inserted it (gmem_notifier_get()) before taking the mmap lock. */
+	if (WARN_ON_ONCE(!mni))
+		return -EFAULT;
+	*args = (struct migrate_vma) {
 		.vma = vma,
 		.start = start,
 		.end = end,
@@ -813,25 +837,17 @@ int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 				 gmem_select_compound(ctx->g, start, end)) :
 				MIGRATE_VMA_SELECT_SYSTEM | gmem_select_compound(ctx->g, start, end),
 	};
-	unsigned long npages = (end - start) >> PAGE_SHIFT;
-	struct mmu_interval_notifier *mni = gmem_notifier(ctx, start);
-	unsigned long seq;
-	int ret;
-
-	/* The caller inserted it (gmem_notifier_get()) before taking the mmap lock. */
-	if (WARN_ON_ONCE(!mni))
-		return -EFAULT;
 	memset(m->dst, 0, sizeof(m->dst));
 	memset(m->dma, 0, sizeof(m->dma));
 	m->ndesc = 0;
 	/* The device page-table pages for the result; without them the device faults later. */
 	gmem_pt_reserve(ctx, start, end);
-	seq = mmu_interval_read_begin(mni);
-	ret = migrate_vma_setup(&args);
+	m->seq = mmu_interval_read_begin(mni);
+	ret = migrate_vma_setup(args);
 	if (ret)
 		return ret;
-	if (!args.cpages) {
-		migrate_vma_finalize(&args);
+	if (!args->cpages) {
+		migrate_vma_finalize(args);
 		return 0;
 	}
 	gmem_unmap_collected(ctx, m, start, npages);
@@ -864,21 +880,43 @@ int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 			break;		/* HBM is full of pages that cannot move */
 		i += nr - 1;
 	}
-	ret = gmem_migration_copy(m, npages, false);
-	migrate_vma_pages(&args);
+	gmem_migration_submit(m);
+	return 1;
+}
+
+/* The second half: wait for the copies, then move and map the pages; how many moved. */
+static int gmem_window_in_end(struct gmem_ctx *ctx, struct gmem_migration *m,
+			      unsigned long *moved)
+{
+	struct migrate_vma *args = &m->args;
+	unsigned long npages = (args->end - args->start) >> PAGE_SHIFT;
+	int ret;
+
+	ret = gmem_migration_wait(m, npages, false);
+	migrate_vma_pages(args);
 	*moved = gmem_count_migrated(m, npages);
 	/*
-	 * A peer pass's own setup invalidated @seq (the notifier skips only migrations owned
-	 * by this context): gmem_map_window() maps the result once it is final instead.
+	 * A peer pass's own setup invalidated the sequence (the notifier skips only migrations
+	 * owned by this context): gmem_map_window() maps the result once it is final instead.
 	 */
-	if (!peer)
-		gmem_pt_map_migrated(ctx, start, m->src, m->dst, npages, seq);
-	migrate_vma_finalize(&args);
+	if (!m->peer)
+		gmem_pt_map_migrated(ctx, args->start, m->src, m->dst, npages, m->seq);
+	migrate_vma_finalize(args);
 	gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_DEVICE, *moved);
 	gmem_dev_count(ctx->g, GMEM_DEV_MIGRATED_TO_DEVICE, *moved);
-	if (peer)
+	if (m->peer)
 		gmem_dev_count(ctx->g, GMEM_DEV_MIGRATED_FROM_PEER, *moved);
 	return ret;
+}
+
+int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
+			  struct vm_area_struct *vma, unsigned long start, unsigned long end,
+			  unsigned long *moved)
+{
+	int ret = gmem_window_in_begin(ctx, m, vma, start, end);
+
+	*moved = 0;
+	return ret > 0 ? gmem_window_in_end(ctx, m, moved) : ret;
 }
 
 /*
@@ -915,26 +953,22 @@ static void gmem_window_populate(struct gmem_ctx *ctx, struct gmem_migration *m,
 }
 
 /*
- * gmem_window_to_device(), and once more if pages stayed behind: migrate_vma_setup() skips a
- * page that compaction, khugepaged or another CPU holds for a moment (94 pages of a 1 GiB
- * MIGRATE once, under the debug kernel). As the ioctl asks (@from_peers), pages in another
- * device's HBM come straight from there and swapped-out ones are swapped in for the second
- * pass; test_hmm's MIGRATE_TO_DEV leaves both, as test_hmm does (hmm-tests' migrate_mixed).
- * A pinned page or one already in HBM stays again, at the cost of a second pass over its
- * window that moves nothing.
+ * After a window's first pass (gmem_window_to_device()) left pages behind, once more:
+ * migrate_vma_setup() skips a page that compaction, khugepaged or another CPU holds for a
+ * moment (94 pages of a 1 GiB MIGRATE once, under the debug kernel). As the ioctl asks
+ * (@from_peers), pages in another device's HBM come straight from there and swapped-out
+ * ones are swapped in for the second pass; test_hmm's MIGRATE_TO_DEV leaves both, as test_hmm
+ * does (hmm-tests' migrate_mixed). A pinned page or one already in HBM stays again, at the
+ * cost of a second pass over its window that moves nothing.
  */
-static int gmem_window_to_device_retry(struct gmem_ctx *ctx, struct gmem_migration *m,
-				       struct vm_area_struct *vma, unsigned long start,
-				       unsigned long end, unsigned long *moved,
-				       unsigned long *from_peers)
+static int gmem_window_in_rest(struct gmem_ctx *ctx, struct gmem_migration *m,
+			       struct vm_area_struct *vma, unsigned long start, unsigned long end,
+			       unsigned long *moved, unsigned long *from_peers)
 {
 	unsigned long again = 0, npages = (end - start) >> PAGE_SHIFT;
 	DECLARE_BITMAP(skipped, GMEM_WINDOW_PAGES);
 	int ret;
 
-	ret = gmem_window_to_device(ctx, m, vma, start, end, moved);
-	if (ret || *moved == npages)
-		return ret;
 	if (from_peers) {
 		/* No page where migrate_vma_setup() looked: swapped out, or a device's HBM. */
 		for (unsigned long i = 0; i < npages; i++)
@@ -950,6 +984,68 @@ static int gmem_window_to_device_retry(struct gmem_ctx *ctx, struct gmem_migrati
 	ret = gmem_window_to_device(ctx, m, vma, start, end, &again);
 	*moved += again;
 	return ret;
+}
+
+static int gmem_window_to_device_retry(struct gmem_ctx *ctx, struct gmem_migration *m,
+				       struct vm_area_struct *vma, unsigned long start,
+				       unsigned long end, unsigned long *moved,
+				       unsigned long *from_peers)
+{
+	int ret = gmem_window_to_device(ctx, m, vma, start, end, moved);
+
+	if (ret || *moved == (end - start) >> PAGE_SHIFT)
+		return ret;
+	return gmem_window_in_rest(ctx, m, vma, start, end, moved, from_peers);
+}
+
+/*
+ * Finish the window @m has in flight (gmem_window_in_begin()), with its second pass if pages
+ * stayed behind (gmem_window_to_device_retry() without peers); add what moved to @moved.
+ */
+static int gmem_window_in_finish(struct gmem_ctx *ctx, struct gmem_migration *m, u64 *moved)
+{
+	struct vm_area_struct *vma = m->args.vma;
+	unsigned long start = m->args.start, end = m->args.end, n = 0;
+	int ret = gmem_window_in_end(ctx, m, &n);
+
+	if (!ret && n < (end - start) >> PAGE_SHIFT)
+		ret = gmem_window_in_rest(ctx, m, vma, start, end, &n, NULL);
+	*moved += n;
+	return ret;
+}
+
+/*
+ * Move window [start, end) of @vma into HBM while the window before it, *@pending (or NULL),
+ * has its copies in flight: the device copies one window while this CPU sets up the next
+ * (under TCG the copy runs on QEMU's own thread). @m: the migration not pending. Windows go
+ * one at a time when HBM has no free chunk, so that eviction never meets a window in flight.
+ */
+static int gmem_window_in_pipelined(struct gmem_ctx *ctx, struct gmem_migration *m,
+				    struct gmem_migration **pending, struct vm_area_struct *vma,
+				    unsigned long start, unsigned long end, u64 *moved)
+{
+	unsigned long n = 0;
+	int ret = 0, begun;
+
+	if (*pending && !gmem_hbm_has_free_chunk(ctx->g)) {
+		ret = gmem_window_in_finish(ctx, *pending, moved);
+		*pending = NULL;
+		if (ret)
+			return ret;
+	}
+	begun = gmem_window_in_begin(ctx, m, vma, start, end);
+	if (*pending) {
+		ret = gmem_window_in_finish(ctx, *pending, moved);
+		*pending = NULL;
+	}
+	if (begun > 0) {
+		*pending = m;
+	} else if (!begun && !ret) {
+		/* Nothing collected: the second pass, as gmem_window_to_device_retry() would. */
+		ret = gmem_window_in_rest(ctx, m, vma, start, end, &n, NULL);
+		*moved += n;
+	}
+	return ret ?: min(begun, 0);
 }
 
 /* The mmap lock for a migration: moving in may evict the process's pages (gmem_evict_owned()). */
@@ -971,9 +1067,11 @@ static void gmem_migrate_lock(struct gmem_ctx *ctx, bool evict)
 int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64 *moved)
 {
 	bool to_device = how & GMEM_MIGRATE_TO_DEVICE, skip_holes = how & GMEM_MIGRATE_SKIP_HOLES;
+	/* Two windows at a time into HBM, from system memory only (gmem_window_in_pipelined()). */
+	bool pipelined = to_device && !(how & GMEM_MIGRATE_PEERS);
+	struct gmem_migration *m, *pending = NULL;
 	u64 peer_start = end, peer_end = start;
 	struct gmem_accel *g = ctx->g;
-	struct gmem_migration *m;
 	int ret = 0;
 
 	*moved = 0;
@@ -981,13 +1079,15 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 		return -ENODEV;
 	if (!mmget_not_zero(ctx->mm))
 		return -ESRCH;
-	m = kvzalloc(sizeof(*m), GFP_KERNEL);
+	m = kvcalloc(pipelined ? 2 : 1, sizeof(*m), GFP_KERNEL);
 	if (!m) {
 		mmput(ctx->mm);
 		return -ENOMEM;
 	}
-	m->g = g;
-	m->ctx = ctx;
+	for (int i = 0; i < (pipelined ? 2 : 1); i++) {
+		m[i].g = g;
+		m[i].ctx = ctx;
+	}
 	gmem_migrate_lock(ctx, to_device);
 	for (u64 addr = start; addr < end && !ret;) {
 		struct vm_area_struct *vma = find_vma(ctx->mm, addr);
@@ -1009,12 +1109,20 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 		}
 		if (to_device && !gmem_notifier(ctx, addr)) {
 			/* Its notifier first, which the mmap lock may not be held for. */
+			if (pending)
+				ret = gmem_window_in_finish(ctx, pending, moved);
+			pending = NULL;
+			if (ret)
+				break;
 			mmap_read_unlock(ctx->mm);
 			ret = PTR_ERR_OR_ZERO(gmem_notifier_get(ctx, addr));
 			gmem_migrate_lock(ctx, to_device);
 			continue;	/* the VMAs may have changed meanwhile */
 		}
-		if (to_device)
+		if (pipelined)
+			ret = gmem_window_in_pipelined(ctx, pending == m ? m + 1 : m, &pending,
+						       vma, addr, next, moved);
+		else if (to_device)
 			ret = gmem_window_to_device_retry(ctx, m, vma, addr, next, &n,
 							  (how & GMEM_MIGRATE_PEERS) ?
 							  &from_peers : NULL);
@@ -1032,6 +1140,11 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 			ret = -EINTR;
 		else if (READ_ONCE(g->unbinding))
 			ret = -ENODEV;
+	}
+	if (pending) {
+		int err = gmem_window_in_finish(ctx, pending, moved);
+
+		ret = ret ?: err;
 	}
 	mmap_read_unlock(ctx->mm);
 	/*

@@ -29,7 +29,6 @@ static struct gmem_cmd_desc *gmem_slot(struct gmem_queue *q, u32 slot)
 	return &q->ring[slot];
 }
 
-#define GMEM_KERNEL_BATCH	128
 #define GMEM_KERNEL_TIMEOUT	(10 * HZ)
 
 /* The queue @ctx's batches run on: 0 is the driver's own, processes share the rest. */
@@ -347,33 +346,55 @@ static int gmem_fence_errno(struct gmem_ctx *ctx, u64 fence)
 }
 
 /*
- * Run the driver's own descriptors (HBM and system addresses only, so they never fault) on
- * queue 0 and wait for them; 0 or the first batch's errno (-ETIMEDOUT: the device hung).
+ * Queue the driver's own descriptors (HBM and system addresses only, so they never fault) on
+ * queue 0 without waiting: @job keeps their batches for gmem_kernel_wait(). 0 or the errno of
+ * the first batch that could not be queued (those before it run, and are waited for).
  */
-int gmem_kernel_run(struct gmem_accel *g, const struct gmem_cmd_desc *desc, unsigned int count)
+int gmem_kernel_submit(struct gmem_accel *g, const struct gmem_cmd_desc *desc,
+		       unsigned int count, struct gmem_kernel_job *job)
 {
-	u64 fences[DIV_ROUND_UP(GMEM_WINDOW_PAGES, GMEM_KERNEL_BATCH)];
 	struct gmem_ctx *kctx = g->kctx;
-	struct gmem_queue *q = &g->queue[0];
-	unsigned int nb = 0;
-	int ret = 0, err;
-	s64 last;
+	int ret = 0;
 
+	job->nb = 0;
+	job->err = 0;
 	if (WARN_ON(count > GMEM_WINDOW_PAGES))
-		return -EINVAL;
-	for (unsigned int i = 0; i < count && !ret; i += GMEM_KERNEL_BATCH)
+		return job->err = -EINVAL;
+	for (unsigned int i = 0; i < count && !ret; i += GMEM_KERNEL_BATCH) {
 		ret = gmem_submit_desc(kctx, desc + i, min(count - i, GMEM_KERNEL_BATCH), false,
-				       &fences[nb++]);
-	if (ret)
-		nb--;
-	last = nb ? gmem_fence_seq(kctx, q, fences[nb - 1]) : 0;
-	if (nb && !wait_event_timeout(q->wq, gmem_fence_done(q, last), GMEM_KERNEL_TIMEOUT))
+				       &job->fences[job->nb]);
+		if (!ret)
+			job->nb++;
+	}
+	/* Its ring sequence now: later batches may push the fence out of the context's record. */
+	job->last = job->nb ? gmem_fence_seq(kctx, &g->queue[0], job->fences[job->nb - 1]) : 0;
+	return job->err = ret;
+}
+
+/* Wait for @job's batches; 0 or the first errno (-ETIMEDOUT: the device hung). */
+int gmem_kernel_wait(struct gmem_accel *g, struct gmem_kernel_job *job)
+{
+	struct gmem_queue *q = &g->queue[0];
+	int ret = job->err, err;
+
+	if (job->nb && !wait_event_timeout(q->wq, gmem_fence_done(q, job->last),
+					   GMEM_KERNEL_TIMEOUT))
 		return -ETIMEDOUT;
-	for (unsigned int b = 0; b < nb; b++) {
-		err = gmem_fence_errno(kctx, fences[b]);
+	for (unsigned int b = 0; b < job->nb; b++) {
+		err = gmem_fence_errno(g->kctx, job->fences[b]);
 		ret = ret ?: err;
 	}
+	job->nb = 0;
 	return ret;
+}
+
+/* Run the driver's own descriptors (gmem_kernel_submit()) and wait for them. */
+int gmem_kernel_run(struct gmem_accel *g, const struct gmem_cmd_desc *desc, unsigned int count)
+{
+	struct gmem_kernel_job job;
+
+	gmem_kernel_submit(g, desc, count, &job);
+	return gmem_kernel_wait(g, &job);
 }
 
 /* Wait for @ctx's batch @fence; -EINVAL if this context was never given it. */
