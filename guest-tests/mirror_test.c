@@ -348,6 +348,9 @@ TEST_F_TIMEOUT(svm_proc, quiet_fences_interrupt_only_a_sleeper, 300)
 	ASSERT_LE(0, fd) TH_LOG("open /dev/gmem_dmirror0: %s", strerror(errno));
 	ASSERT_NE(NULL, buf);
 	ASSERT_NE(NULL, mirror);
+	/* A NUMA balancing scan would zap the mapped page: the next read would fault. */
+	ASSERT_EQ(0, no_numa_scan(buf, big));
+	ASSERT_EQ(0, no_numa_scan(mirror, big));
 	memset(buf, 0x5a, big);
 	memset(mirror, 0, big);
 	ASSERT_EQ(0, ioctl(fd, HMM_DMIRROR_READ, &c)) TH_LOG("%s", strerror(errno));
@@ -397,6 +400,9 @@ TEST_F_TIMEOUT(svm_proc, served_faults_raise_no_interrupt, 120)
 	ASSERT_LE(0, fd) TH_LOG("open /dev/gmem_dmirror0: %s", strerror(errno));
 	ASSERT_NE(NULL, map);
 	ASSERT_NE(NULL, mirror);
+	/* (a NUMA balancing scan of the mirror page would add a fault to a read) */
+	ASSERT_EQ(0, no_numa_scan(map, 2 * two_mib));
+	ASSERT_EQ(0, no_numa_scan(mirror, PAGE));
 	/* Untouched small pages under an existing page table: a fault maps its page alone. */
 	buf = (uint8_t *)(((uintptr_t)map + two_mib - 1) & ~(two_mib - 1));
 	ASSERT_EQ(0, madvise(buf, two_mib, MADV_NOHUGEPAGE));
