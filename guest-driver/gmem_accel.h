@@ -516,8 +516,8 @@ void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q);
 int gmem_status_errno(struct gmem_queue *q, u32 slot, u32 st);
 int gmem_ctx_drain(struct gmem_ctx *ctx);
 int gmem_kernel_run(struct gmem_accel *g, const struct gmem_cmd_desc *desc, unsigned int count);
-int gmem_kernel_submit(struct gmem_accel *g, const struct gmem_cmd_desc *desc,
-		       unsigned int count, struct gmem_kernel_job *job);
+void gmem_kernel_submit(struct gmem_accel *g, const struct gmem_cmd_desc *desc,
+			unsigned int count, struct gmem_kernel_job *job);
 int gmem_kernel_wait(struct gmem_accel *g, struct gmem_kernel_job *job);
 bool gmem_fence_passed(struct gmem_accel *g, unsigned int qid, u64 seq);
 s64 gmem_ctx_fence_seq(struct gmem_ctx *ctx, u64 fence);

@@ -360,18 +360,9 @@ static int gmem_migration_wait(struct gmem_migration *m, unsigned long npages, b
 	return ret;
 }
 
-/* Queue the copies; gmem_migration_wait() finishes them. */
-static void gmem_migration_submit(struct gmem_migration *m)
-{
-	m->job.nb = 0;
-	m->job.err = 0;
-	if (m->ndesc)
-		gmem_kernel_submit(m->g, m->desc, m->ndesc, &m->job);
-}
-
 static int gmem_migration_copy(struct gmem_migration *m, unsigned long npages, bool out)
 {
-	gmem_migration_submit(m);
+	gmem_kernel_submit(m->g, m->desc, m->ndesc, &m->job);
 	return gmem_migration_wait(m, npages, out);
 }
 
@@ -880,7 +871,8 @@ static int gmem_window_in_begin(struct gmem_ctx *ctx, struct gmem_migration *m,
 			break;		/* HBM is full of pages that cannot move */
 		i += nr - 1;
 	}
-	gmem_migration_submit(m);
+	/* (gmem_window_in_end() waits for them: gmem_migration_wait()) */
+	gmem_kernel_submit(m->g, m->desc, m->ndesc, &m->job);
 	return 1;
 }
 

@@ -347,19 +347,21 @@ static int gmem_fence_errno(struct gmem_ctx *ctx, u64 fence)
 
 /*
  * Queue the driver's own descriptors (HBM and system addresses only, so they never fault) on
- * queue 0 without waiting: @job keeps their batches for gmem_kernel_wait(). 0 or the errno of
+ * queue 0 without waiting: @job keeps their batches for gmem_kernel_wait(), and the errno of
  * the first batch that could not be queued (those before it run, and are waited for).
  */
-int gmem_kernel_submit(struct gmem_accel *g, const struct gmem_cmd_desc *desc,
-		       unsigned int count, struct gmem_kernel_job *job)
+void gmem_kernel_submit(struct gmem_accel *g, const struct gmem_cmd_desc *desc,
+			unsigned int count, struct gmem_kernel_job *job)
 {
 	struct gmem_ctx *kctx = g->kctx;
 	int ret = 0;
 
 	job->nb = 0;
 	job->err = 0;
-	if (WARN_ON(count > GMEM_WINDOW_PAGES))
-		return job->err = -EINVAL;
+	if (WARN_ON(count > GMEM_WINDOW_PAGES)) {
+		job->err = -EINVAL;
+		return;
+	}
 	for (unsigned int i = 0; i < count && !ret; i += GMEM_KERNEL_BATCH) {
 		ret = gmem_submit_desc(kctx, desc + i, min(count - i, GMEM_KERNEL_BATCH), false,
 				       &job->fences[job->nb]);
@@ -368,7 +370,7 @@ int gmem_kernel_submit(struct gmem_accel *g, const struct gmem_cmd_desc *desc,
 	}
 	/* Its ring sequence now: later batches may push the fence out of the context's record. */
 	job->last = job->nb ? gmem_fence_seq(kctx, &g->queue[0], job->fences[job->nb - 1]) : 0;
-	return job->err = ret;
+	job->err = ret;
 }
 
 /* Wait for @job's batches; 0 or the first errno (-ETIMEDOUT: the device hung). */
