@@ -34,7 +34,7 @@ for k in "${GMEM_KERNELS[@]}"; do
 		# The physical limit, measured beside each boot: the host's speed drifts too.
 		"$GMEM_BUILD/host-tests/memcpy-bench" 64 >>"$results/memcpy-$k.log"
 		step "benchmarks in the guest on Linux $k, boot $b of $boots (gmem-accel, then test_hmm.ko; 1.5-3.5 minutes under TCG)"
-		"$repo/scripts/run-vm.sh" --no-build --kernel "$k" "${args[@]}" \
+		"$repo/scripts/run-vm.sh" --no-build --prealloc --kernel "$k" "${args[@]}" \
 			--run /usr/libexec/gmem-accel/bench.sh >"$results/vm-$k-$b.log" 2>&1 ||
 			{ tail -n 30 "$results/vm-$k-$b.log" >&2; die "the guest benchmark on Linux $k failed (output above)"; }
 	done
@@ -43,6 +43,7 @@ for k in "${GMEM_KERNELS[@]}"; do
 		echo "BENCH-INFO boots $boots"
 		echo "BENCH-INFO date $(date -u +%Y-%m-%d)"
 		echo "BENCH-INFO accel $accel"
+		echo "BENCH-INFO memory guest RAM and HBM allocated on the host before boot (run-vm.sh --prealloc)"
 		echo "BENCH-INFO cpu $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores"
 		echo "BENCH-INFO host $(. /etc/os-release && echo "$PRETTY_NAME"), Linux $(uname -r)"
 		echo "BENCH-INFO qemu $("$GMEM_BUILD/qemu-system-x86_64" --version | head -n 1)"

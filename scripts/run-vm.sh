@@ -31,6 +31,9 @@ Options:
   --numa N             NUMA nodes the RAM and CPUs are spread over, 1-4 (default 2)
   --no-iommu           no intel-iommu in front of the devices (default: one, so every DMA
                        mapping of the driver is translated, as on a distribution's machine)
+  --prealloc           allocate the guest's RAM and the devices' HBM on the host before boot, as
+                       a real machine has them (QEMU's are otherwise allocated on first write,
+                       a host page fault per 2 MiB: what benchmarks should not measure)
   --debug-kernel       boot the debug kernel variant (KASAN, lockdep, DEBUG_VM, kmemleak...:
                        images/kernel-debug.config); the suite's kernel_log test fails on
                        any report it makes
@@ -69,7 +72,7 @@ parse_size() {
 need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || bad_option "$1 needs a value"; }
 
 mode=suite run_cmd="" extra="" devices=4 hbm_size=256M accel=tcg smp=2 memory=2G coherent=""
-qemu_args="" append_extra="" timeout="" results="" build=1 numa=2 iommu=1 variant=""
+qemu_args="" append_extra="" timeout="" results="" build=1 numa=2 iommu=1 variant="" prealloc=off
 kver=${GMEM_KERNELS[0]}
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -85,6 +88,7 @@ while [ $# -gt 0 ]; do
 	--memory) need_arg "$@"; memory=$2; shift ;;
 	--numa) need_arg "$@"; numa=$2; shift ;;
 	--no-iommu) iommu=0 ;;
+	--prealloc) prealloc=on ;;
 	--debug-kernel) variant=debug ;;
 	--qemu-args) need_arg "$@"; qemu_args=$2; shift ;;
 	--append) need_arg "$@"; append_extra=$2; shift ;;
@@ -172,9 +176,11 @@ if [ "$numa" -gt 1 ]; then
 		else
 			cpus=",cpus=$((n * per_node))-$(((n + 1) * per_node - 1))"
 		fi
-		machine_args+=(-object "memory-backend-ram,id=ram$n,size=$(((mem_bytes >> 20) / numa))M"
+		machine_args+=(-object "memory-backend-ram,id=ram$n,size=$(((mem_bytes >> 20) / numa))M,prealloc=$prealloc"
 			       -numa "node,nodeid=$n,memdev=ram$n$cpus")
 	done
+elif [ "$prealloc" = on ]; then
+	machine_args+=(-mem-prealloc)
 fi
 iommu_append=""
 if [ "$iommu" = 1 ]; then
@@ -184,7 +190,7 @@ fi
 device_args=()
 for ((i = 0; i < devices; i++)); do
 	device_args+=(-device "pcie-root-port,id=gmem_rp$i,chassis=$((i + 1))"
-		      -device "gmem-accel,id=gmem$i,bus=gmem_rp$i,hbm-size=$hbm_bytes$(
+		      -device "gmem-accel,id=gmem$i,bus=gmem_rp$i,hbm-size=$hbm_bytes,hbm-prealloc=$prealloc$(
 			[ "$i" -lt $((devices - coherent)) ] || echo ,coherent=on)")
 done
 results_log="$run_dir/results.log"

@@ -1,7 +1,7 @@
 /*
  * gmem-accel register file and BARs through the qtest protocol, no guest:
  * identity, HBM size, scratch, register reset, every error path of the
- * register decoder, HBM data, BAR sizing and MSI-X.
+ * register decoder, HBM data and its preallocation, BAR sizing and MSI-X.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -145,6 +145,36 @@ static void test_hbm_data(void)
     gq_quit(g);
 }
 
+/* Resident memory of the QEMU under test, bytes (VmRSS of /proc/PID/status). */
+static uint64_t gq_rss(GmemQTest *g)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/status",
+                                            qtest_pid(g->qt));
+    g_autofree char *text = NULL;
+    const char *line;
+
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    line = strstr(text, "\nVmRSS:");
+    g_assert_nonnull(line);
+    return g_ascii_strtoull(line + strlen("\nVmRSS:"), NULL, 10) << 10;
+}
+
+/* hbm-prealloc=on: the HBM is resident (and zero) from realize on. */
+static void test_hbm_prealloc(void)
+{
+    const uint64_t size = 256 << 20;
+    GmemQTest *g = gq_start("hbm-size=256M");
+    uint64_t lazy = gq_rss(g);
+    uint8_t in[4096], zero[4096] = {};
+
+    gq_quit(g);
+    g = gq_start("hbm-size=256M,hbm-prealloc=on");
+    g_assert_cmpuint(gq_rss(g), >=, lazy + size - (16 << 20));
+    qtest_memread(g->qt, BAR2_ADDR + size - sizeof(in), in, sizeof(in));
+    g_assert_cmpmem(in, sizeof(in), zero, sizeof(zero));
+    gq_quit(g);
+}
+
 static void test_bar_sizing(void)
 {
     QTestState *qt = gq_init("-device gmem-accel,addr=04.0,hbm-size=1G");
@@ -188,6 +218,7 @@ int main(int argc, char **argv)
                     test_scratch_and_reset);
     g_test_add_func("/gmem-accel/regs/errors", test_register_errors);
     g_test_add_func("/gmem-accel/hbm/data", test_hbm_data);
+    g_test_add_func("/gmem-accel/hbm/prealloc", test_hbm_prealloc);
     g_test_add_func("/gmem-accel/pci/bar-sizing", test_bar_sizing);
     g_test_add_func("/gmem-accel/pci/msix", test_msix_capability);
     return g_test_run();

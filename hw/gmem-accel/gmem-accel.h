@@ -179,6 +179,7 @@ struct GmemAccelState {
     bool pasid;
     bool pri;
     bool coherent;      /* CAP_COHERENT: the guest may use BAR2 as CPU memory */
+    bool hbm_prealloc;  /* the HBM's host memory allocated at realize */
 };
 
 /*

@@ -116,7 +116,8 @@ def section(path, first):
            f"- {info.get('qemu', 'QEMU ?')}; guest Linux {info.get('guest_kernel', '?')}, "
            f"THP {info.get('thp', '?')}; "
            f"{info.get('scanners', 'NUMA balancing and khugepaged as booted')}",
-           f"- host memcpy, 64 MiB: {fmt(memcpy)} GiB/s; boots: {info.get('boots', '1')}",
+           f"- host memcpy, 64 MiB: {fmt(memcpy)} GiB/s; boots: {info.get('boots', '1')}; "
+           f"{info.get('memory', 'guest RAM and HBM allocated on first write')}",
            "",
            "| metric | unit | gmem-accel | test_hmm | vs test_hmm | vs memcpy |",
            "|---|---|---:|---:|---:|---:|"]
