@@ -203,6 +203,9 @@ struct gmem_migration {
 	struct gmem_kernel_job job;		/* its copies, queued */
 	struct migrate_vma args;
 	unsigned long seq;			/* the window's notifier sequence before setup */
+	/* gmem_migrate() into HBM with GMEM_MIGRATE_PEERS: what came from other devices' */
+	bool peers;
+	u64 peer_start, peer_end;
 };
 
 /*

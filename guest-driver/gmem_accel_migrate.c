@@ -978,21 +978,28 @@ static int gmem_window_in_rest(struct gmem_ctx *ctx, struct gmem_migration *m,
 	return ret;
 }
 
-static int gmem_window_to_device_retry(struct gmem_ctx *ctx, struct gmem_migration *m,
-				       struct vm_area_struct *vma, unsigned long start,
-				       unsigned long end, unsigned long *moved,
-				       unsigned long *from_peers)
+/*
+ * The second pass over window [start, end) of @m, after its first left pages behind: from
+ * other devices' HBM too when the migration asks (m->peers), noting where for gmem_migrate().
+ */
+static int gmem_window_in_again(struct gmem_ctx *ctx, struct gmem_migration *m,
+				struct vm_area_struct *vma, unsigned long start, unsigned long end,
+				unsigned long *moved)
 {
-	int ret = gmem_window_to_device(ctx, m, vma, start, end, moved);
+	unsigned long from_peers = 0;
+	int ret = gmem_window_in_rest(ctx, m, vma, start, end, moved,
+				      m->peers ? &from_peers : NULL);
 
-	if (ret || *moved == (end - start) >> PAGE_SHIFT)
-		return ret;
-	return gmem_window_in_rest(ctx, m, vma, start, end, moved, from_peers);
+	if (from_peers) {
+		m->peer_start = min(m->peer_start, start);
+		m->peer_end = max(m->peer_end, end);
+	}
+	return ret;
 }
 
 /*
  * Finish the window @m has in flight (gmem_window_in_begin()), with its second pass if pages
- * stayed behind (gmem_window_to_device_retry() without peers); add what moved to @moved.
+ * stayed behind; add what moved to @moved.
  */
 static int gmem_window_in_finish(struct gmem_ctx *ctx, struct gmem_migration *m, u64 *moved)
 {
@@ -1001,7 +1008,7 @@ static int gmem_window_in_finish(struct gmem_ctx *ctx, struct gmem_migration *m,
 	int ret = gmem_window_in_end(ctx, m, &n);
 
 	if (!ret && n < (end - start) >> PAGE_SHIFT)
-		ret = gmem_window_in_rest(ctx, m, vma, start, end, &n, NULL);
+		ret = gmem_window_in_again(ctx, m, vma, start, end, &n);
 	*moved += n;
 	return ret;
 }
@@ -1033,8 +1040,8 @@ static int gmem_window_in_pipelined(struct gmem_ctx *ctx, struct gmem_migration 
 	if (begun > 0) {
 		*pending = m;
 	} else if (!begun && !ret) {
-		/* Nothing collected: the second pass, as gmem_window_to_device_retry() would. */
-		ret = gmem_window_in_rest(ctx, m, vma, start, end, &n, NULL);
+		/* Nothing collected: the second pass, as after a first that left pages behind. */
+		ret = gmem_window_in_again(ctx, m, vma, start, end, &n);
 		*moved += n;
 	}
 	return ret ?: min(begun, 0);
@@ -1059,11 +1066,11 @@ static void gmem_migrate_lock(struct gmem_ctx *ctx, bool evict)
 int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64 *moved)
 {
 	bool to_device = how & GMEM_MIGRATE_TO_DEVICE, skip_holes = how & GMEM_MIGRATE_SKIP_HOLES;
-	/* Two windows at a time into HBM, from system memory only (gmem_window_in_pipelined()). */
-	bool pipelined = to_device && !(how & GMEM_MIGRATE_PEERS);
+	/* Two windows at a time into HBM (gmem_window_in_pipelined()), one home. */
+	int nm = to_device ? 2 : 1;
 	struct gmem_migration *m, *pending = NULL;
-	u64 peer_start = end, peer_end = start;
 	struct gmem_accel *g = ctx->g;
+	u64 peer_start, peer_end;
 	int ret = 0;
 
 	*moved = 0;
@@ -1071,19 +1078,22 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 		return -ENODEV;
 	if (!mmget_not_zero(ctx->mm))
 		return -ESRCH;
-	m = kvcalloc(pipelined ? 2 : 1, sizeof(*m), GFP_KERNEL);
+	m = kvcalloc(nm, sizeof(*m), GFP_KERNEL);
 	if (!m) {
 		mmput(ctx->mm);
 		return -ENOMEM;
 	}
-	for (int i = 0; i < (pipelined ? 2 : 1); i++) {
+	for (int i = 0; i < nm; i++) {
 		m[i].g = g;
 		m[i].ctx = ctx;
+		m[i].peers = how & GMEM_MIGRATE_PEERS;
+		m[i].peer_start = end;
+		m[i].peer_end = start;
 	}
 	gmem_migrate_lock(ctx, to_device);
 	for (u64 addr = start; addr < end && !ret;) {
 		struct vm_area_struct *vma = find_vma(ctx->mm, addr);
-		unsigned long n = 0, from_peers = 0;
+		unsigned long n = 0;
 		u64 first, next;
 
 		if (!vma || vma->vm_start >= end || (vma->vm_start > addr && !skip_holes)) {
@@ -1111,21 +1121,13 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 			gmem_migrate_lock(ctx, to_device);
 			continue;	/* the VMAs may have changed meanwhile */
 		}
-		if (pipelined)
+		if (to_device) {
 			ret = gmem_window_in_pipelined(ctx, pending == m ? m + 1 : m, &pending,
 						       vma, addr, next, moved);
-		else if (to_device)
-			ret = gmem_window_to_device_retry(ctx, m, vma, addr, next, &n,
-							  (how & GMEM_MIGRATE_PEERS) ?
-							  &from_peers : NULL);
-		else
+		} else {
 			ret = gmem_window_to_ram(g, m, vma, addr, next, NULL, &n);
-		if (!to_device)
 			gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_SYSTEM, n);
-		*moved += n;
-		if (from_peers) {
-			peer_start = min(peer_start, addr);
-			peer_end = max_t(u64, peer_end, next);
+			*moved += n;
 		}
 		addr = next;
 		if (fatal_signal_pending(current))
@@ -1143,6 +1145,8 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 	 * What came from peers is mapped now, as the rest was when it moved (if this fails,
 	 * the device's first access faults it in).
 	 */
+	peer_start = min(m[0].peer_start, m[nm - 1].peer_start);
+	peer_end = max(m[0].peer_end, m[nm - 1].peer_end);
 	for (u64 addr = peer_start; addr < peer_end;) {
 		u64 next = min(ALIGN(addr + 1, GMEM_HUGE_SIZE), peer_end);
 
