@@ -173,6 +173,7 @@ struct gmem_chunk {
 
 /* The driver's own descriptors, queued by gmem_kernel_submit() for gmem_kernel_wait(). */
 #define GMEM_KERNEL_BATCH	128	/* descriptors a batch, with a fence each */
+#define GMEM_SPARE_MIGRATIONS	4	/* kept for reuse, ~80 KiB each */
 struct gmem_kernel_job {
 	u64 fences[DIV_ROUND_UP(GMEM_WINDOW_PAGES, GMEM_KERNEL_BATCH)];
 	unsigned int nb;		/* batches queued */
@@ -180,24 +181,22 @@ struct gmem_kernel_job {
 	int err;			/* why the rest could not be queued */
 };
 
-/* Source and destination of one migration window, with the data's DMA mappings. */
+/*
+ * Source and destination of one migration window, with the data's DMA mappings. Up to
+ * @src, gmem_migration_get() zeroes it for each use; the arrays are scratch that each use
+ * writes before it reads.
+ */
 struct gmem_migration {
 	struct gmem_accel *g;
-	unsigned long src[GMEM_WINDOW_PAGES];
-	unsigned long dst[GMEM_WINDOW_PAGES];
-	dma_addr_t dma[GMEM_WINDOW_PAGES];	/* the system page of each entry, or 0 */
-	u64 hbm_off[GMEM_WINDOW_PAGES];		/* to RAM: where each new page's data is */
-	DECLARE_BITMAP(dma_huge, GMEM_WINDOW_PAGES);	/* ... mapped as a whole 2 MiB folio */
-	/* ... or, with @sg_mapped, all of them as one (gmem_map_sys_window()) */
-	struct scatterlist sgl[GMEM_WINDOW_PAGES];
-	struct sg_table sgt;
-	bool sg_mapped;
 	struct gmem_ctx *ctx;			/* the context that asked, if one did */
 	bool no_evict;				/* into free HBM only (gmem_fault_return()) */
 	/* moving in from another device's HBM: it, and its BAR2 as this device reaches it */
 	struct gmem_accel *peer;
 	dma_addr_t peer_bar;
-	struct gmem_cmd_desc desc[GMEM_WINDOW_PAGES];
+	DECLARE_BITMAP(dma_huge, GMEM_WINDOW_PAGES);	/* @dma[i] maps a whole 2 MiB folio */
+	/* ... or, with @sg_mapped, @sgl maps them all as one (gmem_map_sys_window()) */
+	struct sg_table sgt;
+	bool sg_mapped;
 	unsigned int ndesc;
 	/* Between the halves of a move into HBM (gmem_window_in_begin/end()): */
 	struct gmem_kernel_job job;		/* its copies, queued */
@@ -206,6 +205,13 @@ struct gmem_migration {
 	/* gmem_migrate() into HBM with GMEM_MIGRATE_PEERS: what came from other devices' */
 	bool peers;
 	u64 peer_start, peer_end;
+
+	unsigned long src[GMEM_WINDOW_PAGES];
+	unsigned long dst[GMEM_WINDOW_PAGES];
+	dma_addr_t dma[GMEM_WINDOW_PAGES];	/* the system page of each entry, or 0 */
+	u64 hbm_off[GMEM_WINDOW_PAGES];		/* to RAM: where each new page's data is */
+	struct scatterlist sgl[GMEM_WINDOW_PAGES];
+	struct gmem_cmd_desc desc[GMEM_WINDOW_PAGES];
 };
 
 /*
@@ -345,6 +351,9 @@ struct gmem_accel {
 
 	struct cdev dmirror_cdev;	/* the test_hmm-compatible node (gmem_accel_dmirror.c) */
 	struct device *dmirror_dev;
+
+	/* migrations' scratch between uses (gmem_migration_get()), each slot taken by xchg() */
+	struct gmem_migration *spare_migrations[GMEM_SPARE_MIGRATIONS];
 };
 
 /*
@@ -590,6 +599,7 @@ bool gmem_hbm_has_free_chunk(struct gmem_accel *g);
 extern const struct dev_pagemap_ops gmem_hbm_private_ops;
 extern const struct dev_pagemap_ops gmem_hbm_coherent_ops;
 bool gmem_thp_migration_possible(struct gmem_accel *g);
+void gmem_migration_spares_free(struct gmem_accel *g);
 /* gmem_migrate()'s @how */
 #define GMEM_MIGRATE_TO_DEVICE	(1u << 0)	/* into HBM (else home) */
 #define GMEM_MIGRATE_SKIP_HOLES	(1u << 1)	/* unmapped or unreadable parts are no error */

@@ -25,6 +25,7 @@ static void gmem_accel_release(struct device *dev)
 	ida_free(&gmem_accel_minors, MINOR(dev->devt));
 	ida_destroy(&g->ctx_ids);
 	gmem_obj_dev_fini(g);
+	gmem_migration_spares_free(g);
 	kfree(g);
 }
 
