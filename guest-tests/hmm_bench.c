@@ -7,10 +7,11 @@
  * prints "BENCH NAME METRIC VALUE UNIT" lines (scripts/run-bench.sh makes the table). With
  * GMEM_DEVICE (the N of /dev/gmem_accelN behind NODE; "-" for none) it also times the
  * device's own commands faulting over fresh memory, the DMA engine copying between HBM and
- * system memory and a working set 4x the HBM (test_hmm has no fixed device memory to oversubscribe). BENCH names
- * the only benchmarks to run (to profile one): latency, faults, migration, concurrent,
- * device-faults, dma, oversubscription. Every figure is a median of REPS runs (latencies: of
- * LAT_SAMPLES samples); a run whose result is wrong (bytes, cpages, faults) aborts.
+ * system memory and a working set 4x the HBM (test_hmm has no fixed device memory to
+ * oversubscribe). BENCH names the only benchmarks to run (to profile one): latency, faults,
+ * migration, concurrent, device-faults, dma, oversubscription. Every figure is a median of
+ * REPS runs (latencies: of LAT_SAMPLES samples); a run whose result is wrong (bytes, cpages,
+ * faults) aborts.
  */
 #include <errno.h>
 #include <fcntl.h>
