@@ -198,7 +198,8 @@ struct gmem_migration {
 	struct sg_table sgt;
 	bool sg_mapped;
 	unsigned int ndesc;
-	/* Between the halves of a move into HBM (gmem_window_in_begin/end()): */
+	/* Between the halves of a move (gmem_window_in/out_begin/end()): */
+	bool copying;				/* out of HBM: its copies queued */
 	struct gmem_kernel_job job;		/* its copies, queued */
 	struct migrate_vma args;
 	unsigned long seq;			/* the window's notifier sequence before setup */

@@ -360,12 +360,6 @@ static int gmem_migration_wait(struct gmem_migration *m, unsigned long npages, b
 	return ret;
 }
 
-static int gmem_migration_copy(struct gmem_migration *m, unsigned long npages, bool out)
-{
-	gmem_kernel_submit(m->g, m->desc, m->ndesc, &m->job);
-	return gmem_migration_wait(m, npages, out);
-}
-
 /*
  * A migration for @g: one of its spares if it has one, else a new one; zeroed up to its
  * scratch arrays. kvzalloc() of the ~80 KiB for each CPU fault had been 0.37 ms of its 1.23
@@ -459,11 +453,12 @@ static void gmem_queue_to_ram(struct gmem_migration *m, unsigned long npages)
 
 /*
  * The copy half of moving HBM pages (m->src, from migrate_vma_setup or migrate_device_range)
- * to system memory: new pages, filled by the device. Pages not owned by @owner (when set)
- * stay. @vma and @start place new pages near the process (NULL: any node).
+ * to system memory: new pages, their copies queued on the device; gmem_migration_wait()
+ * waits for them. Pages not owned by @owner (when set) stay. @vma and @start place new pages
+ * near the process (NULL: any node).
  */
-static int gmem_copy_to_ram(struct gmem_migration *m, unsigned long npages,
-			    struct vm_area_struct *vma, unsigned long start, void *owner)
+static void gmem_copy_to_ram_begin(struct gmem_migration *m, unsigned long npages,
+				   struct vm_area_struct *vma, unsigned long start, void *owner)
 {
 	/*
 	 * The loop skips the tail entries of a 2 MiB move: none may keep an earlier window's
@@ -504,7 +499,14 @@ static int gmem_copy_to_ram(struct gmem_migration *m, unsigned long npages,
 		i += nr - 1;
 	}
 	gmem_queue_to_ram(m, npages);
-	return gmem_migration_copy(m, npages, true);
+	gmem_kernel_submit(m->g, m->desc, m->ndesc, &m->job);
+}
+
+static int gmem_copy_to_ram(struct gmem_migration *m, unsigned long npages,
+			    struct vm_area_struct *vma, unsigned long start, void *owner)
+{
+	gmem_copy_to_ram_begin(m, npages, vma, start, owner);
+	return gmem_migration_wait(m, npages, true);
 }
 
 static unsigned long gmem_count_migrated(struct gmem_migration *m, unsigned long npages)
@@ -698,14 +700,20 @@ static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned l
 
 /*
  * Move [start, end) of @vma (one window) back to system memory: its pages in @g's HBM, only
- * those in [pfn, pfn + nr) (an eviction's chunk: the others stay).
+ * those in [pfn, pfn + nr) (an eviction's chunk: the others stay). In two halves, so that
+ * a window's copies can run while the next window is set up (gmem_migrate()): this one
+ * collects the pages and queues their copies, gmem_window_out_end() finishes.
  */
-static int gmem_pages_to_ram(struct gmem_accel *g, struct gmem_migration *m,
-			     struct vm_area_struct *vma, unsigned long start, unsigned long end,
-			     struct page *fault_page, unsigned long pfn, unsigned long nr,
-			     unsigned long *moved)
+static int gmem_window_out_begin(struct gmem_accel *g, struct gmem_migration *m,
+				 struct vm_area_struct *vma, unsigned long start,
+				 unsigned long end, struct page *fault_page, unsigned long pfn,
+				 unsigned long nr)
 {
-	struct migrate_vma args = {
+	struct migrate_vma *args = &m->args;
+	unsigned long npages = (end - start) >> PAGE_SHIFT;
+	int ret;
+
+	*args = (struct migrate_vma) {
 		.vma = vma,
 		.start = start,
 		.end = end,
@@ -715,10 +723,7 @@ static int gmem_pages_to_ram(struct gmem_accel *g, struct gmem_migration *m,
 		.flags = gmem_select_hbm(g) | gmem_select_compound(g, start, end),
 		.fault_page = fault_page,
 	};
-	unsigned long npages = (end - start) >> PAGE_SHIFT;
-	int ret;
-
-	ret = migrate_vma_setup(&args);
+	ret = migrate_vma_setup(args);
 	if (ret)
 		return ret;
 	for (unsigned long i = 0; i < npages; i++) {
@@ -728,13 +733,34 @@ static int gmem_pages_to_ram(struct gmem_accel *g, struct gmem_migration *m,
 		if (page && page_to_pfn(page) - pfn >= nr)
 			m->src[i] &= ~MIGRATE_PFN_MIGRATE;
 	}
-	if (args.cpages)
-		ret = gmem_copy_to_ram(m, npages, vma, start, NULL);
-	migrate_vma_pages(&args);
+	m->copying = args->cpages;
+	if (m->copying)
+		gmem_copy_to_ram_begin(m, npages, vma, start, NULL);
+	return 0;
+}
+
+static int gmem_window_out_end(struct gmem_accel *g, struct gmem_migration *m,
+			       unsigned long *moved)
+{
+	struct migrate_vma *args = &m->args;
+	unsigned long npages = (args->end - args->start) >> PAGE_SHIFT;
+	int ret = m->copying ? gmem_migration_wait(m, npages, true) : 0;
+
+	migrate_vma_pages(args);
 	*moved = gmem_count_migrated(m, npages);
-	migrate_vma_finalize(&args);
+	migrate_vma_finalize(args);
 	gmem_dev_count(g, GMEM_DEV_MIGRATED_TO_SYSTEM, *moved);
 	return ret;
+}
+
+static int gmem_pages_to_ram(struct gmem_accel *g, struct gmem_migration *m,
+			     struct vm_area_struct *vma, unsigned long start, unsigned long end,
+			     struct page *fault_page, unsigned long pfn, unsigned long nr,
+			     unsigned long *moved)
+{
+	int ret = gmem_window_out_begin(g, m, vma, start, end, fault_page, pfn, nr);
+
+	return ret ?: gmem_window_out_end(g, m, moved);
 }
 
 /* Move [start, end) of @vma (one window) back to system memory. */
@@ -1081,6 +1107,50 @@ static int gmem_window_in_pipelined(struct gmem_ctx *ctx, struct gmem_migration 
 	return ret ?: min(begun, 0);
 }
 
+/* Finish window *@pending (if any) out of HBM: wait for its copies, let the kernel map it. */
+static int gmem_window_out_finish(struct gmem_ctx *ctx, struct gmem_migration **pending,
+				  u64 *moved)
+{
+	unsigned long n = 0;
+	int ret;
+
+	if (!*pending)
+		return 0;
+	ret = gmem_window_out_end(ctx->g, *pending, &n);
+	*pending = NULL;
+	gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_SYSTEM, n);
+	*moved += n;
+	return ret;
+}
+
+/*
+ * Move window [start, end) of @vma home while the window before it, *@pending (or NULL), has
+ * its copies in flight, as gmem_window_in_pipelined() does into HBM. @m: the migration not
+ * pending.
+ */
+static int gmem_window_out_pipelined(struct gmem_ctx *ctx, struct gmem_migration *m,
+				     struct gmem_migration **pending, struct vm_area_struct *vma,
+				     unsigned long start, unsigned long end, u64 *moved)
+{
+	int ret = gmem_window_out_begin(ctx->g, m, vma, start, end, NULL, 0, ULONG_MAX);
+	int err = gmem_window_out_finish(ctx, pending, moved);
+
+	if (!ret)
+		*pending = m;
+	return err ?: ret;
+}
+
+/* Finish window @pending (if any), into HBM or out of it. */
+static int gmem_window_finish(struct gmem_ctx *ctx, struct gmem_migration *pending,
+			      bool to_device, u64 *moved)
+{
+	if (!pending)
+		return 0;
+	if (to_device)
+		return gmem_window_in_finish(ctx, pending, moved);
+	return gmem_window_out_finish(ctx, &pending, moved);
+}
+
 /* The mmap lock for a migration: moving in may evict the process's pages (gmem_evict_owned()). */
 static void gmem_migrate_lock(struct gmem_ctx *ctx, bool evict)
 {
@@ -1100,9 +1170,8 @@ static void gmem_migrate_lock(struct gmem_ctx *ctx, bool evict)
 int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64 *moved)
 {
 	bool to_device = how & GMEM_MIGRATE_TO_DEVICE, skip_holes = how & GMEM_MIGRATE_SKIP_HOLES;
-	/* Two windows at a time into HBM (gmem_window_in_pipelined()), one home. */
-	int nm = to_device ? 2 : 1;
-	struct gmem_migration *m[2] = {}, *pending = NULL;
+	/* Two windows at a time (gmem_window_in/out_pipelined()). */
+	struct gmem_migration *m[2] = {}, *pending = NULL, *next_m;
 	struct gmem_accel *g = ctx->g;
 	u64 peer_start = end, peer_end = start;
 	int ret = 0;
@@ -1112,7 +1181,7 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 		return -ENODEV;
 	if (!mmget_not_zero(ctx->mm))
 		return -ESRCH;
-	for (int i = 0; i < nm && !ret; i++) {
+	for (int i = 0; i < 2 && !ret; i++) {
 		m[i] = gmem_migration_get(g);
 		if (!m[i]) {
 			ret = -ENOMEM;
@@ -1128,7 +1197,6 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 	gmem_migrate_lock(ctx, to_device);
 	for (u64 addr = start; addr < end && !ret;) {
 		struct vm_area_struct *vma = find_vma(ctx->mm, addr);
-		unsigned long n = 0;
 		u64 first, next;
 
 		if (!vma || vma->vm_start >= end || (vma->vm_start > addr && !skip_holes)) {
@@ -1156,14 +1224,13 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 			gmem_migrate_lock(ctx, to_device);
 			continue;	/* the VMAs may have changed meanwhile */
 		}
-		if (to_device) {
-			ret = gmem_window_in_pipelined(ctx, pending == m[0] ? m[1] : m[0],
-						       &pending, vma, addr, next, moved);
-		} else {
-			ret = gmem_window_to_ram(g, m[0], vma, addr, next, NULL, &n);
-			gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_SYSTEM, n);
-			*moved += n;
-		}
+		next_m = pending == m[0] ? m[1] : m[0];
+		if (to_device)
+			ret = gmem_window_in_pipelined(ctx, next_m, &pending, vma, addr, next,
+						       moved);
+		else
+			ret = gmem_window_out_pipelined(ctx, next_m, &pending, vma, addr, next,
+							moved);
 		addr = next;
 		if (fatal_signal_pending(current))
 			ret = -EINTR;
@@ -1171,7 +1238,7 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 			ret = -ENODEV;
 	}
 	if (pending) {
-		int err = gmem_window_in_finish(ctx, pending, moved);
+		int err = gmem_window_finish(ctx, pending, to_device, moved);
 
 		ret = ret ?: err;
 	}
@@ -1180,7 +1247,7 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 	 * What came from peers is mapped now, as the rest was when it moved (if this fails,
 	 * the device's first access faults it in).
 	 */
-	for (int i = 0; i < nm; i++) {
+	for (int i = 0; i < 2; i++) {
 		peer_start = min(peer_start, m[i]->peer_start);
 		peer_end = max(peer_end, m[i]->peer_end);
 	}
@@ -1192,7 +1259,7 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 		addr = next;
 	}
 out:
-	for (int i = 0; i < nm; i++)
+	for (int i = 0; i < 2; i++)
 		gmem_migration_put(g, m[i]);
 	mmput(ctx->mm);
 	return ret;
