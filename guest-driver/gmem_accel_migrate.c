@@ -1107,17 +1107,12 @@ static int gmem_window_in_pipelined(struct gmem_ctx *ctx, struct gmem_migration 
 	return ret ?: min(begun, 0);
 }
 
-/* Finish window *@pending (if any) out of HBM: wait for its copies, let the kernel map it. */
-static int gmem_window_out_finish(struct gmem_ctx *ctx, struct gmem_migration **pending,
-				  u64 *moved)
+/* Finish window @m out of HBM: wait for its copies, let the kernel map its new pages. */
+static int gmem_window_out_finish(struct gmem_ctx *ctx, struct gmem_migration *m, u64 *moved)
 {
 	unsigned long n = 0;
-	int ret;
+	int ret = gmem_window_out_end(ctx->g, m, &n);
 
-	if (!*pending)
-		return 0;
-	ret = gmem_window_out_end(ctx->g, *pending, &n);
-	*pending = NULL;
 	gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_SYSTEM, n);
 	*moved += n;
 	return ret;
@@ -1133,22 +1128,10 @@ static int gmem_window_out_pipelined(struct gmem_ctx *ctx, struct gmem_migration
 				     unsigned long start, unsigned long end, u64 *moved)
 {
 	int ret = gmem_window_out_begin(ctx->g, m, vma, start, end, NULL, 0, ULONG_MAX);
-	int err = gmem_window_out_finish(ctx, pending, moved);
+	int err = *pending ? gmem_window_out_finish(ctx, *pending, moved) : 0;
 
-	if (!ret)
-		*pending = m;
+	*pending = ret ? NULL : m;
 	return err ?: ret;
-}
-
-/* Finish window @pending (if any), into HBM or out of it. */
-static int gmem_window_finish(struct gmem_ctx *ctx, struct gmem_migration *pending,
-			      bool to_device, u64 *moved)
-{
-	if (!pending)
-		return 0;
-	if (to_device)
-		return gmem_window_in_finish(ctx, pending, moved);
-	return gmem_window_out_finish(ctx, &pending, moved);
 }
 
 /* The mmap lock for a migration: moving in may evict the process's pages (gmem_evict_owned()). */
@@ -1238,7 +1221,8 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 			ret = -ENODEV;
 	}
 	if (pending) {
-		int err = gmem_window_finish(ctx, pending, to_device, moved);
+		int err = to_device ? gmem_window_in_finish(ctx, pending, moved) :
+				      gmem_window_out_finish(ctx, pending, moved);
 
 		ret = ret ?: err;
 	}
