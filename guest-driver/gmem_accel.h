@@ -560,6 +560,7 @@ int gmem_pt_init(struct gmem_ctx *ctx);
 void gmem_pt_fini(struct gmem_ctx *ctx);
 unsigned long gmem_pt_zap(struct gmem_ctx *ctx, u64 start, u64 end);
 int gmem_pt_reserve(struct gmem_ctx *ctx, u64 start, u64 end);
+int gmem_pt_reserve_n(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int n);
 int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned long npages);
 int gmem_pt_mark(struct gmem_ctx *ctx, u64 va, u64 sw_bits);
 u64 gmem_pt_leaf(struct gmem_ctx *ctx, u64 va, bool *huge);

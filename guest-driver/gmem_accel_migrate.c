@@ -1092,6 +1092,9 @@ static int gmem_window_in_pipelined(struct gmem_ctx *ctx, struct gmem_migration 
 		if (ret)
 			return ret;
 	}
+	/* Each window maps its own device page tables: spares for both. */
+	if (*pending)
+		gmem_pt_reserve_n(ctx, start, end, 2);
 	begun = gmem_window_in_begin(ctx, m, vma, start, end);
 	if (*pending) {
 		ret = gmem_window_in_finish(ctx, *pending, moved);

@@ -106,7 +106,12 @@ static unsigned int gmem_blocks(u64 start, u64 end, unsigned int shift)
 	return ((end - 1) >> shift) - (start >> shift) + 1;
 }
 
-int gmem_pt_reserve(struct gmem_ctx *ctx, u64 start, u64 end)
+/*
+ * Spares for @n ranges like [start, end) that map before the next reservation: a migration
+ * reserves for two windows while one is in flight (gmem_window_in_pipelined()), as each maps
+ * its own, and the first would take what the second's top-up found there.
+ */
+int gmem_pt_reserve_n(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int n)
 {
 	struct gmem_pt_spares *sp = &ctx->spares;
 	unsigned int need[2];
@@ -116,9 +121,9 @@ int gmem_pt_reserve(struct gmem_ctx *ctx, u64 start, u64 end)
 	if (start >= end)
 		return 0;
 	/* At most one new table per block each level's tables cover. */
-	need[0] = gmem_blocks(start, end, GMEM_PT_SHIFT(2));
-	need[1] = gmem_blocks(start, end, GMEM_PT_SHIFT(3)) +
-		  gmem_blocks(start, end, GMEM_PT_SHIFT(4));
+	need[0] = n * gmem_blocks(start, end, GMEM_PT_SHIFT(2));
+	need[1] = n * (gmem_blocks(start, end, GMEM_PT_SHIFT(3)) +
+		       gmem_blocks(start, end, GMEM_PT_SHIFT(4)));
 	if (WARN_ON_ONCE(need[0] > GMEM_PT_SPARE_MAX || need[1] > GMEM_PT_SPARE_MAX))
 		return -EINVAL;		/* callers map a 2 MiB window at a time */
 	for (int k = 0; k < 2; k++) {
@@ -142,6 +147,11 @@ int gmem_pt_reserve(struct gmem_ctx *ctx, u64 start, u64 end)
 		}
 	}
 	return 0;
+}
+
+int gmem_pt_reserve(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	return gmem_pt_reserve_n(ctx, start, end, 1);
 }
 
 /* A spare table for @level, or NULL if there is none left. */
