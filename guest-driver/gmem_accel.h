@@ -44,7 +44,9 @@
  *    (so a window's notifier is inserted before it is held, gmem_notifier_get()).
  * 4. mmap_lock of a process (read; for eviction "settled": written, then downgraded): VMAs
  *    during hmm_range_fault() and migrate_vma_*(), an HBM page's owner's VMAs during its
- *    eviction. A second mm is only ever trylocked.
+ *    eviction. A second mm is only ever trylocked. The eviction worker (gmem_evict_work())
+ *    takes an owner's for reading with nothing held; it is waited for only where no mmap_lock
+ *    is held (a file's release, unbind).
  * 5. gmem_accel.ctx_lock (mutex): the context table and held ids, held only to look up or
  *    change them (nothing is taken under it): a fault server holds a reference on its
  *    context (gmem_ctx_get()), not this lock, so one process's fault servicing never stalls
@@ -129,6 +131,7 @@ enum gmem_dev_counter {
 	GMEM_DEV_MIGRATED_TO_SYSTEM,	/* pages, all causes */
 	GMEM_DEV_CPU_FAULTS,		/* migrate_to_ram calls */
 	GMEM_DEV_EVICTIONS,		/* chunks evicted to make room */
+	GMEM_DEV_EVICTIONS_AHEAD,	/* of those, by the eviction worker (gmem_evict_ahead()) */
 	GMEM_DEV_ENGINE_RESETS,		/* hung engines the watchdog reset */
 	GMEM_DEV_DEVICE_RESETS,		/* resets under the driver it recovered from */
 	GMEM_DEV_FAULT_QUEUE_OVERFLOWS,	/* groups that waited for room */
@@ -190,6 +193,7 @@ struct gmem_migration {
 	struct gmem_accel *g;
 	struct gmem_ctx *ctx;			/* the context that asked, if one did */
 	bool no_evict;				/* into free HBM only (gmem_fault_return()) */
+	bool evicted;				/* to make room (gmem_hbm_alloc()) */
 	/* moving in from another device's HBM: it, and its BAR2 as this device reaches it */
 	struct gmem_accel *peer;
 	dma_addr_t peer_bar;
@@ -334,6 +338,8 @@ struct gmem_accel {
 	struct gmem_ctx *kctx;		/* context 0: the driver's own commands, on queue 0 */
 	struct gmem_hbm hbm;
 	bool thp_migration_off;		/* sysfs thp_migration 0: THPs move page by page */
+	struct work_struct evict_work;	/* makes room ahead of a migration (gmem_evict_ahead()) */
+	unsigned long evict_ahead;	/* free pages it keeps meanwhile */
 
 	struct mutex inv_lock;		/* the TLB invalidation registers */
 	u32 inv_seq;
@@ -544,6 +550,7 @@ int gmem_fence_wait_fd(struct gmem_accel *g, int fd);
 /* gmem_accel_notifier.c: a context's MMU notifiers */
 struct mmu_interval_notifier *gmem_notifier(struct gmem_ctx *ctx, u64 va);
 struct mmu_interval_notifier *gmem_notifier_get(struct gmem_ctx *ctx, u64 va);
+int gmem_notifiers_get(struct gmem_ctx *ctx, u64 va, u64 end);
 void gmem_notifiers_remove(struct gmem_ctx *ctx);
 void gmem_notifiers_free(struct gmem_ctx *ctx);
 
@@ -595,6 +602,7 @@ void gmem_hbm_debugfs_show(struct gmem_accel *g, struct seq_file *m);
 int gmem_hbm_obj_take(struct gmem_accel *g, unsigned int npages, u64 *off);
 void gmem_hbm_obj_give(struct gmem_accel *g, u64 off, unsigned int npages);
 u64 gmem_hbm_free_bytes(struct gmem_accel *g);
+unsigned long gmem_hbm_free_pages(struct gmem_accel *g);
 bool gmem_hbm_has_free_chunk(struct gmem_accel *g);
 
 /* gmem_accel_migrate.c: migration both ways, eviction */
@@ -624,6 +632,7 @@ void gmem_fault_unshare(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_hbm_release_ctx(struct gmem_ctx *ctx);
 void gmem_hbm_evict_all(struct gmem_accel *g);
 bool gmem_hbm_evict_lru(struct gmem_accel *g);
+void gmem_evict_work(struct work_struct *work);
 
 /* gmem_accel_fault.c: fault queue servicing; waits that serve faults meanwhile */
 int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);

@@ -40,6 +40,7 @@ static const char * const gmem_dev_counter_names[GMEM_DEV_NR_COUNTERS] = {
 	[GMEM_DEV_WAKE_FENCES] = "wake_fences",
 	[GMEM_DEV_CPU_FAULTS] = "cpu_faults",
 	[GMEM_DEV_EVICTIONS] = "evictions",
+	[GMEM_DEV_EVICTIONS_AHEAD] = "evictions_ahead",
 	[GMEM_DEV_ENGINE_RESETS] = "engine_resets",
 	[GMEM_DEV_DEVICE_RESETS] = "device_resets",
 	[GMEM_DEV_FAULT_QUEUE_OVERFLOWS] = "fault_queue_overflows",

@@ -210,12 +210,24 @@ bool gmem_hbm_has_free_chunk(struct gmem_accel *g)
 u64 gmem_hbm_free_bytes(struct gmem_accel *g)
 {
 	struct gmem_hbm *hbm = &g->hbm;
-	struct gmem_chunk *c;
-	u64 n = 0;
+	u64 n;
 
 	spin_lock(&hbm->lock);
-	list_for_each_entry(c, &hbm->free, link)
-		n += GMEM_HUGE_SIZE;
+	n = list_count_nodes(&hbm->free) * GMEM_HUGE_SIZE;
+	spin_unlock(&hbm->lock);
+	return n;
+}
+
+/* Pages a migration can have without evicting anything: free chunks' and the fill chunk's. */
+unsigned long gmem_hbm_free_pages(struct gmem_accel *g)
+{
+	struct gmem_hbm *hbm = &g->hbm;
+	unsigned long n;
+
+	spin_lock(&hbm->lock);
+	n = list_count_nodes(&hbm->free) * GMEM_WINDOW_PAGES;
+	if (hbm->fill)
+		n += GMEM_WINDOW_PAGES - hbm->fill->used;
 	spin_unlock(&hbm->lock);
 	return n;
 }
@@ -410,6 +422,7 @@ int gmem_hbm_init(struct gmem_accel *g)
 	INIT_LIST_HEAD(&hbm->free);
 	INIT_LIST_HEAD(&hbm->lru);
 	INIT_LIST_HEAD(&hbm->objs);
+	INIT_WORK(&g->evict_work, gmem_evict_work);
 	hbm->nchunks = size / GMEM_HUGE_SIZE;
 	if (!hbm->nchunks)
 		return 0;	/* nothing to migrate into */

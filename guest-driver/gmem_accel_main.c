@@ -196,6 +196,8 @@ static void gmem_accel_remove(struct pci_dev *pdev)
 	gmem_debugfs_remove(g);
 	/* Files still open keep g alive but must not touch the device any more. */
 	down_write(&g->lock);
+	/* No migration runs now to queue it again; it stops at the next chunk (unbinding). */
+	cancel_work_sync(&g->evict_work);
 	/*
 	 * Processes' commands still running stop here (the device drops them), before their
 	 * contexts are disabled under them; queue 0 stays for moving HBM pages home.

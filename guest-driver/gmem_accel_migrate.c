@@ -16,7 +16,7 @@
 #include "gmem_accel.h"
 
 static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
-			     struct gmem_owner *only, struct mm_struct *held);
+			     struct gmem_owner *only, struct mm_struct *held, bool ahead);
 static int gmem_pages_to_ram(struct gmem_accel *g, struct gmem_migration *m,
 			     struct vm_area_struct *vma, unsigned long start, unsigned long end,
 			     struct page *fault_page, unsigned long pfn, unsigned long nr,
@@ -50,9 +50,10 @@ static unsigned long gmem_select_hbm(struct gmem_accel *g)
 
 /*
  * Evict the least recently used chunk of migrated pages to system memory (@held: the mm whose
- * lock the caller holds, settled, or NULL). False if no chunk holds migrated pages.
+ * lock the caller holds, settled, or NULL; @ahead: for the eviction worker, by address only).
+ * False if no chunk holds migrated pages.
  */
-static bool gmem_hbm_evict_chunk(struct gmem_accel *g, struct mm_struct *held)
+static bool gmem_hbm_evict_chunk(struct gmem_accel *g, struct mm_struct *held, bool ahead)
 {
 	struct gmem_hbm *hbm = &g->hbm;
 	struct gmem_chunk *victim;
@@ -65,23 +66,69 @@ static bool gmem_hbm_evict_chunk(struct gmem_accel *g, struct mm_struct *held)
 	if (!victim)
 		return false;
 	gmem_dev_count(g, GMEM_DEV_EVICTIONS, 1);
-	gmem_evict_range(g, gmem_chunk_pfn(hbm, victim), GMEM_WINDOW_PAGES, NULL, held);
+	if (ahead)
+		gmem_dev_count(g, GMEM_DEV_EVICTIONS_AHEAD, 1);
+	gmem_evict_range(g, gmem_chunk_pfn(hbm, victim), GMEM_WINDOW_PAGES, NULL, held, ahead);
 	return true;
 }
 
 /* Make room in HBM for an object: evict the least recently used migrated chunk. */
 bool gmem_hbm_evict_lru(struct gmem_accel *g)
 {
-	return gmem_hbm_evict_chunk(g, NULL);
+	return gmem_hbm_evict_chunk(g, NULL, false);
 }
 
 /*
- * An HBM page for context @ctx — with @huge, a whole 2 MiB folio — locked and referenced as
- * migrate_vma wants it. When HBM is full the least recently used chunk is evicted to system
- * memory (once for a folio, which otherwise moves as pages), unless @evict is false; NULL if
- * nothing could be freed (every page in use is pinned or mid-migration).
+ * HBM the eviction worker keeps free while a migration into a full HBM has more than a chunk
+ * to go: it evicts on another CPU while the migration moves pages in on its own, where
+ * eviction in the migration's path takes turns with it (with 4 KiB pages each costs the
+ * kernel about as much as the move in). What a migration may evict beyond its need (pages
+ * already in HBM need no room) is bounded by this.
  */
-static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx, bool huge, bool evict)
+#define GMEM_EVICT_AHEAD	(4 * GMEM_WINDOW_PAGES)
+
+/*
+ * A migration into HBM that had to evict (gmem_hbm_alloc()) has @bytes left to move (0: it is
+ * done): while that is more than a chunk, have the eviction worker keep room for it, up to
+ * GMEM_EVICT_AHEAD pages. A migration that finds room, or the pages in HBM already, wakes no
+ * worker; one of up to 2 MiB into a full HBM evicts one chunk, as it would without it.
+ */
+static void gmem_evict_ahead(struct gmem_accel *g, u64 bytes)
+{
+	unsigned long want = bytes > GMEM_HUGE_SIZE ?
+			     min_t(u64, bytes >> PAGE_SHIFT, GMEM_EVICT_AHEAD) : 0;
+
+	if (READ_ONCE(g->evict_ahead) != want)
+		WRITE_ONCE(g->evict_ahead, want);
+	if (want && gmem_hbm_free_pages(g) < want)
+		queue_work(system_unbound_wq, &g->evict_work);
+}
+
+/*
+ * The eviction worker: least recently used chunks go home until g->evict_ahead pages are
+ * free, by address only (gmem_evict_owned()), so that it needs no more than the read side of
+ * the owners' mmap locks, which the migration it runs beside holds too.
+ */
+void gmem_evict_work(struct work_struct *work)
+{
+	struct gmem_accel *g = container_of(work, struct gmem_accel, evict_work);
+
+	for (unsigned int tries = 0; tries < g->hbm.nchunks; tries++) {
+		if (READ_ONCE(g->unbinding) ||
+		    gmem_hbm_free_pages(g) >= READ_ONCE(g->evict_ahead) ||
+		    !gmem_hbm_evict_chunk(g, NULL, true))
+			break;
+	}
+}
+
+/*
+ * An HBM page for context @ctx's migration @m — with @huge, a whole 2 MiB folio — locked and
+ * referenced as migrate_vma wants it. When HBM is full the least recently used chunk is
+ * evicted to system memory (once for a folio, which otherwise moves as pages; m->evicted
+ * notes it), unless m->no_evict; NULL if nothing could be freed (every page in use is pinned
+ * or mid-migration).
+ */
+static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx, struct gmem_migration *m, bool huge)
 {
 	struct gmem_accel *g = ctx->g;
 	struct gmem_hbm *hbm = &g->hbm;
@@ -90,9 +137,10 @@ static struct page *gmem_hbm_alloc(struct gmem_ctx *ctx, bool huge, bool evict)
 
 	for (unsigned int tries = 0;
 	     !(page = huge ? gmem_hbm_take_huge(g) : gmem_hbm_take(g)); tries++) {
-		if (!evict || tries == (huge ? 1 : hbm->nchunks) ||
-		    !gmem_hbm_evict_chunk(g, ctx->mm))
+		if (m->no_evict || tries == (huge ? 1 : hbm->nchunks) ||
+		    !gmem_hbm_evict_chunk(g, ctx->mm, false))
 			return NULL;
+		m->evicted = true;
 	}
 	gmem_zone_device_init(page, &g->hbm.pgmap, order);
 	kref_get(&ctx->owner->ref);
@@ -654,15 +702,29 @@ static void gmem_evict_by_pfn(struct gmem_migration *m, unsigned long pfn, unsig
  * throughout with no munmap() in flight (gmem_mmap_lock_settled()): its VMAs, and the
  * anon_vmas they keep, stay. @held: an mm the caller holds so already; any other is only
  * tried then (two processes evicting each other's pages must not wait for each other), and
- * skipped if busy. Not covered: a page the owner no longer maps but a forked child still
- * does (the child's munmap can free the anon_vma); the kernel's migrate_device_range() would
- * have to hold a reference on it, as migrate_pages() does.
+ * skipped if busy. @ahead: the eviction worker's way, by address only. Not covered: a page
+ * the owner no longer maps but a forked child still does (the child's munmap can free the
+ * anon_vma); the kernel's migrate_device_range() would have to hold a reference on it, as
+ * migrate_pages() does.
  */
 static void gmem_evict_owned(struct gmem_migration *m, unsigned long pfn, unsigned long npages,
-			     struct gmem_owner *owner, struct mm_struct *held)
+			     struct gmem_owner *owner, struct mm_struct *held, bool ahead)
 {
 	struct mm_struct *mm = owner->mm;	/* mmgrab'd: even exited, its lock is there */
 
+	if (ahead) {
+		/*
+		 * By address only: migrate_vma needs no more than the read lock, under which
+		 * no munmap() can take the VMAs it works in (gmem_evict_work()).
+		 */
+		if (!mmget_not_zero(mm))
+			return;
+		mmap_read_lock(mm);
+		gmem_evict_by_va(m, mm, pfn, npages);
+		mmap_read_unlock(mm);
+		mmput(mm);
+		return;
+	}
 	if (mm != held) {
 		if (!held)
 			gmem_mmap_lock_settled(mm);
@@ -677,10 +739,11 @@ static void gmem_evict_owned(struct gmem_migration *m, unsigned long pfn, unsign
 
 /*
  * Move the HBM pages in [pfn, pfn + npages) home (only @only's, when set), a run of one
- * owner's pages at a time, under that owner's mmap lock (gmem_evict_owned()).
+ * owner's pages at a time, under that owner's mmap lock (gmem_evict_owned(); @ahead: the
+ * eviction worker's way).
  */
 static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
-			     struct gmem_owner *only, struct mm_struct *held)
+			     struct gmem_owner *only, struct mm_struct *held, bool ahead)
 {
 	struct gmem_migration *m = gmem_migration_get(g);
 
@@ -691,7 +754,7 @@ static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned l
 
 		run = gmem_owner_run(&g->hbm, pfn + i, npages - i, &owner);
 		if (owner && (!only || owner == only))
-			gmem_evict_owned(m, pfn + i, run, owner, held);
+			gmem_evict_owned(m, pfn + i, run, owner, held, ahead);
 		gmem_owner_put(owner);
 		cond_resched();
 	}
@@ -812,7 +875,7 @@ static bool gmem_hbm_dst(struct gmem_ctx *ctx, struct gmem_migration *m, unsigne
 	struct page *dpage;
 	u64 off;
 
-	dpage = huge && gmem_fail_huge(ctx) ? NULL : gmem_hbm_alloc(ctx, huge, !m->no_evict);
+	dpage = huge && gmem_fail_huge(ctx) ? NULL : gmem_hbm_alloc(ctx, m, huge);
 	if (!dpage)
 		return false;
 	if (spage && !gmem_map_src(m, i, spage, huge)) {
@@ -1077,7 +1140,8 @@ static int gmem_window_in_finish(struct gmem_ctx *ctx, struct gmem_migration *m,
  * Move window [start, end) of @vma into HBM while the window before it, *@pending (or NULL),
  * has its copies in flight: the device copies one window while this CPU sets up the next
  * (under TCG the copy runs on QEMU's own thread). @m: the migration not pending. Windows go
- * one at a time when HBM has no free chunk, so that eviction never meets a window in flight.
+ * one at a time when HBM has no free chunk, so that the migration's own eviction never meets
+ * its window in flight (the eviction worker's may: migrate_vma skips the pages it locked).
  */
 static int gmem_window_in_pipelined(struct gmem_ctx *ctx, struct gmem_migration *m,
 				    struct gmem_migration **pending, struct vm_area_struct *vma,
@@ -1146,6 +1210,9 @@ static void gmem_migrate_lock(struct gmem_ctx *ctx, bool evict)
 		mmap_read_lock(ctx->mm);
 }
 
+/* How far a migration inserts its windows' notifiers at once (gmem_notifiers_get()). */
+#define GMEM_NOTIFIERS_AHEAD	(32 * GMEM_HUGE_SIZE)
+
 /*
  * Migrate [start, end) of the context's process to HBM (@how: GMEM_MIGRATE_TO_DEVICE; with
  * GMEM_MIGRATE_PEERS from other devices' HBM too) or back to system memory, a window (2 MiB
@@ -1206,17 +1273,20 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 			if (ret)
 				break;
 			mmap_read_unlock(ctx->mm);
-			ret = PTR_ERR_OR_ZERO(gmem_notifier_get(ctx, addr));
+			ret = gmem_notifiers_get(ctx, addr, min(end, addr + GMEM_NOTIFIERS_AHEAD));
 			gmem_migrate_lock(ctx, to_device);
 			continue;	/* the VMAs may have changed meanwhile */
 		}
 		next_m = pending == m[0] ? m[1] : m[0];
-		if (to_device)
+		if (to_device) {
+			if (m[0]->evicted || m[1]->evicted)
+				gmem_evict_ahead(g, end - addr);
 			ret = gmem_window_in_pipelined(ctx, next_m, &pending, vma, addr, next,
 						       moved);
-		else
+		} else {
 			ret = gmem_window_out_pipelined(ctx, next_m, &pending, vma, addr, next,
 							moved);
+		}
 		addr = next;
 		if (fatal_signal_pending(current))
 			ret = -EINTR;
@@ -1230,6 +1300,8 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 		ret = ret ?: err;
 	}
 	mmap_read_unlock(ctx->mm);
+	if (m[0]->evicted || m[1]->evicted)
+		gmem_evict_ahead(g, 0);
 	/*
 	 * What came from peers is mapped now, as the rest was when it moved (if this fails,
 	 * the device's first access faults it in).
@@ -1357,7 +1429,7 @@ void gmem_hbm_evict_all(struct gmem_accel *g)
 	for (unsigned int c = 0; c < hbm->nchunks; c++) {
 		if (READ_ONCE(hbm->chunks[c].used))
 			gmem_evict_range(g, gmem_chunk_pfn(hbm, &hbm->chunks[c]),
-					 GMEM_WINDOW_PAGES, NULL, NULL);
+					 GMEM_WINDOW_PAGES, NULL, NULL, false);
 	}
 }
 
@@ -1372,10 +1444,12 @@ void gmem_hbm_release_ctx(struct gmem_ctx *ctx)
 
 	if (!hbm->mapped)
 		return;
+	/* Its pages the eviction worker has in flight are home after this. */
+	flush_work(&ctx->g->evict_work);
 	for (unsigned int c = 0; c < hbm->nchunks; c++) {
 		if (READ_ONCE(hbm->chunks[c].used))
 			gmem_evict_range(ctx->g, gmem_chunk_pfn(hbm, &hbm->chunks[c]),
-					 GMEM_WINDOW_PAGES, ctx->owner, NULL);
+					 GMEM_WINDOW_PAGES, ctx->owner, NULL, false);
 	}
 }
 

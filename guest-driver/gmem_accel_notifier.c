@@ -136,6 +136,22 @@ struct mmu_interval_notifier *gmem_notifier_get(struct gmem_ctx *ctx, u64 va)
 }
 
 /*
+ * gmem_notifier_get() for @va's window, and the rest of [va, end)'s a VMA meets: a migration
+ * inserts its next windows' at once, and retakes the mmap lock once for them, not once a
+ * window (its lock taken "settled" waits for every reader, such as the eviction worker).
+ * The error is @va's window's; another's comes again when the migration reaches it.
+ */
+int gmem_notifiers_get(struct gmem_ctx *ctx, u64 va, u64 end)
+{
+	int ret = PTR_ERR_OR_ZERO(gmem_notifier_get(ctx, va));
+
+	for (u64 w = ALIGN_DOWN(va, GMEM_HUGE_SIZE) + GMEM_HUGE_SIZE; !ret && w < end;
+	     w += GMEM_HUGE_SIZE)
+		gmem_notifier_get(ctx, w);
+	return ret;
+}
+
+/*
  * Take the context's notifiers off its mm (shutdown; no more are inserted after). They are
  * freed with the context, as a call still running may look at one.
  */

@@ -888,6 +888,58 @@ TEST_F_TIMEOUT(hbm, eviction_invalidates_ranges_not_pages, 300)
 }
 
 /*
+ * A migration into a full HBM that needs more than a chunk has the eviction worker make room
+ * beside it (evictions_ahead): no more is evicted than it needs, give or take the worker's
+ * lead of 4 chunks, and no byte is lost on either side. One whose pages are in HBM already
+ * needs no room and evicts nothing.
+ */
+TEST_F_TIMEOUT(hbm, eviction_worker_makes_room_beside_a_migration, 300)
+{
+	struct gmem_accel_info info = { 0 };
+	size_t alen, blen = 16 * HUGE;
+	int64_t evictions0, ahead0, evicted;
+	uint8_t *a, *b, *want_a, *want_b, *tmp;
+
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_GET_INFO, &info));
+	ASSERT_EQ(0, self->hbm_pages0) TH_LOG("HBM is not empty at the start");
+	alen = info.hbm_size & ~(HUGE - 1);
+	a = map_small_pages(alen);
+	b = map_small_pages(blen);
+	want_a = malloc(alen);
+	want_b = malloc(blen);
+	tmp = malloc(blen);
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_NE(NULL, want_a);
+	ASSERT_NE(NULL, want_b);
+	ASSERT_NE(NULL, tmp);
+	pattern_with_copy(a, want_a, alen, 10);
+	pattern_with_copy(b, want_b, blen, 11);
+	evictions0 = dev_stat("evictions");
+	ASSERT_EQ((long)(alen / PAGE), dev_migrate(self->fd, a, alen, GMEM_ACCEL_TO_DEVICE));
+	ASSERT_EQ(0, dev_migrate(self->fd, a, alen, GMEM_ACCEL_TO_DEVICE));
+	EXPECT_EQ(evictions0, dev_stat("evictions")) TH_LOG("HBM filled, then a again");
+	ahead0 = dev_stat("evictions_ahead");
+	ASSERT_EQ((long)(blen / PAGE), dev_migrate(self->fd, b, blen, GMEM_ACCEL_TO_DEVICE));
+	evicted = dev_stat("evictions") - evictions0;
+	EXPECT_LE((int64_t)(blen / HUGE), evicted);
+	EXPECT_GE((int64_t)(blen / HUGE + 4), evicted);
+	EXPECT_LT(0, dev_stat("evictions_ahead") - ahead0)
+		TH_LOG("%lld chunks evicted, none by the worker", (long long)evicted);
+	/* The device reads b where it is (in HBM), which maps it; then the CPU reads both. */
+	ASSERT_EQ(0, dev_copy(self->fd, tmp, b, blen));
+	EXPECT_EQ(0, memcmp(tmp, want_b, blen));
+	EXPECT_EQ(blen / PAGE, pages_in_hbm(self->fd, b, blen / PAGE));
+	EXPECT_EQ(0, memcmp(b, want_b, blen));
+	EXPECT_EQ(0, memcmp(a, want_a, alen));
+	free(tmp);
+	free(want_a);
+	free(want_b);
+	munmap(a, alen);
+	munmap(b, blen);
+}
+
+/*
  * Pages mremap()ed after they moved in are not where eviction first looks: they go home all
  * the same, and a mapping that took their old addresses keeps its own pages.
  */
