@@ -5,7 +5,7 @@
 : "${REPO:?set REPO to the source tree}"
 run_vm() { "$REPO/scripts/run-vm.sh" "$@"; }
 
-plan 17
+plan 20
 expect_fail "unknown option" 2 "unknown option '--frobnicate'" run_vm --frobnicate
 expect_fail "--devices 0" 2 "--devices '0': give a number from 1 to 16" run_vm --devices 0
 expect_fail "--devices 17" 2 "--devices '17'" run_vm --devices 17
@@ -26,4 +26,37 @@ expect_fail "--smp 3 over 2 nodes" 2 "--numa 2: give a number of CPUs \\(--smp 3
 expect_fail "--numa 3 of 2G" 2 "--numa 3: the RAM \\(2G\\) must split into 3 nodes" run_vm --numa 3
 check "--help describes every mode" bash -c \
 	"'$REPO/scripts/run-vm.sh' --help | grep -q -- '--shell' && '$REPO/scripts/run-vm.sh' --help | grep -q -- '--run CMD'"
+
+# A QEMU that aborts before the guest wrote anything (TCG's iotlb_to_section() assertion)
+# boots once more; one that aborts again, or after the guest wrote, fails the run.
+stub=$(mktemp -d)
+trap 'rm -rf "$stub"' EXIT
+: >"$stub/bzImage-7.3"
+: >"$stub/initramfs-7.3.cpio"
+cat >"$stub/qemu-system-x86_64" <<'STUB'
+#!/bin/bash
+# Boots that abort: $STUB_ABORTS of them, then one that runs (--run: exit status 0).
+n=$(cat "$(dirname "$0")/boots" 2>/dev/null || echo 0)
+echo $((n + 1)) >"$(dirname "$0")/boots"
+for a in "$@"; do
+	case $a in file:*) results=${a#file:} ;; esac
+done
+[ "${STUB_WRITES:-0}" = 0 ] || echo "gmem-accel guest: up" >"$results"
+[ "$n" -ge "${STUB_ABORTS:-0}" ] || kill -ABRT $$
+echo "GMEM-RUN-EXIT 0" >"$results"
+STUB
+chmod +x "$stub/qemu-system-x86_64"
+boot_stub() {
+	rm -f "$stub/boots"
+	GMEM_BUILD_DIR=$stub "$REPO/scripts/run-vm.sh" --no-build --timeout 60 --run true >"$stub/out" 2>&1
+}
+check "an abort before the guest ran: booted once more, exit 0" bash -c \
+	"$(declare -f boot_stub); stub='$stub' REPO='$REPO' STUB_ABORTS=1 boot_stub &&
+	 grep -q 'QEMU aborted before the guest started' '$stub/out' && [ \"\$(cat '$stub/boots')\" = 2 ]"
+check "two aborts in a row: the run fails" bash -c \
+	"$(declare -f boot_stub); ! stub='$stub' REPO='$REPO' STUB_ABORTS=2 boot_stub &&
+	 [ \"\$(cat '$stub/boots')\" = 2 ]"
+check "an abort after the guest wrote: no second boot, the run fails" bash -c \
+	"$(declare -f boot_stub); ! stub='$stub' REPO='$REPO' STUB_ABORTS=1 STUB_WRITES=1 boot_stub &&
+	 [ \"\$(cat '$stub/boots')\" = 1 ]"
 tap_done
