@@ -298,6 +298,8 @@ struct gmem_accel {
 	struct rw_semaphore lock;
 	bool unbinding;
 	struct gmem_accel_info info;
+	/* the shared zero page, mapped for the device to read once (gmem_pt_map()) */
+	dma_addr_t zero_dma;
 
 	struct gmem_queue queue[GMEM_NUM_QUEUES];
 

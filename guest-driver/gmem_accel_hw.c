@@ -137,10 +137,16 @@ int gmem_hw_init(struct gmem_accel *g)
 		return -ENOMEM;
 	g->kctx->g = g;
 	xa_init(&g->kctx->errors);
+	/* Read-only for the device: its entries for the zero page never allow writes. */
+	g->zero_dma = dma_map_page(dev, ZERO_PAGE(0), 0, PAGE_SIZE, DMA_TO_DEVICE);
+	if (dma_mapping_error(dev, g->zero_dma))
+		return -ENOMEM;
 	g->wq = alloc_workqueue("%s-faults", WQ_UNBOUND | WQ_MEM_RECLAIM, GMEM_FAULT_WORKERS,
 				dev_name(dev));
-	if (!g->wq)
-		return -ENOMEM;
+	if (!g->wq) {
+		ret = -ENOMEM;
+		goto err_zero;
+	}
 
 	g->fq = dmam_alloc_coherent(dev, GMEM_FQ_BYTES, &g->fq_dma, GFP_KERNEL);
 	if (!g->fq) {
@@ -170,6 +176,8 @@ int gmem_hw_init(struct gmem_accel *g)
 
 err_wq:
 	destroy_workqueue(g->wq);
+err_zero:
+	dma_unmap_page(dev, g->zero_dma, PAGE_SIZE, DMA_TO_DEVICE);
 	return ret;
 }
 
@@ -191,6 +199,8 @@ void gmem_hw_fini(struct gmem_accel *g)
 		cancel_work_sync(&g->fault_worker[i].work);
 	destroy_workqueue(g->wq);
 	xa_destroy(&g->kctx->errors);
+	/* (after every context's page table: gmem_ctx_shutdown()) */
+	dma_unmap_page(dev, g->zero_dma, PAGE_SIZE, DMA_TO_DEVICE);
 }
 
 /*

@@ -53,6 +53,15 @@ static u64 gmem_leaf_size(int level)
 }
 
 /*
+ * Does the leaf map the shared zero page, through the device's one mapping of it (not the
+ * page table's to unmap)? No other mapping gets that address while it is held.
+ */
+static bool gmem_leaf_zero(struct gmem_ctx *ctx, u64 pte, int level)
+{
+	return level == 1 && (pte & GMEM_PTE_ADDR_MASK) == ctx->g->zero_dma;
+}
+
+/*
  * Unmap a leaf's system page for DMA and clear the entry (which is no longer valid). HBM and
  * objects' pages are not the page table's to unmap.
  */
@@ -61,7 +70,7 @@ static void gmem_leaf_release(struct gmem_ctx *ctx, u64 *pte, int level)
 	u64 e = READ_ONCE(*pte);
 
 	if ((e & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) &&
-	    !(e & (GMEM_PTE_HBM | GMEM_PTE_SW_OBJECT))) {
+	    !(e & (GMEM_PTE_HBM | GMEM_PTE_SW_OBJECT)) && !gmem_leaf_zero(ctx, e, level)) {
 		dma_unmap_page(gmem_dma_dev(ctx), e & GMEM_PTE_ADDR_MASK, gmem_leaf_size(level),
 			       DMA_BIDIRECTIONAL);
 		gmem_dev_count(ctx->g, GMEM_DEV_DMA_MAPPED_NOW,
@@ -590,7 +599,7 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 		struct gmem_pt *pt;
 		dma_addr_t dma;
 		u64 entry, *pte;
-		bool huge;
+		bool huge, zero;
 		int level;
 
 		if (!(pfn & HMM_PFN_VALID) || (pfn & HMM_PFN_ERROR))
@@ -642,10 +651,20 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 			i += huge ? 511 : 0;
 			continue;
 		}
-		dma = dma_map_page(dev, hmm_pfn_to_page(pfn), 0, gmem_leaf_size(level),
-				   DMA_BIDIRECTIONAL);
-		if (dma_mapping_error(dev, dma))
-			return -ENOMEM;
+		/*
+		 * Memory read before anything wrote it is the zero page: the device's one
+		 * mapping of it, not a new one per page (through intel-iommu under TCG a
+		 * dma_map_page() is 1-2 us of a ~20 us device fault, and an IOVA each).
+		 */
+		zero = !huge && !write && is_zero_pfn(page_to_pfn(hmm_pfn_to_page(pfn)));
+		if (zero) {
+			dma = ctx->g->zero_dma;
+		} else {
+			dma = dma_map_page(dev, hmm_pfn_to_page(pfn), 0, gmem_leaf_size(level),
+					   DMA_BIDIRECTIONAL);
+			if (dma_mapping_error(dev, dma))
+				return -ENOMEM;
+		}
 		if (huge)
 			i += 511;
 		entry = gmem_leaf_pte(dma, write, false) | (huge ? GMEM_PTE_HUGE : 0);
@@ -654,10 +673,12 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 			 * Mapped so already (a direct DMA mapping gives the same address each
 			 * time): keep it, and the device TLB need not forget it.
 			 */
-			dma_unmap_page(dev, dma, gmem_leaf_size(level), DMA_BIDIRECTIONAL);
+			if (!zero)
+				dma_unmap_page(dev, dma, gmem_leaf_size(level), DMA_BIDIRECTIONAL);
 			continue;
 		}
-		gmem_dev_count(ctx->g, GMEM_DEV_DMA_MAPPED_NOW, huge ? 512 : 1);
+		if (!zero)
+			gmem_dev_count(ctx->g, GMEM_DEV_DMA_MAPPED_NOW, huge ? 512 : 1);
 		if (READ_ONCE(*pte) & (GMEM_PTE_VALID | GMEM_PTE_SW_STALE)) {
 			replaced++;
 			gmem_leaf_release(ctx, pte, level);

@@ -102,23 +102,46 @@ TEST_F_TIMEOUT(svm, stack_and_file, 120)
 	unlink(path);
 }
 
-/* Untouched anonymous memory reads as zeros, through the zero page, mapped read-only. */
+/*
+ * Untouched anonymous memory reads as zeros, through the zero page, mapped read-only: the
+ * device's one DMA mapping of it, none of its own per page. A CPU write then gives the page
+ * a page of its own, which the device sees (and maps for DMA).
+ */
 TEST_F_TIMEOUT(svm, zero_page_read, 120)
 {
-	uint8_t *src = map_anon(4 * PAGE, PROT_READ | PROT_WRITE), *dst = malloc(4 * PAGE);
+	/* src: a 64 KiB block of its own, which a fault's map-around does not leave */
+	uint8_t *map = map_anon(32 * PAGE, PROT_READ | PROT_WRITE);
+	uint8_t *dst = map_anon(4 * PAGE, PROT_READ | PROT_WRITE);
+	uint8_t *src = (uint8_t *)(((uintptr_t)map + 16 * PAGE - 1) & ~(16 * PAGE - 1));
+	int64_t mapped, now;
 
-	ASSERT_NE(NULL, src);
-	memset(dst, 0x55, 4 * PAGE);
+	ASSERT_NE(NULL, map);
+	ASSERT_NE(NULL, dst);
+	/* (a NUMA balancing scan would take the device's entries away meanwhile) */
+	ASSERT_EQ(0, no_numa_scan(map, 32 * PAGE));
+	ASSERT_EQ(0, no_numa_scan(dst, 4 * PAGE));
+	/* (dst's pages are mapped first: what a read of src maps is counted alone) */
+	ASSERT_EQ(0, dev_fill(self->fd, dst, 0x5555555555555555ull, 4 * PAGE));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "dma_mapped_pages_now", &mapped));
 	ASSERT_EQ(0, dev_copy(self->fd, dst, src, 4 * PAGE));
 	for (size_t i = 0; i < 4 * PAGE; i++)
 		ASSERT_EQ(0, dst[i]);
 	EXPECT_EQ(GMEM_ACCEL_PAGE_READ, page_view(self->fd, src));
+	EXPECT_EQ(GMEM_ACCEL_PAGE_READ, page_view(self->fd, src + 3 * PAGE));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "dma_mapped_pages_now", &now));
+	EXPECT_EQ(mapped, now);
+	src[2 * PAGE + 7] = 0x3c;
+	ASSERT_EQ(0, dev_copy(self->fd, dst, src + 2 * PAGE, PAGE));
+	EXPECT_EQ(0x3c, dst[7]);
+	EXPECT_EQ(0, dst[8]);
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "dma_mapped_pages_now", &now));
+	EXPECT_EQ(mapped + 1, now);
 	/* A device write then gets the page its own copy (write fault, CPU sees it). */
 	ASSERT_EQ(0, dev_fill(self->fd, src, 0x1111111111111111ull, PAGE));
 	EXPECT_EQ(0x11, src[PAGE - 1]);
 	EXPECT_EQ(0, src[PAGE]);
-	munmap(src, 4 * PAGE);
-	free(dst);
+	munmap(map, 32 * PAGE);
+	munmap(dst, 4 * PAGE);
 }
 
 /* Faults nothing can satisfy fail the command with the right errno; the context lives on. */
