@@ -135,16 +135,6 @@ static inline struct folio *gmem_vma_alloc_folio(gfp_t gfp, unsigned int order,
 #define GMEM_SPLIT_THP_SELECT	MIGRATE_VMA_SELECT_DEVICE_PRIVATE
 #endif
 
-/*
- * hmm_range_fault() for a device fault, the mmap lock not held. 7.3 lets the fault handler
- * drop the lock (a userfaultfd-registered range waits for its handler instead of failing);
- * on 6.12 the lock is held throughout. -EBUSY: the range changed meanwhile, try again.
- */
-static inline int gmem_hmm_range_fault(struct hmm_range *range)
-{
-	struct mm_struct *mm = range->notifier->mm;
-	int ret;
-
 /* 6.13 made MODULE_IMPORT_NS() take a string */
 #ifdef GMEM_HAVE_IMPORT_NS_STRING
 #define GMEM_MODULE_IMPORT_NS_DMA_BUF MODULE_IMPORT_NS("DMA_BUF")
@@ -160,6 +150,16 @@ static inline int gmem_hmm_range_fault(struct hmm_range *range)
 #define gmem_mm_get_unmapped_area(file, addr, len, pgoff, flags) \
 	mm_get_unmapped_area(current->mm, file, addr, len, pgoff, flags)
 #endif
+
+/*
+ * hmm_range_fault() for a device fault, the mmap lock not held. 7.3 lets the fault handler
+ * drop the lock (a userfaultfd-registered range waits for its handler instead of failing);
+ * on 6.12 the lock is held throughout. -EBUSY: the range changed meanwhile, try again.
+ */
+static inline int gmem_hmm_range_fault(struct hmm_range *range)
+{
+	struct mm_struct *mm = range->notifier->mm;
+	int ret;
 
 #ifdef GMEM_HAVE_HMM_FAULT_UNLOCKED
 	/* (one walk: -EBUSY comes back, so the caller restores its per-page requests) */
