@@ -48,7 +48,9 @@ STUB
 chmod +x "$stub/qemu-system-x86_64"
 boot_stub() {
 	rm -f "$stub/boots"
-	GMEM_BUILD_DIR=$stub "$REPO/scripts/run-vm.sh" --no-build --timeout 60 --run true >"$stub/out" 2>&1
+	# (TMPDIR: the run directories that run-vm.sh keeps of failed boots go with $stub)
+	TMPDIR=$stub GMEM_BUILD_DIR=$stub "$REPO/scripts/run-vm.sh" --no-build --timeout 60 --run true \
+		>"$stub/out" 2>&1
 }
 check "an abort before the guest ran: booted once more, exit 0" bash -c \
 	"$(declare -f boot_stub); stub='$stub' REPO='$REPO' STUB_ABORTS=1 boot_stub &&
