@@ -141,12 +141,20 @@ fi
 step "building Linux $version${variant:+ ($variant)} guest kernel + modules (a cold build takes several minutes on $(nproc) cores)"
 make -C "$src" O="$out" -j"$(nproc)" bzImage modules >"$out/build.log" 2>&1 &
 make_pid=$!
+# How many files the last cold build of this version compiled: the progress's "of ~N".
+count_file="$GMEM_CACHE/linux-$version${variant:+-$variant}.files"
+total=$(cat "$count_file" 2>/dev/null || true)
+[[ "$total" =~ ^[0-9]+$ ]] || total=""
 while kill -0 "$make_pid" 2>/dev/null; do
 	sleep 20
-	kill -0 "$make_pid" 2>/dev/null && note "kernel: $(grep -c '^  CC' "$out/build.log") files compiled"
+	kill -0 "$make_pid" 2>/dev/null &&
+		note "kernel: $(grep -c '^  CC' "$out/build.log")${total:+ of ~$total} files compiled"
 done
 wait "$make_pid" || { grep -B2 -A10 -m3 -E 'error|Error' "$out/build.log" >&2 || tail -n 30 "$out/build.log" >&2; die "kernel build failed; full log: $out/build.log"; }
-note "kernel: $(grep -c '^  CC' "$out/build.log") files compiled, done"
+compiled=$(grep -c '^  CC' "$out/build.log" || true)
+note "kernel: $compiled files compiled, done"
+# (a build that resumed an interrupted one compiled only the rest: not a total)
+[ -n "$total" ] && [ "$compiled" -lt "$total" ] || echo "$compiled" >"$count_file"
 touch "$out/.gmem-built"
 install_outputs "$@"
 echo "$out"
