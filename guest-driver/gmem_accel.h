@@ -69,6 +69,10 @@
  * 11. gmem_pt_spares.lock, gmem_hbm.lock, gmem_file.objs (spinlocks): spare table pages; HBM
  *     chunk lists; a file's object handles.
  *
+ * gmem_notifier_srcu (SRCU, gmem_notifiers_enter()): read across any of the above by whoever
+ * looks a window's notifier up; an unmapped window's notifier is freed after its readers by
+ * gmem_notifier_gc(), which waits for them holding no lock.
+ *
  * Functions documented "called with X held" assert it (lockdep_assert_held()).
  */
 
@@ -142,6 +146,7 @@ enum gmem_dev_counter {
 	GMEM_DEV_OBJ_EVICTIONS,		/* objects moved from HBM to system memory */
 	GMEM_DEV_MIGRATED_FROM_PEER,	/* pages moved in from another device's HBM */
 	GMEM_DEV_NOTIFIERS_NOW,		/* MMU notifiers of contexts (one per 2 MiB window) */
+	GMEM_DEV_NOTIFIERS_FREED,	/* of unmapped windows, while their context lives */
 	GMEM_DEV_QUEUE_IRQS,		/* command queues' interrupts (a batch's fence) */
 	GMEM_DEV_WAKE_FENCES,		/* fences added for a quiet batch's waiter to sleep on */
 	GMEM_DEV_NR_COUNTERS
@@ -206,7 +211,8 @@ struct gmem_migration {
 	bool copying;				/* out of HBM: its copies queued */
 	struct gmem_kernel_job job;		/* its copies, queued */
 	struct migrate_vma args;
-	unsigned long seq;			/* the window's notifier sequence before setup */
+	struct mmu_interval_notifier *mni;	/* the window's notifier, */
+	unsigned long seq;			/* and its sequence before setup */
 	/* gmem_migrate() into HBM with GMEM_MIGRATE_PEERS: what came from other devices' */
 	bool peers;
 	u64 peer_start, peer_end;
@@ -423,7 +429,9 @@ struct gmem_owner {
  * @owner:     its HBM pages' owner (page->zone_device_data)
  * @notifiers: window index -> its MMU notifier, which zaps device PTEs on CPU changes
  *             (gmem_accel_notifier.c)
- * @notifier_mutex: serializes their insertion, and their removal at shutdown
+ * @notifier_mutex: serializes their insertion, and their removal (unmapped windows', at
+ *             shutdown all)
+ * @notifier_gc: removes the notifiers of windows nothing maps any more (gmem_notifier_gc())
  * @lock:      the device page table; held to program PTEs after mmu_interval_read_retry.
  *             The MMU notifier takes it, so nothing that can enter reclaim runs under it.
  * @root:      level-4 table
@@ -452,6 +460,7 @@ struct gmem_ctx {
 	struct gmem_owner *owner;
 	struct xarray notifiers;
 	struct mutex notifier_mutex;	/* inserting @notifiers; removing them */
+	struct work_struct notifier_gc;
 	struct mutex lock;
 	struct gmem_pt root;
 	struct gmem_pt_spares spares;
@@ -554,6 +563,9 @@ struct mmu_interval_notifier *gmem_notifier(struct gmem_ctx *ctx, u64 va);
 struct mmu_interval_notifier *gmem_notifier_get(struct gmem_ctx *ctx, u64 va);
 int gmem_notifiers_get(struct gmem_ctx *ctx, u64 va, u64 end);
 void gmem_notifiers_remove(struct gmem_ctx *ctx);
+void gmem_notifier_gc(struct work_struct *work);
+int gmem_notifiers_enter(void);
+void gmem_notifiers_exit(int idx);
 void gmem_notifiers_free(struct gmem_ctx *ctx);
 
 /* gmem_accel_ctx.c: contexts */
@@ -577,8 +589,10 @@ bool gmem_pt_any_marked(struct gmem_ctx *ctx, u64 start, u64 end, u64 sw_bits);
 bool gmem_pt_maps_all(struct gmem_ctx *ctx, u64 start, u64 end, bool write);
 void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npages);
 void gmem_pt_unmap(struct gmem_ctx *ctx, u64 start, u64 end);
-void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src,
-			  const unsigned long *dst, unsigned long npages, unsigned long seq);
+void gmem_pt_drop_window(struct gmem_ctx *ctx, u64 start);
+void gmem_pt_map_migrated(struct gmem_ctx *ctx, struct mmu_interval_notifier *mni, u64 va,
+			  const unsigned long *src, const unsigned long *dst, unsigned long npages,
+			  unsigned long seq);
 int gmem_pt_map_obj(struct gmem_ctx *ctx, u64 va, u64 target, u64 page_size, bool hbm,
 		    bool write);
 

@@ -85,6 +85,7 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 	mutex_init(&ctx->fault_mutex);
 	mutex_init(&ctx->notifier_mutex);
 	xa_init(&ctx->notifiers);
+	INIT_WORK(&ctx->notifier_gc, gmem_notifier_gc);
 	ctx->fault_req = kvcalloc(GMEM_WINDOW_PAGES, sizeof(long), GFP_KERNEL);
 	ctx->fault_pfns = kvcalloc(GMEM_WINDOW_PAGES, sizeof(long), GFP_KERNEL);
 	if (!ctx->fault_req || !ctx->fault_pfns) {

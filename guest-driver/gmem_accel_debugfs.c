@@ -36,6 +36,7 @@ static const char * const gmem_dev_counter_names[GMEM_DEV_NR_COUNTERS] = {
 	[GMEM_DEV_MIGRATED_TO_SYSTEM] = "migrated_to_system",
 	[GMEM_DEV_MIGRATED_FROM_PEER] = "migrated_from_peer",
 	[GMEM_DEV_NOTIFIERS_NOW] = "notifiers_now",
+	[GMEM_DEV_NOTIFIERS_FREED] = "notifiers_freed",
 	[GMEM_DEV_QUEUE_IRQS] = "queue_irqs",
 	[GMEM_DEV_WAKE_FENCES] = "wake_fences",
 	[GMEM_DEV_CPU_FAULTS] = "cpu_faults",

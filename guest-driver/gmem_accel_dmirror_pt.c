@@ -136,12 +136,13 @@ static bool gmem_dmirror_hole(struct mm_struct *mm, u64 start, u64 end)
 int gmem_dmirror_mirror(struct gmem_ctx *ctx, u64 start, u64 end, u8 __user *out, u64 *local)
 {
 	struct gmem_dmirror_window *w;
-	int ret = 0;
+	int ret = 0, srcu;
 
 	w = gmem_window_get(ctx);
 	if (IS_ERR(w))
 		return PTR_ERR(w);
 	*local = 0;
+	srcu = gmem_notifiers_enter();
 	for (u64 va = start, next; va < end && !ret; va = next) {
 		unsigned long n;
 
@@ -169,6 +170,7 @@ int gmem_dmirror_mirror(struct gmem_ctx *ctx, u64 start, u64 end, u8 __user *out
 		if (out && copy_to_user(out + ((va - start) >> PAGE_SHIFT), w->prot, n))
 			ret = -EFAULT;
 	}
+	gmem_notifiers_exit(srcu);
 	gmem_window_put(ctx, w);
 	return ret;
 }
@@ -199,15 +201,15 @@ static void gmem_dmirror_split_thp(struct gmem_ctx *ctx, struct gmem_dmirror_win
 /*
  * Take the page at @va exclusively for the device and map it: readable, writable, atomic, and
  * marked so that CHECK_EXCLUSIVE sees it until a CPU access revokes it (the notifier then zaps
- * the entry). Inside the notifier's read_begin/read_retry section, the page locked until it is
- * mapped: a CPU access revokes the mapping only after it exists. A page at a time: 7.3's
- * make_device_exclusive() hands back the page's whole folio locked, where the next page of a
- * THP would wait. The mmap lock is held.
+ * the entry). Inside a read_begin/read_retry section of @mni (the window's notifier), the page
+ * locked until it is mapped: a CPU access revokes the mapping only after it exists. A page at a
+ * time: 7.3's make_device_exclusive() hands back the page's whole folio locked, where the next
+ * page of a THP would wait. The mmap lock is held.
  */
-static int gmem_dmirror_exclusive_page(struct gmem_ctx *ctx, u64 va)
+static int gmem_dmirror_exclusive_page(struct gmem_ctx *ctx, struct mmu_interval_notifier *mni,
+				       u64 va)
 {
 	unsigned long timeout = jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
-	struct mmu_interval_notifier *mni = gmem_notifier(ctx, va);
 	int ret = -EBUSY;
 
 	while (!time_after(jiffies, timeout)) {
@@ -263,7 +265,7 @@ static int gmem_dmirror_exclusive_window(struct gmem_ctx *ctx, struct gmem_dmirr
 	}
 	gmem_dmirror_split_thp(ctx, w, vma, start, end);
 	for (u64 va = start; va < end && !ret; va += PAGE_SIZE)
-		ret = gmem_dmirror_exclusive_page(ctx, va);
+		ret = gmem_dmirror_exclusive_page(ctx, mni, va);
 	mmap_read_unlock(ctx->mm);
 	return ret;
 }
@@ -272,17 +274,19 @@ static int gmem_dmirror_exclusive_window(struct gmem_ctx *ctx, struct gmem_dmirr
 int gmem_dmirror_take_exclusive(struct gmem_ctx *ctx, u64 start, u64 end)
 {
 	struct gmem_dmirror_window *w;
-	int ret = 0;
+	int ret = 0, srcu;
 
 	w = gmem_window_get(ctx);
 	if (IS_ERR(w))
 		return PTR_ERR(w);
+	srcu = gmem_notifiers_enter();
 	for (u64 va = start, next; va < end && !ret; va = next) {
 		cond_resched();
 		next = gmem_window_end(va, end);
 		ret = fatal_signal_pending(current) ? -EINTR :
 		      gmem_dmirror_exclusive_window(ctx, w, va, next);
 	}
+	gmem_notifiers_exit(srcu);
 	gmem_window_put(ctx, w);
 	return ret;
 }

@@ -401,9 +401,12 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 	if (ctx) {
 		/* The device posts the faulting step's fault first; servicing sorts the group. */
 		struct gmem_fault first = f[0];
+		int srcu;
 
 		mutex_lock(&ctx->fault_mutex);
+		srcu = gmem_notifiers_enter();
 		err = gmem_fault_group(ctx, f, n, ctx->fault_req, ctx->fault_pfns);
+		gmem_notifiers_exit(srcu);
 		if (err == -EAGAIN && gmem_pt_maps_all(ctx, first.va, first.va + PAGE_SIZE,
 						       gmem_fault_writes(&first)))
 			err = 0;

@@ -935,9 +935,14 @@ static int gmem_window_in_begin(struct gmem_ctx *ctx, struct gmem_migration *m,
 	struct mmu_interval_notifier *mni = gmem_notifier(ctx, start);
 	int ret;
 
-	/* The caller inserted it (gmem_notifier_get()) before taking the mmap lock. */
-	if (WARN_ON_ONCE(!mni))
-		return -EFAULT;
+	/*
+	 * The caller inserted it (gmem_notifier_get()) before taking the mmap lock; gone only
+	 * if the window was unmapped meanwhile (gmem_notifier_gc()) and mapped again: then
+	 * nothing moves (a fault's best effort; gmem_migrate() looks it up under this lock).
+	 */
+	if (!mni)
+		return 0;
+	m->mni = mni;
 	*args = (struct migrate_vma) {
 		.vma = vma,
 		.start = start,
@@ -1015,7 +1020,7 @@ static int gmem_window_in_end(struct gmem_ctx *ctx, struct gmem_migration *m,
 	 * owned by this context): gmem_map_window() maps the result once it is final instead.
 	 */
 	if (!m->peer)
-		gmem_pt_map_migrated(ctx, args->start, m->src, m->dst, npages, m->seq);
+		gmem_pt_map_migrated(ctx, m->mni, args->start, m->src, m->dst, npages, m->seq);
 	migrate_vma_finalize(args);
 	gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_DEVICE, *moved);
 	gmem_dev_count(ctx->g, GMEM_DEV_MIGRATED_TO_DEVICE, *moved);
@@ -1047,7 +1052,7 @@ static void gmem_window_populate(struct gmem_ctx *ctx, struct gmem_migration *m,
 				 struct vm_area_struct *vma, unsigned long start,
 				 unsigned long end, const unsigned long *skipped)
 {
-	struct mmu_interval_notifier *mni = gmem_notifier(ctx, start);
+	struct mmu_interval_notifier *mni = m->mni;	/* gmem_window_in_begin()'s */
 	unsigned long npages = (end - start) >> PAGE_SHIFT, i, j;
 	/* Writable now, or HBM would get it read-only and the first write would bring it home. */
 	unsigned long req = HMM_PFN_REQ_FAULT | (vma->vm_flags & VM_WRITE ? HMM_PFN_REQ_WRITE : 0);
@@ -1227,13 +1232,14 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 	struct gmem_migration *m[2] = {}, *pending = NULL, *next_m;
 	struct gmem_accel *g = ctx->g;
 	u64 peer_start = end, peer_end = start;
-	int ret = 0;
+	int ret = 0, srcu;
 
 	*moved = 0;
 	if (!g->hbm.mapped)
 		return -ENODEV;
 	if (!mmget_not_zero(ctx->mm))
 		return -ESRCH;
+	srcu = gmem_notifiers_enter();
 	for (int i = 0; i < 2 && !ret; i++) {
 		m[i] = gmem_migration_get(g);
 		if (!m[i]) {
@@ -1320,6 +1326,7 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 out:
 	for (int i = 0; i < 2; i++)
 		gmem_migration_put(g, m[i]);
+	gmem_notifiers_exit(srcu);
 	mmput(ctx->mm);
 	return ret;
 }

@@ -9,11 +9,17 @@
  * under reclaim of the process's own pages (oversubscription on the debug kernel), a
  * window's hmm_range_fault() retried until HMM's one-second timeout and the command failed
  * with EBUSY.
+ *
+ * A window whose memory is unmapped gives its notifier and its table of 4 KiB entries back
+ * (gmem_notifier_gc(), as drm_gpusvm's garbage collector does), so that a long-running process
+ * that maps and unmaps memory all over its address space does not grow them without bound.
+ * Code that looks a notifier up holds gmem_notifiers_enter() until it is done with it.
  */
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/srcu.h>
 
 #include "gmem_accel.h"
 #include "gmem_accel_trace.h"
@@ -22,7 +28,27 @@ struct gmem_notifier {
 	struct mmu_interval_notifier mni;
 	struct gmem_ctx *ctx;
 	u64 start;		/* the window's */
+	struct list_head gone;	/* taken out of ctx->notifiers, on its way out */
 };
+
+/* Marks in ctx->notifiers: the window saw an unmap (gmem_notifier_gc() looks at it). */
+#define GMEM_NOTIFIER_UNMAPPED	XA_MARK_1
+
+/*
+ * Readers: whoever holds a notifier looked up in ctx->notifiers. A window's notifier is
+ * removed and freed only after those who may have looked it up are gone.
+ */
+DEFINE_STATIC_SRCU(gmem_notifier_srcu);
+
+int gmem_notifiers_enter(void)
+{
+	return srcu_read_lock(&gmem_notifier_srcu);
+}
+
+void gmem_notifiers_exit(int idx)
+{
+	srcu_read_unlock(&gmem_notifier_srcu, idx);
+}
 
 static bool gmem_invalidate(struct mmu_interval_notifier *mni,
 			    const struct mmu_notifier_range *range, unsigned long cur_seq)
@@ -50,6 +76,10 @@ static bool gmem_invalidate(struct mmu_interval_notifier *mni,
 	mmu_interval_set_seq(mni, cur_seq);
 	zapped = gmem_pt_zap(ctx, start, end);
 	mutex_unlock(&ctx->lock);
+	if (range->event == MMU_NOTIFY_UNMAP) {
+		xa_set_mark(&ctx->notifiers, n->start >> GMEM_HUGE_SHIFT, GMEM_NOTIFIER_UNMAPPED);
+		queue_work(system_unbound_wq, &ctx->notifier_gc);
+	}
 	gmem_ctx_count(ctx, GMEM_CTX_INVALIDATIONS, 1);
 	gmem_dev_count(ctx->g, GMEM_DEV_INVALIDATIONS, 1);
 	trace_gmem_accel_invalidate(ctx->id, start, end, range->event, false, zapped);
@@ -66,7 +96,11 @@ static const struct mmu_interval_notifier_ops gmem_notifier_ops = {
  */
 struct mmu_interval_notifier *gmem_notifier(struct gmem_ctx *ctx, u64 va)
 {
-	struct gmem_notifier *n = xa_load(&ctx->notifiers, va >> GMEM_HUGE_SHIFT);
+	struct gmem_notifier *n;
+
+	/* Without gmem_notifiers_enter() the notifier may be freed under its user. */
+	WARN_ON_ONCE(!srcu_read_lock_held(&gmem_notifier_srcu));
+	n = xa_load(&ctx->notifiers, va >> GMEM_HUGE_SHIFT);
 
 	return n ? &n->mni : NULL;
 }
@@ -152,6 +186,51 @@ int gmem_notifiers_get(struct gmem_ctx *ctx, u64 va, u64 end)
 }
 
 /*
+ * The notifiers of windows that saw an unmap and that no VMA meets any more, taken out of
+ * ctx->notifiers and then off the mm, with the device's mappings and table of the window.
+ * Checked and taken out under one hold of the mmap lock: code that looks a notifier up under
+ * it for a window a VMA meets finds it, or inserts a new one (gmem_migrate()). Work item.
+ */
+void gmem_notifier_gc(struct work_struct *work)
+{
+	struct gmem_ctx *ctx = container_of(work, struct gmem_ctx, notifier_gc);
+	struct gmem_notifier *n, *next;
+	LIST_HEAD(gone);
+	unsigned long i;
+
+	if (!mmget_not_zero(ctx->mm))
+		return;		/* the process is exiting: its context goes with it */
+	mutex_lock(&ctx->notifier_mutex);
+	if (!ctx->shut_down) {
+		mmap_read_lock(ctx->mm);
+		xa_for_each_marked(&ctx->notifiers, i, n, GMEM_NOTIFIER_UNMAPPED) {
+			xa_clear_mark(&ctx->notifiers, i, GMEM_NOTIFIER_UNMAPPED);
+			if (find_vma_intersection(ctx->mm, n->start, n->start + GMEM_HUGE_SIZE))
+				continue;
+			xa_erase(&ctx->notifiers, i);
+			list_add_tail(&n->gone, &gone);
+		}
+		mmap_read_unlock(ctx->mm);
+	}
+	mutex_unlock(&ctx->notifier_mutex);
+	if (!list_empty(&gone))
+		synchronize_srcu(&gmem_notifier_srcu);
+	list_for_each_entry_safe(n, next, &gone, gone) {
+		/*
+		 * Whoever mapped pages by it has finished, and it still zapped them on a change
+		 * until now: a new notifier for the window sees what follows.
+		 */
+		gmem_pt_drop_window(ctx, n->start);
+		mmu_interval_notifier_remove(&n->mni);
+		gmem_dev_count(ctx->g, GMEM_DEV_NOTIFIERS_NOW, -1);
+		gmem_dev_count(ctx->g, GMEM_DEV_NOTIFIERS_FREED, 1);
+		trace_gmem_accel_notifier_gc(ctx->id, n->start);
+		kfree(n);
+	}
+	mmput(ctx->mm);
+}
+
+/*
  * Take the context's notifiers off its mm (shutdown; no more are inserted after). They are
  * freed with the context, as a call still running may look at one.
  */
@@ -166,6 +245,8 @@ void gmem_notifiers_remove(struct gmem_ctx *ctx)
 		gmem_dev_count(ctx->g, GMEM_DEV_NOTIFIERS_NOW, -1);
 	}
 	mutex_unlock(&ctx->notifier_mutex);
+	/* No invalidation queues it again now; one running frees those it took out. */
+	cancel_work_sync(&ctx->notifier_gc);
 }
 
 void gmem_notifiers_free(struct gmem_ctx *ctx)

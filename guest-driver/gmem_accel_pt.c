@@ -331,6 +331,24 @@ static bool gmem_pt_drop_table(struct gmem_ctx *ctx, struct gmem_pt *pt, unsigne
 	return n;
 }
 
+/*
+ * Drop what the device maps of window @start (2 MiB aligned), and its table of 4 KiB entries:
+ * the window's memory is unmapped and its notifier on its way out (gmem_notifier_gc()).
+ */
+void gmem_pt_drop_window(struct gmem_ctx *ctx, u64 start)
+{
+	unsigned int idx = GMEM_PT_INDEX(start, 2);
+	struct gmem_pt *pt;
+
+	mutex_lock(&ctx->lock);
+	pt = gmem_pt_table(ctx, start, 2, false);
+	if (pt && pt->child[idx])
+		gmem_pt_drop_table(ctx, pt, idx, start);
+	else if (pt)
+		gmem_pt_zap(ctx, start, start + GMEM_HUGE_SIZE);	/* a 2 MiB leaf */
+	mutex_unlock(&ctx->lock);
+}
+
 /* A leaf for bus address (or, @hbm, HBM offset) @addr. */
 static u64 gmem_leaf_pte(u64 addr, bool write, bool hbm)
 {
@@ -509,14 +527,15 @@ void gmem_pt_unmap(struct gmem_ctx *ctx, u64 start, u64 end)
 /*
  * After this context migrated [va, va + npages pages) to HBM: map the pages that moved
  * (migrate_vma's @src still says MIGRATE, @dst the HBM page), unless the CPU's page table
- * changed since @seq or the tables the caller reserved are gone — the device then faults
- * them in.
+ * changed since @seq (of @mni, the window's notifier) or the tables the caller reserved are
+ * gone — the device then faults them in.
  */
-void gmem_pt_map_migrated(struct gmem_ctx *ctx, u64 va, const unsigned long *src,
-			  const unsigned long *dst, unsigned long npages, unsigned long seq)
+void gmem_pt_map_migrated(struct gmem_ctx *ctx, struct mmu_interval_notifier *mni, u64 va,
+			  const unsigned long *src, const unsigned long *dst, unsigned long npages,
+			  unsigned long seq)
 {
 	mutex_lock(&ctx->lock);
-	if (!mmu_interval_read_retry(gmem_notifier(ctx, va), seq)) {
+	if (!mmu_interval_read_retry(mni, seq)) {
 		for (unsigned long i = 0; i < npages; i++) {
 			struct page *page = migrate_pfn_to_page(dst[i]);
 			bool write = dst[i] & MIGRATE_PFN_WRITE;

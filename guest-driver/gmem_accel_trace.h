@@ -101,6 +101,21 @@ TRACE_EVENT(gmem_accel_invalidate,
 		  __entry->own_migration ? "skipped" : "zap", __entry->zapped)
 );
 
+/* A window's notifier and device table given back: its memory was unmapped. */
+TRACE_EVENT(gmem_accel_notifier_gc,
+	TP_PROTO(u16 ctx, u64 start),
+	TP_ARGS(ctx, start),
+	TP_STRUCT__entry(
+		__field(u16, ctx)
+		__field(u64, start)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__entry->start = start;
+	),
+	TP_printk("ctx=%u window=%#llx", __entry->ctx, __entry->start)
+);
+
 TRACE_EVENT(gmem_accel_tlb_invalidate,
 	TP_PROTO(u16 ctx, u64 va, u64 size, u32 seq, int err),
 	TP_ARGS(ctx, va, size, seq, err),
