@@ -36,6 +36,24 @@ if [ "${1:-}" = --variant ]; then
 fi
 sfx=-$kver${variant:+-$variant}
 
+# A make of ours does not outlive this script: killed (an interrupted build, a timeout), it
+# would go on compiling unseen, and the next build in the same directory would race it.
+child=""
+stop_child() {
+	[ -z "$child" ] || { kill "$child" 2>/dev/null; wait "$child" 2>/dev/null || true; }
+}
+trap 'stop_child; exit 130' INT
+trap 'stop_child; exit 143' TERM HUP
+# run_child CMD...: CMD in the background, waited for (so that a signal stops it too).
+run_child() {
+	local st=0
+	"$@" &
+	child=$!
+	wait "$child" || st=$?
+	child=""
+	return "$st"
+}
+
 # Debian's linux-source-VERSION, unpacked once per package version (and set of patches) into
 # the cache, with images/patches/linux-VERSION/*.patch applied: fixes of kernel bugs the guest
 # suite finds, each explained in its header, until the kernel has them.
@@ -87,7 +105,7 @@ if [ "${1:-}" = --print-uapi ]; then
 	if [ ! -f "$hdr/.gmem-headers" ] || [ "$user_tree" = 1 ]; then
 		step "installing the uAPI headers of Linux $kver into $hdr" >&2
 		mkdir -p "$hdr"
-		make -s -C "$src" O="$hdr" headers >"$hdr/headers.log" 2>&1 ||
+		run_child make -s -C "$src" O="$hdr" headers >"$hdr/headers.log" 2>&1 ||
 			{ tail -n 20 "$hdr/headers.log" >&2; die "make headers failed for $src; log: $hdr/headers.log"; }
 		touch "$hdr/.gmem-headers"
 	fi
@@ -119,9 +137,9 @@ fi
 mkdir -p "$out"
 if [ ! -f "$out/.gmem-configured" ]; then
 	step "configuring Linux $version${variant:+ ($variant)}: tinyconfig + $(cd "$repo" && echo "${fragments[@]#"$repo"/}")"
-	make -s -C "$src" O="$out" tinyconfig >"$out/config.log" 2>&1
-	"$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "${fragments[@]}" >>"$out/config.log" 2>&1
-	make -s -C "$src" O="$out" olddefconfig >>"$out/config.log" 2>&1
+	run_child make -s -C "$src" O="$out" tinyconfig >"$out/config.log" 2>&1
+	run_child "$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "${fragments[@]}" >>"$out/config.log" 2>&1
+	run_child make -s -C "$src" O="$out" olddefconfig >>"$out/config.log" 2>&1
 	# Every option of the fragments must have survived dependency resolution, save those this
 	# version does not have at all (renamed; the version's own fragment names the new one).
 	lost="" unknown=""
@@ -141,16 +159,20 @@ fi
 step "building Linux $version${variant:+ ($variant)} guest kernel + modules (a cold build takes several minutes on $(nproc) cores)"
 make -C "$src" O="$out" -j"$(nproc)" bzImage modules >"$out/build.log" 2>&1 &
 make_pid=$!
+child=$make_pid
 # How many files the last cold build of this version compiled: the progress's "of ~N".
 count_file="$GMEM_CACHE/linux-$version${variant:+-$variant}.files"
 total=$(cat "$count_file" 2>/dev/null || true)
 [[ "$total" =~ ^[0-9]+$ ]] || total=""
 while kill -0 "$make_pid" 2>/dev/null; do
-	sleep 20
+	sleep 20 & wait $! || true	# (a signal waits for no sleep)
 	kill -0 "$make_pid" 2>/dev/null &&
 		note "kernel: $(grep -c '^  CC' "$out/build.log")${total:+ of ~$total} files compiled"
 done
-wait "$make_pid" || { grep -B2 -A10 -m3 -E 'error|Error' "$out/build.log" >&2 || tail -n 30 "$out/build.log" >&2; die "kernel build failed; full log: $out/build.log"; }
+st=0
+wait "$make_pid" || st=$?
+child=""
+[ "$st" = 0 ] || { grep -B2 -A10 -m3 -E 'error|Error' "$out/build.log" >&2 || tail -n 30 "$out/build.log" >&2; die "kernel build failed; full log: $out/build.log"; }
 compiled=$(grep -c '^  CC' "$out/build.log" || true)
 note "kernel: $compiled files compiled, done"
 # (a build that resumed an interrupted one compiled only the rest: not a total)
