@@ -5,6 +5,7 @@
 #include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
+#include <linux/iommu.h>
 #include <linux/iopoll.h>
 
 #include "gmem_accel.h"
@@ -110,6 +111,7 @@ static int gmem_queue_init(struct gmem_accel *g, struct gmem_queue *q, unsigned 
 int gmem_hw_init(struct gmem_accel *g)
 {
 	struct device *dev = &g->pdev->dev;
+	struct iommu_domain *dom;
 	int ret;
 
 	mutex_init(&g->ctx_lock);
@@ -137,6 +139,8 @@ int gmem_hw_init(struct gmem_accel *g)
 		return -ENOMEM;
 	g->kctx->g = g;
 	xa_init(&g->kctx->errors);
+	dom = iommu_get_domain_for_dev(dev);
+	g->dma_translated = dom && iommu_is_dma_domain(dom);
 	/* Read-only for the device: its entries for the zero page never allow writes. */
 	g->zero_dma = dma_map_page(dev, ZERO_PAGE(0), 0, PAGE_SIZE, DMA_TO_DEVICE);
 	if (dma_mapping_error(dev, g->zero_dma))

@@ -759,6 +759,26 @@ u64 gmem_pt_leaf(struct gmem_ctx *ctx, u64 va, bool *huge)
 	return pt ? READ_ONCE(pt->pte[GMEM_PT_INDEX(va, 1)]) : 0;
 }
 
+/* Does the device map any page of the 64 KiB block at @va (aligned)? ctx->lock held. */
+bool gmem_pt_block_mapped(struct gmem_ctx *ctx, u64 va)
+{
+	struct gmem_pt *pt;
+	u64 e;
+
+	lockdep_assert_held(&ctx->lock);
+	pt = gmem_pt_table(ctx, va, 2, false);
+	if (!pt)
+		return false;
+	e = READ_ONCE(pt->pte[GMEM_PT_INDEX(va, 2)]);
+	if (e & GMEM_PTE_HUGE)
+		return e & GMEM_PTE_VALID;
+	pt = pt->child[GMEM_PT_INDEX(va, 2)];
+	for (unsigned int i = 0; pt && i < GMEM_CONT_ENTRIES; i++)
+		if (READ_ONCE(pt->pte[GMEM_PT_INDEX(va, 1) + i]) & GMEM_PTE_VALID)
+			return true;
+	return false;
+}
+
 /* Does the device map every page of [start, end), writable too if @write? */
 bool gmem_pt_maps_all(struct gmem_ctx *ctx, u64 start, u64 end, bool write)
 {
