@@ -657,6 +657,8 @@ void gmem_evict_work(struct work_struct *work);
 int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
 int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
 		     u32 timeout_ms);
+int gmem_submit_wait_user(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
+			  u64 __user *ufence);
 void gmem_fault_work(struct work_struct *work);
 void gmem_fault_kick(struct gmem_accel *g);
 void gmem_fault_overflow(struct gmem_accel *g);

@@ -99,7 +99,7 @@ static long gmem_accel_submit(struct gmem_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&sub, uarg, sizeof(sub)))
 		return -EFAULT;
-	if ((sub.flags & ~GMEM_ACCEL_SUBMIT_IN_FENCE) || !sub.count)
+	if ((sub.flags & ~(GMEM_ACCEL_SUBMIT_IN_FENCE | GMEM_ACCEL_SUBMIT_WAIT)) || !sub.count)
 		return -EINVAL;
 	if (sub.count > GMEM_ACCEL_MAX_BATCH)
 		return -E2BIG;
@@ -112,6 +112,12 @@ static long gmem_accel_submit(struct gmem_ctx *ctx, void __user *uarg)
 	cmds = memdup_array_user(u64_to_user_ptr(sub.cmds), sub.count, sizeof(*cmds));
 	if (IS_ERR(cmds))
 		return PTR_ERR(cmds);
+	if (sub.flags & GMEM_ACCEL_SUBMIT_WAIT) {
+		ret = gmem_submit_wait_user(ctx, cmds, sub.count,
+					    &((struct gmem_accel_submit __user *)uarg)->fence);
+		kfree(cmds);
+		return ret;
+	}
 	ret = gmem_submit(ctx, cmds, sub.count, false, &sub.fence);
 	kfree(cmds);
 	if (!ret && put_user(sub.fence, &((struct gmem_accel_submit __user *)uarg)->fence))

@@ -717,22 +717,48 @@ int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
  * Only a waiter that has to sleep asks for one: a fence of its own after the batch
  * (gmem_fence_wake()).
  */
-int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
-		     u32 timeout_ms)
+static int gmem_submit_serve(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
+			     u32 timeout_ms, u64 *fence)
 {
-	u64 fence;
 	int ret;
 
 	gmem_fault_serve_begin(ctx->g);
-	ret = gmem_submit(ctx, cmds, count, true, &fence);
+	ret = gmem_submit(ctx, cmds, count, true, fence);
 	if (ret) {
 		gmem_fault_serve_end(ctx->g);
 		return ret;
 	}
-	gmem_wait_serving(ctx, fence);
-	if (gmem_fence_complete(ctx, fence))
+	gmem_wait_serving(ctx, *fence);
+	if (gmem_fence_complete(ctx, *fence))
 		gmem_queue_wake(ctx);
 	else
 		gmem_fence_wake(ctx);	/* fails only on a signal or an unbind: so does the wait */
-	return gmem_wait_fence(ctx, fence, timeout_ms);
+	return gmem_wait_fence(ctx, *fence, timeout_ms);
+}
+
+int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
+		     u32 timeout_ms)
+{
+	u64 fence;
+
+	return gmem_submit_serve(ctx, cmds, count, timeout_ms, &fence);
+}
+
+/*
+ * SUBMIT with GMEM_ACCEL_SUBMIT_WAIT: gmem_submit_wait() with no timeout, the batch's fence
+ * to @ufence once it is queued, however the wait ends. A signal ends it with -EINTR, not a
+ * restart, which would queue the batch again.
+ */
+int gmem_submit_wait_user(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
+			  u64 __user *ufence)
+{
+	u64 fence = 0;
+	int ret;
+
+	ret = gmem_submit_serve(ctx, cmds, count, U32_MAX, &fence);
+	if (ret == -ERESTARTSYS)
+		ret = -EINTR;
+	if (fence && put_user(fence, ufence))
+		ret = ret ?: -EFAULT;
+	return ret;
 }

@@ -76,6 +76,12 @@ struct gmem_accel_cmd {
 
 /* struct gmem_accel_submit.flags */
 #define GMEM_ACCEL_SUBMIT_IN_FENCE	(1u << 0)	/* @fence in: a sync_file fd to wait for */
+/*
+ * The call also waits for the batch, as WAIT with no timeout (its faults served on the calling
+ * thread), and returns the batch's result; @fence out is set first. The batch raises no
+ * interrupt unless the wait has to sleep. A signal ends the wait with EINTR, the batch queued.
+ */
+#define GMEM_ACCEL_SUBMIT_WAIT		(1u << 1)
 
 /**
  * struct gmem_accel_submit - queue a batch of commands

@@ -128,7 +128,8 @@ static void rand_arg(struct fuzz *z, unsigned long cmd)
 		s->count = pick(z, 4) ? pick(z, GMEM_ACCEL_MAX_BATCH + 2) : (uint32_t)rnd(z);
 		if (s->count > n && s->cmds == (uintptr_t)z->cmds)
 			s->count = n;
-		s->flags = rand_small(z, 0);
+		/* (a batch that may be waited for in the call, or not) */
+		s->flags = rand_small(z, 0) | (pick(z, 4) ? 0 : GMEM_ACCEL_SUBMIT_WAIT);
 	} else if (cmd == GMEM_ACCEL_IOC_WAIT) {
 		struct gmem_accel_wait *w = (void *)z->arg;
 

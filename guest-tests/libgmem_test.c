@@ -149,6 +149,52 @@ TEST_F_TIMEOUT(lib, illegal_address, 120)
 	free(buf);
 }
 
+/*
+ * gmemMemcpy() and gmemMemset() on an idle stream: one SUBMIT that waits too, its faults
+ * served on the calling thread and no queue interrupt taken for memory the device maps.
+ * Behind queued work they wait for all of it, as gmemStreamSynchronize() does; a failure is
+ * theirs, and the stream goes on.
+ */
+TEST_F_TIMEOUT(lib, synchronous_work_takes_no_interrupt, 300)
+{
+	size_t len = 64 * PAGE;
+	uint8_t *src = anon(len), *dst = anon(len), *hole = anon(PAGE);
+	int64_t irqs0, irqs;
+
+	ASSERT_TRUE(src && dst && hole);
+	ASSERT_EQ(0, munmap(hole, PAGE));
+	/* (a NUMA balancing scan would zap the pages: the copies would fault again) */
+	ASSERT_EQ(0, no_numa_scan(src, len));
+	ASSERT_EQ(0, no_numa_scan(dst, len));
+	memset(src, 0x3c, len);
+	ASSERT_EQ(gmemSuccess, gmemMemcpy(dst, src, len, self->s));	/* faults, served here */
+	EXPECT_EQ(0, memcmp(dst, src, len));
+	irqs0 = stat0("queue_irqs");
+	for (int i = 0; i < 50; i++) {
+		src[i] = i;
+		ASSERT_EQ(gmemSuccess, gmemMemcpy(dst + i, src + i, 1, self->s));
+		ASSERT_EQ(i, dst[i]);
+		ASSERT_EQ(gmemSuccess, gmemMemset(dst + PAGE + i, i, 1, self->s));
+		ASSERT_EQ(i, dst[PAGE + i]);
+	}
+	irqs = stat0("queue_irqs");
+	EXPECT_EQ(irqs0, irqs) TH_LOG("queue interrupts for 100 synchronous calls");
+	/* Behind queued work: that is waited for too. */
+	ASSERT_EQ(gmemSuccess, gmemMemsetAsync(dst, 0x11, len, self->s));
+	ASSERT_EQ(gmemSuccess, gmemMemcpy(src, dst, PAGE, self->s));
+	EXPECT_EQ(0x11, src[PAGE - 1]);
+	EXPECT_EQ(0x11, dst[len - 1]);
+	EXPECT_EQ(gmemSuccess, gmemStreamQuery(self->s));
+	/* Memory the process has not mapped: the call's error; the stream goes on. */
+	EXPECT_EQ(gmemErrorIllegalAddress, gmemMemcpy(dst, hole, PAGE, self->s));
+	EXPECT_EQ(EFAULT, gmemGetLastErrno());
+	EXPECT_EQ(gmemSuccess, gmemMemset(dst, 2, PAGE, self->s));
+	EXPECT_EQ(2, dst[PAGE - 1]);
+	EXPECT_EQ(gmemSuccess, gmemStreamSynchronize(self->s));
+	munmap(src, len);
+	munmap(dst, len);
+}
+
 /* An event of one stream orders another's work; destroyed handles are refused. */
 TEST_F_TIMEOUT(lib, events_and_streams, 300)
 {

@@ -372,6 +372,70 @@ TEST_F_TIMEOUT(svm_proc, waiter_serves_its_faults, 120)
 }
 
 /*
+ * SUBMIT with GMEM_ACCEL_SUBMIT_WAIT waits for its batch and returns the batch's result, its
+ * fence set (a WAIT on it then returns at once). Its faults are served on the caller's thread
+ * and its fence is quiet: on mapped memory it has completed when the doorbell's write
+ * returns, and no queue interrupt is taken. What is refused before anything is queued (a bad
+ * command, an unknown flag) gets no fence.
+ */
+TEST_F_TIMEOUT(svm, submit_that_waits, 120)
+{
+	size_t len = 16 * PAGE;
+	uint8_t *buf = map_anon(len, PROT_READ | PROT_WRITE);
+	uint8_t *out = map_anon(len, PROT_READ | PROT_WRITE);
+	uint8_t *hole = map_anon(PAGE, PROT_READ | PROT_WRITE);
+	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)out,
+				    .src = (uintptr_t)buf, .size = len };
+	struct gmem_accel_submit sub = { .cmds = (uintptr_t)&c, .count = 1,
+					 .flags = GMEM_ACCEL_SUBMIT_WAIT };
+	struct gmem_accel_wait w = {};
+	int64_t irqs0, irqs;
+
+	ASSERT_TRUE(buf && out && hole);
+	ASSERT_EQ(0, munmap(hole, PAGE));
+	/* (a NUMA balancing scan would zap the pages: the copies would fault again) */
+	ASSERT_EQ(0, no_numa_scan(buf, len));
+	ASSERT_EQ(0, no_numa_scan(out, len));
+	memset(buf, 0x42, len);
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_SUBMIT, &sub)) TH_LOG("%s", strerror(errno));
+	EXPECT_LT(0, sub.fence);
+	EXPECT_EQ(0, memcmp(buf, out, len));
+	w.fence = sub.fence;
+	EXPECT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_WAIT, &w));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "queue_irqs", &irqs0));
+	for (int i = 0; i < 50; i++) {
+		buf[i] = i;
+		sub.fence = 0;
+		ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_SUBMIT, &sub));
+		ASSERT_EQ(i, out[i]);
+		ASSERT_LT(w.fence, sub.fence);
+	}
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "queue_irqs", &irqs));
+	EXPECT_EQ(irqs0, irqs) TH_LOG("queue interrupts for 50 batches on mapped memory");
+	/* The batch's errno is the call's: a page the process has not mapped. */
+	c.src = (uintptr_t)hole;
+	c.size = PAGE;
+	sub.fence = 0;
+	EXPECT_EQ(-1, ioctl(self->fd, GMEM_ACCEL_IOC_SUBMIT, &sub));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_LT(0, sub.fence);
+	/* Refused before anything is queued: no fence. */
+	c.src = (uintptr_t)buf;
+	c.op = 0xff;
+	sub.fence = 0;
+	EXPECT_EQ(-1, ioctl(self->fd, GMEM_ACCEL_IOC_SUBMIT, &sub));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, sub.fence);
+	c.op = GMEM_ACCEL_OP_COPY;
+	sub.flags = GMEM_ACCEL_SUBMIT_WAIT | 1u << 2;
+	EXPECT_EQ(-1, ioctl(self->fd, GMEM_ACCEL_IOC_SUBMIT, &sub));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, sub.fence);
+	munmap(buf, len);
+	munmap(out, len);
+}
+
+/*
  * test_hmm's commands are waited for on the caller's thread, and their fences are quiet: one
  * that completes as the doorbell's write returns (a mapped page) raises no queue interrupt,
  * and a caller that has to sleep (128 MiB: the doorbell runs 256 KiB of it) adds one fence of

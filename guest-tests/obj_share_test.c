@@ -333,7 +333,7 @@ TEST_F_TIMEOUT(share, fence_as_sync_file_polls, 600)
 	uint8_t *src = map_anon(len, RW), *dst = map_anon(len, RW);
 	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)dst,
 				    .src = (uintptr_t)src, .size = len };
-	struct gmem_accel_submit bad = { .cmds = (uintptr_t)&c, .count = 1, .flags = 2 };
+	struct gmem_accel_submit bad = { .cmds = (uintptr_t)&c, .count = 1, .flags = 1u << 31 };
 	struct pollfd p;
 	int64_t fence;
 	int pipefd[2];

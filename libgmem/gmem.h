@@ -212,7 +212,10 @@ gmemError_t gmemPointerGetAttributes(struct gmemPointerAttributes *attr, const v
 gmemError_t gmemMemcpyAsync(void *dst, const void *src, size_t count, gmemStream_t stream);
 /* Set @count bytes to @value. */
 gmemError_t gmemMemsetAsync(void *dst, int value, size_t count, gmemStream_t stream);
-/* Synchronous forms: queue on @stream, then wait for it. */
+/*
+ * Synchronous forms: queue on @stream, then wait for all its work (on an idle stream, one
+ * call to the driver that waits too: the faults served on this thread, no interrupt taken).
+ */
 gmemError_t gmemMemcpy(void *dst, const void *src, size_t count, gmemStream_t stream);
 gmemError_t gmemMemset(void *dst, int value, size_t count, gmemStream_t stream);
 

@@ -77,6 +77,7 @@ gmemError_t gmem_ipc_open(struct gmemDevice *dev, int fd, void **ptr);
 
 /* Streams: queue @n commands (any number) on @s. */
 gmemError_t gmem_stream_submit(struct gmemStream *s, struct gmem_accel_cmd *cmds, size_t n);
+gmemError_t gmem_stream_run(struct gmemStream *s, struct gmem_accel_cmd *cmds, size_t n);
 /* Apply the device's recorded advice to a new stream's file. */
 gmemError_t gmem_advice_replay(struct gmemDevice *dev, int fd);
 void gmem_advice_forget(struct gmemDevice *dev);

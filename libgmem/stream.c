@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "gmem_internal.h"
@@ -175,6 +176,47 @@ gmemError_t gmem_stream_submit(struct gmemStream *s, struct gmem_accel_cmd *cmds
 	e = gmem_stream_submit_locked(s, cmds, n);
 	pthread_mutex_unlock(&s->lock);
 	return e;
+}
+
+/*
+ * Queue @n commands on @s and wait for all its work (gmemMemcpy(), gmemMemset()). With nothing
+ * else queued or awaited, one SUBMIT that waits too (GMEM_ACCEL_SUBMIT_WAIT): the batch's
+ * faults are served on this thread and no interrupt is taken for it unless the wait sleeps.
+ * Otherwise, or if the driver refuses the flag (EINVAL, as for a bad command: the way below
+ * then says which), queued and drained as gmemStreamSynchronize() does.
+ */
+gmemError_t gmem_stream_run(struct gmemStream *s, struct gmem_accel_cmd *cmds, size_t n)
+{
+	struct gmem_accel_submit sub = {
+		.cmds = (uintptr_t)cmds,
+		.count = n,
+		.flags = GMEM_ACCEL_SUBMIT_WAIT,
+	};
+	gmemError_t e;
+	int ret;
+
+	if (!gmem_live_has(GMEM_KIND_STREAM, s))
+		return gmem_fail(gmemErrorInvalidHandle);
+	pthread_mutex_lock(&s->lock);
+	if (!s->nfences && s->wait_fd < 0 && n <= GMEM_ACCEL_MAX_BATCH) {
+		/* (not gmem_ioctl(): a call interrupted after queueing must not queue again) */
+		ret = ioctl(s->fd, GMEM_ACCEL_IOC_SUBMIT, &sub) < 0 ? -errno : 0;
+		if (ret != -EINVAL) {
+			if (sub.fence)
+				s->last_fence = sub.fence;
+			/* A signal ended the wait, the batch queued: wait for it as WAIT does. */
+			if (ret == -EINTR && sub.fence)
+				ret = gmem_stream_wait_fence(s, sub.fence, GMEM_WAIT_MS);
+			pthread_mutex_unlock(&s->lock);
+			return ret ? gmem_fail_errno(-ret) : gmem_ok();
+		}
+	}
+	e = gmem_stream_submit_locked(s, cmds, n);
+	ret = gmem_stream_drain(s);
+	pthread_mutex_unlock(&s->lock);
+	if (e)
+		return e;
+	return ret ? gmem_fail_errno(-ret) : gmem_ok();
 }
 
 gmemError_t gmemStreamWaitEvent(gmemStream_t s, gmemEvent_t ev)

@@ -12,9 +12,12 @@
 /* Commands per call queued at once (more: in several submissions). */
 #define GMEM_CMDS_AT_ONCE 64
 
-/* Queue @count bytes of COPY (@src) or FILL (@value) as commands of at most 1 GiB each. */
+/*
+ * Queue @count bytes of COPY (@src) or FILL (@value) as commands of at most 1 GiB each; with
+ * @sync, the last of them run as gmem_stream_run() does (the stream's work all waited for).
+ */
 static gmemError_t gmem_bytes(struct gmemStream *s, uint32_t op, void *dst, const void *src,
-			      uint64_t value, size_t count)
+			      uint64_t value, size_t count, bool sync)
 {
 	struct gmem_accel_cmd cmds[GMEM_CMDS_AT_ONCE];
 	size_t n = 0;
@@ -37,7 +40,8 @@ static gmemError_t gmem_bytes(struct gmemStream *s, uint32_t op, void *dst, cons
 		};
 		done += len;
 		if (n == GMEM_CMDS_AT_ONCE || done == count) {
-			gmemError_t e = gmem_stream_submit(s, cmds, n);
+			gmemError_t e = sync && done == count ? gmem_stream_run(s, cmds, n) :
+								gmem_stream_submit(s, cmds, n);
 
 			if (e)
 				return e;
@@ -49,27 +53,24 @@ static gmemError_t gmem_bytes(struct gmemStream *s, uint32_t op, void *dst, cons
 
 gmemError_t gmemMemcpyAsync(void *dst, const void *src, size_t count, gmemStream_t s)
 {
-	return gmem_bytes(s, GMEM_ACCEL_OP_COPY, dst, src, 0, count);
+	return gmem_bytes(s, GMEM_ACCEL_OP_COPY, dst, src, 0, count, false);
 }
 
 gmemError_t gmemMemsetAsync(void *dst, int value, size_t count, gmemStream_t s)
 {
 	return gmem_bytes(s, GMEM_ACCEL_OP_FILL, dst, NULL,
-			  0x0101010101010101ull * (uint8_t)value, count);
+			  0x0101010101010101ull * (uint8_t)value, count, false);
 }
 
 gmemError_t gmemMemcpy(void *dst, const void *src, size_t count, gmemStream_t s)
 {
-	gmemError_t e = gmemMemcpyAsync(dst, src, count, s);
-
-	return e ? e : gmemStreamSynchronize(s);
+	return gmem_bytes(s, GMEM_ACCEL_OP_COPY, dst, src, 0, count, true);
 }
 
 gmemError_t gmemMemset(void *dst, int value, size_t count, gmemStream_t s)
 {
-	gmemError_t e = gmemMemsetAsync(dst, value, count, s);
-
-	return e ? e : gmemStreamSynchronize(s);
+	return gmem_bytes(s, GMEM_ACCEL_OP_FILL, dst, NULL,
+			  0x0101010101010101ull * (uint8_t)value, count, true);
 }
 
 /* Queue a compute @op over @n elements of @type, split in commands of 2^24 elements. */
