@@ -218,9 +218,15 @@ void gmem_notifier_gc(struct work_struct *work)
 	list_for_each_entry_safe(n, next, &gone, gone) {
 		/*
 		 * Whoever mapped pages by it has finished, and it still zapped them on a change
-		 * until now: a new notifier for the window sees what follows.
+		 * until now. A window mapped again meanwhile may have a new notifier, which hears
+		 * every change from its insertion on: what the device maps there stays (dropped,
+		 * the process's next device access faulted again). Without one, nothing would
+		 * hear a change to what is mapped there: the mappings and the table go.
 		 */
-		gmem_pt_drop_window(ctx, n->start);
+		mutex_lock(&ctx->notifier_mutex);
+		if (!xa_load(&ctx->notifiers, n->start >> GMEM_HUGE_SHIFT))
+			gmem_pt_drop_window(ctx, n->start);
+		mutex_unlock(&ctx->notifier_mutex);
 		mmu_interval_notifier_remove(&n->mni);
 		gmem_dev_count(ctx->g, GMEM_DEV_NOTIFIERS_NOW, -1);
 		gmem_dev_count(ctx->g, GMEM_DEV_NOTIFIERS_FREED, 1);
