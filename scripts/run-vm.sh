@@ -42,6 +42,9 @@ Options:
                        "gmemtest.fuzz_seed=42")
   --timeout SEC        power the VM off after SEC seconds, 0 = never (default 1800, 5400
                        with --debug-kernel, shell 0)
+  --boot-timeout SEC   a guest that has not reached its init after SEC seconds is stopped and
+                       booted once more (TCG now and then hangs a boot); 0 = never (default
+                       300; boot to init takes ~6 s)
   --results FILE       keep the guest's TAP results in FILE (suite mode)
   --no-build           boot what was built last, do not build
   -h, --help           this text
@@ -73,6 +76,7 @@ need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || bad_option "$1 needs a value"; }
 
 mode=suite run_cmd="" extra="" devices=4 hbm_size=256M accel=tcg smp=2 memory=2G coherent=""
 qemu_args="" append_extra="" timeout="" results="" build=1 numa=2 iommu=1 variant="" prealloc=off
+boot_timeout=300
 kver=${GMEM_KERNELS[0]}
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -93,6 +97,7 @@ while [ $# -gt 0 ]; do
 	--qemu-args) need_arg "$@"; qemu_args=$2; shift ;;
 	--append) need_arg "$@"; append_extra=$2; shift ;;
 	--timeout) need_arg "$@"; timeout=$2; shift ;;
+	--boot-timeout) need_arg "$@"; boot_timeout=$2; shift ;;
 	--results) need_arg "$@"; results=$2; shift ;;
 	--no-build) build=0 ;;
 	-h | --help) usage; exit 0 ;;
@@ -136,6 +141,7 @@ if [ -z "$timeout" ]; then
 	if [ "$mode" = shell ]; then timeout=0; elif [ -n "$variant" ]; then timeout=5400; else timeout=1800; fi
 fi
 [[ $timeout =~ ^[0-9]+$ ]] || bad_option "--timeout '$timeout': give seconds, 0 for none"
+[[ $boot_timeout =~ ^[0-9]+$ ]] || bad_option "--boot-timeout '$boot_timeout': give seconds, 0 for none"
 read -ra extra_qemu <<<"$qemu_args"
 
 if [ "$build" = 1 ]; then
@@ -208,7 +214,7 @@ cmd=("$qemu" -machine q35 "${accel_args[@]}" -smp "$smp_arg" -m "$((mem_bytes >>
 	-nodefaults -no-reboot -display none
 	-L /usr/share/seabios -L /usr/share/qemu
 	-kernel "$kernel" -initrd "$initrd" -append "$append"
-	-serial stdio -serial "file:$results_log"
+	-serial stdio -serial "file:$results_log" -pidfile "$run_dir/qemu.pid"
 	-qmp "unix:$qmp,server=on,wait=off" -monitor "unix:$hmp,server=on,wait=off"
 	-chardev "socket,id=hostctl,path=$ctl,server=on,wait=off" -serial chardev:hostctl
 	-chardev "socket,id=hostctlqmp,path=$ctl_qmp,server=on,wait=off"
@@ -228,6 +234,30 @@ stop_relay() {
 	kill "$relay" 2>/dev/null || true
 	wait "$relay" 2>/dev/null || true
 }
+# TCG now and then never gets a boot to the guest's init: QEMU aborts (an assertion in
+# iotlb_to_section(), about 1 boot in 30 on these machines), or the guest kernel stops in its
+# initcalls (seen once: a timer interrupt left in service on CPU 0, jiffies stopped, both CPUs
+# halted). The init writes a line to the results port first thing; a boot that has not within
+# --boot-timeout is stopped. Either is no result of the guest's: it boots once more.
+boot_watch() {
+	local waited=0
+	while [ "$waited" -lt "$boot_timeout" ]; do
+		[ ! -s "$results_log" ] || return 0
+		sleep 1
+		waited=$((waited + 1))
+	done
+	[ ! -s "$results_log" ] || return 0
+	: >"$run_dir/boot-hung"
+	kill "$(cat "$run_dir/qemu.pid" 2>/dev/null)" 2>/dev/null || true
+}
+boot() {
+	local watch=""
+	rm -f "$run_dir/boot-hung"
+	[ "$boot_timeout" = 0 ] || { boot_watch & watch=$!; }
+	status=0
+	"${tmo[@]}" "${cmd[@]}" </dev/null || status=$?
+	[ -z "$watch" ] || { kill "$watch" 2>/dev/null || true; wait "$watch" 2>/dev/null || true; }
+}
 start_relay
 status=0
 if [ "$mode" = shell ]; then
@@ -235,16 +265,20 @@ if [ "$mode" = shell ]; then
 else
 	tmo=()
 	[ "$timeout" = 0 ] || tmo=(timeout --foreground -k 10 "$timeout")
-	"${tmo[@]}" "${cmd[@]}" </dev/null || status=$?
-	# QEMU's TCG aborts now and then before the guest has run at all (an assertion in
-	# iotlb_to_section(), about 1 boot in 30 on these machines): no result of the guest's,
-	# so it boots once more. An abort after the guest wrote a line is a failure as any other.
-	if [ "$status" = 134 ] && [ ! -s "$results_log" ]; then
-		echo "run-vm.sh: QEMU aborted before the guest started (status 134); booting once more" >&2
+	boot
+	if [ -e "$run_dir/boot-hung" ] || { [ "$status" = 134 ] && [ ! -s "$results_log" ]; }; then
+		if [ -e "$run_dir/boot-hung" ]; then
+			echo "run-vm.sh: the guest did not reach its init within --boot-timeout $boot_timeout s; QEMU stopped, booting once more" >&2
+		else
+			echo "run-vm.sh: QEMU aborted before the guest started (status 134); booting once more" >&2
+		fi
 		stop_relay
 		start_relay
-		status=0
-		"${tmo[@]}" "${cmd[@]}" </dev/null || status=$?
+		boot
+	fi
+	if [ -e "$run_dir/boot-hung" ]; then
+		echo "run-vm.sh: the guest did not reach its init within --boot-timeout $boot_timeout s, twice; the console output above shows how far it got" >&2
+		status=1
 	fi
 	[ "$status" != 124 ] || echo "run-vm.sh: the VM did not finish within --timeout $timeout s" >&2
 fi
