@@ -113,11 +113,39 @@ static bool gmem_hbm_readonly_for_write(struct gmem_ctx *ctx, const unsigned lon
 	return any;
 }
 
-/* The pages a fault group asks for in a pass's range: @req[@first, @last), from its start. */
+/*
+ * The pages a fault group asks for in a pass's range: @req[@first, @last), from its start.
+ * @window: if the first is memory in 2 MiB units (gmem_fault_whole_window()), the pass maps
+ * nothing and returns 1, for the caller to map the window.
+ */
 struct gmem_asked {
 	const unsigned long *req;
 	unsigned long first, last;
+	bool window;
 };
+
+/* Memory that lives in 2 MiB units, a THP or an HBM chunk of ours, is mapped a window at once. */
+static bool gmem_fault_whole_window(struct gmem_ctx *ctx, unsigned long hmm_pfn)
+{
+	u64 off;
+
+	return (hmm_pfn & HMM_PFN_VALID) &&
+	       (hmm_pfn_to_map_order(hmm_pfn) >= GMEM_HUGE_SHIFT - PAGE_SHIFT ||
+		gmem_hbm_page(ctx->g, hmm_pfn_to_page(hmm_pfn), &off));
+}
+
+/* Did a pass find every page @asked for there, with the access asked (@pfns: its result)? */
+static bool gmem_asked_there(const struct gmem_asked *asked, const unsigned long *pfns)
+{
+	for (unsigned long i = asked->first; i < asked->last; i++) {
+		unsigned long want = asked->req[i];
+
+		if (want && (!(pfns[i] & HMM_PFN_VALID) ||
+			     ((want & HMM_PFN_REQ_WRITE) && !(pfns[i] & HMM_PFN_WRITE))))
+			return false;
+	}
+	return true;
+}
 
 /*
  * Behind an IOMMU, a 64 KiB block in which the group asks for one page and the device maps
@@ -189,6 +217,10 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 			trace_gmem_accel_fault_range(ctx->id, start, end, ret);
 		if (ret)
 			return ret;
+		if (asked && asked->window && gmem_fault_whole_window(ctx, pfns[asked->first])) {
+			mutex_unlock(&ctx->lock);
+			return 1;
+		}
 		unshare = fault && gmem_hbm_readonly_for_write(ctx, req, pfns, npages, &lo, &hi);
 		if (map && !unshare && asked)
 			gmem_fault_thin(ctx, start, asked, pfns, npages);
@@ -236,16 +268,6 @@ int gmem_map_window(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req
 	return gmem_hmm_pass(ctx, start, end, req, pfns, false, true, NULL);
 }
 
-/* Memory that lives in 2 MiB units, a THP or an HBM chunk of ours, is mapped a window at once. */
-static bool gmem_fault_whole_window(struct gmem_ctx *ctx, unsigned long hmm_pfn)
-{
-	u64 off;
-
-	return (hmm_pfn & HMM_PFN_VALID) &&
-	       (hmm_pfn_to_map_order(hmm_pfn) >= GMEM_HUGE_SHIFT - PAGE_SHIFT ||
-		gmem_hbm_page(ctx->g, hmm_pfn_to_page(hmm_pfn), &off));
-}
-
 /*
  * Fault in the pages flagged in @req[@first, @last) of the window [start, end) (2 MiB at most;
  * the span's first and last pages flagged, @req outside it not read: filling and scanning a
@@ -259,7 +281,9 @@ static bool gmem_fault_whole_window(struct gmem_ctx *ctx, unsigned long hmm_pfn)
  * range, so unless the whole window is asked for, the faulting passes cover just the flagged
  * span, 64 KiB at a time, and a last pass maps the neighbours without faulting. (A group holds
  * up to 256 faults: one pass over a megabyte that must be read in from swap reclaims, under
- * a tight memcg, pages of the same mm and so invalidates itself, retry after retry.)
+ * a tight memcg, pages of the same mm and so invalidates itself, retry after retry.) A group
+ * inside one 64 KiB block takes the pass that faults nothing first: pages the CPU maps
+ * already need no other.
  */
 int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long first,
 		     unsigned long last, unsigned long *req, unsigned long *pfns)
@@ -277,6 +301,26 @@ int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long fir
 	    PAGE_SHIFT;
 	b = (min_t(u64, ALIGN(start + last * PAGE_SIZE, GMEM_MAP_AROUND), end) - start) >>
 	    PAGE_SHIFT;
+	asked = (struct gmem_asked){ req + a, first - a, last - a, true };
+	if (b - a <= GMEM_MAP_AROUND >> PAGE_SHIFT) {
+		/*
+		 * One block: a pass that faults nothing maps what the CPU maps there (data it
+		 * wrote, a page the device had before). If that was all the group asked for,
+		 * the fault is served in one pass instead of a faulting one and this one.
+		 */
+		ret = gmem_hmm_pass(ctx, start + a * PAGE_SIZE, start + b * PAGE_SIZE, req + a,
+				    pfns + a, false, true, &asked);
+		if (ret == 1)
+			return gmem_hmm_pass(ctx, start, end, req, pfns, false, true, NULL);
+		if (ret || gmem_asked_there(&asked, pfns + a))
+			return ret;
+		/* The rest is faulted in and mapped; its neighbours are mapped already. */
+		ret = gmem_hmm_pass(ctx, start + first * PAGE_SIZE, start + last * PAGE_SIZE,
+				    req + first, pfns + first, true, true, NULL);
+		if (!ret && gmem_fault_whole_window(ctx, pfns[first]))
+			return gmem_hmm_pass(ctx, start, end, req, pfns, false, true, NULL);
+		return ret;
+	}
 	for (unsigned long p = first, q; p < last; p = q) {
 		q = min_t(unsigned long, last, ALIGN(p + 1, GMEM_MAP_AROUND >> PAGE_SHIFT));
 		while (p < q && !req[p])
@@ -290,7 +334,7 @@ int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long fir
 	}
 	if (gmem_fault_whole_window(ctx, pfns[first]))
 		return gmem_hmm_pass(ctx, start, end, req, pfns, false, true, NULL);
-	asked = (struct gmem_asked){ req + a, first - a, last - a };
+	asked.window = false;
 	return gmem_hmm_pass(ctx, start + a * PAGE_SIZE, start + b * PAGE_SIZE, req + a,
 			     pfns + a, false, true, &asked);
 }
