@@ -310,16 +310,27 @@ int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long fir
 		 */
 		ret = gmem_hmm_pass(ctx, start + a * PAGE_SIZE, start + b * PAGE_SIZE, req + a,
 				    pfns + a, false, true, &asked);
-		if (ret == 1)
-			return gmem_hmm_pass(ctx, start, end, req, pfns, false, true, NULL);
-		if (ret || gmem_asked_there(&asked, pfns + a))
+		if (ret < 0)
 			return ret;
-		/* The rest is faulted in and mapped; its neighbours are mapped already. */
-		ret = gmem_hmm_pass(ctx, start + first * PAGE_SIZE, start + last * PAGE_SIZE,
-				    req + first, pfns + first, true, true, NULL);
-		if (!ret && gmem_fault_whole_window(ctx, pfns[first]))
-			return gmem_hmm_pass(ctx, start, end, req, pfns, false, true, NULL);
-		return ret;
+		if (gmem_asked_there(&asked, pfns + a)) {
+			if (ret)	/* memory in 2 MiB units: the window at once */
+				ret = gmem_hmm_pass(ctx, start, end, req, pfns, false, true, NULL);
+			return ret;
+		}
+		if (!ret) {
+			/* The rest is faulted in and mapped; the neighbours are mapped already. */
+			ret = gmem_hmm_pass(ctx, start + first * PAGE_SIZE,
+					    start + last * PAGE_SIZE, req + first, pfns + first,
+					    true, true, NULL);
+			if (!ret && gmem_fault_whole_window(ctx, pfns[first]))
+				return gmem_hmm_pass(ctx, start, end, req, pfns, false, true,
+						     NULL);
+			return ret;
+		}
+		/*
+		 * Memory in 2 MiB units not there as asked (a write to HBM the CPU maps
+		 * read-only, which comes home first): as any group.
+		 */
 	}
 	for (unsigned long p = first, q; p < last; p = q) {
 		q = min_t(unsigned long, last, ALIGN(p + 1, GMEM_MAP_AROUND >> PAGE_SHIFT));
