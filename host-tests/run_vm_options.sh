@@ -5,7 +5,7 @@
 : "${REPO:?set REPO to the source tree}"
 run_vm() { "$REPO/scripts/run-vm.sh" "$@"; }
 
-plan 24
+plan 25
 expect_fail "unknown option" 2 "unknown option '--frobnicate'" run_vm --frobnicate
 expect_fail "--devices 0" 2 "--devices '0': give a number from 1 to 16" run_vm --devices 0
 expect_fail "--devices 17" 2 "--devices '17'" run_vm --devices 17
@@ -27,6 +27,8 @@ expect_fail "--smp 3 over 2 nodes" 2 "--numa 2: give a number of CPUs \\(--smp 3
 expect_fail "--numa 3 of 2G" 2 "--numa 3: the RAM \\(2G\\) must split into 3 nodes" run_vm --numa 3
 check "--help describes every mode" bash -c \
 	"'$REPO/scripts/run-vm.sh' --help | grep -q -- '--shell' && '$REPO/scripts/run-vm.sh' --help | grep -q -- '--run CMD'"
+check "run-bench.sh --help: its usage, before it builds anything" bash -c \
+	"GMEM_BUILD_DIR=/nonexistent timeout 10 '$REPO/scripts/run-bench.sh' --help | grep -q -- '--boots N'"
 
 # A QEMU that aborts before the guest wrote anything (TCG's iotlb_to_section() assertion)
 # boots once more; one that aborts again, or after the guest wrote, fails the run. So does a

@@ -20,6 +20,8 @@ while [ $# -gt 0 ]; do
 		[ $# -ge 2 ] && [[ $2 =~ ^[1-9][0-9]?$ ]] || die "--boots needs a number of boots, 1 to 99"
 		boots=$2; shift ;;
 	--accel) [ $# -ge 2 ] || die "--accel needs a value: tcg or kvm"; accel=$2; args+=("$1" "$2"); shift ;;
+	# (before anything is built: a run is 10-20 minutes)
+	-h | --help) sed -n '2,7s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) args+=("$1") ;;
 	esac
 	shift
