@@ -259,8 +259,8 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 /*
  * Map into the device page table what the CPU maps of [start, end) (2 MiB at most),
  * faulting nothing: the result of a migration whose own notifier call left it no sequence
- * number to map by (gmem_window_from_peers()). @req, @pfns: a window's scratch. Takes the
- * mmap lock.
+ * number to map by (gmem_window_from_peers()), a fault's THP or HBM chunk, a window at once.
+ * @req, @pfns: a window's scratch. Takes the mmap lock.
  */
 int gmem_map_window(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
 		    unsigned long *pfns)
@@ -314,7 +314,7 @@ int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long fir
 			return ret;
 		if (gmem_asked_there(&asked, pfns + a)) {
 			if (ret)	/* memory in 2 MiB units: the window at once */
-				ret = gmem_hmm_pass(ctx, start, end, req, pfns, false, true, NULL);
+				ret = gmem_map_window(ctx, start, end, req, pfns);
 			return ret;
 		}
 		if (!ret) {
@@ -323,8 +323,7 @@ int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long fir
 					    start + last * PAGE_SIZE, req + first, pfns + first,
 					    true, true, NULL);
 			if (!ret && gmem_fault_whole_window(ctx, pfns[first]))
-				return gmem_hmm_pass(ctx, start, end, req, pfns, false, true,
-						     NULL);
+				return gmem_map_window(ctx, start, end, req, pfns);
 			return ret;
 		}
 		/*
@@ -344,7 +343,7 @@ int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long fir
 			return ret;
 	}
 	if (gmem_fault_whole_window(ctx, pfns[first]))
-		return gmem_hmm_pass(ctx, start, end, req, pfns, false, true, NULL);
+		return gmem_map_window(ctx, start, end, req, pfns);
 	asked.window = false;
 	return gmem_hmm_pass(ctx, start + a * PAGE_SIZE, start + b * PAGE_SIZE, req + a,
 			     pfns + a, false, true, &asked);
