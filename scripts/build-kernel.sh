@@ -156,6 +156,9 @@ if [ ! -f "$out/.gmem-configured" ]; then
 	[ -z "$lost" ] || die "options of ${fragments[*]#"$repo"/} dropped by Kconfig (missing dependencies?): $(echo $lost). Fix the fragment."
 	touch "$out/.gmem-configured"
 fi
+# A build with no object yet is a whole one: its count is the next cold build's "of ~N".
+whole=1
+[ -z "$(find "$out" -name '*.o' -print -quit)" ] || whole=0
 step "building Linux $version${variant:+ ($variant)} guest kernel + modules (a cold build takes several minutes on $(nproc) cores)"
 make -C "$src" O="$out" -j"$(nproc)" bzImage modules >"$out/build.log" 2>&1 &
 make_pid=$!
@@ -176,7 +179,7 @@ child=""
 compiled=$(grep -c '^  CC' "$out/build.log" || true)
 note "kernel: $compiled files compiled, done"
 # (a build that resumed an interrupted one compiled only the rest: not a total)
-[ -n "$total" ] && [ "$compiled" -lt "$total" ] || echo "$compiled" >"$count_file"
+[ "$whole" = 0 ] || echo "$compiled" >"$count_file"
 touch "$out/.gmem-built"
 install_outputs "$@"
 echo "$out"
