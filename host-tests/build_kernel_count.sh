@@ -5,14 +5,12 @@
 # an interrupted one does not (it compiled only the rest). A stand-in make (first in PATH) that
 # "compiles" $STUB_FILES files, and a stand-in kernel tree.
 . "$(dirname "$0")/../scripts/lib/tap.sh"
+. "$(dirname "$0")/kernel_stub.sh"
 : "${REPO:?set REPO to the source tree}"
 
 stub=$(mktemp -d)
 trap 'rm -rf "$stub"' EXIT
-mkdir -p "$stub/bin" "$stub/src/lib" "$stub/src/scripts/kconfig"
-: >"$stub/src/Makefile"
-: >"$stub/src/lib/test_hmm.c"
-printf '#!/bin/sh\nexit 0\n' >"$stub/src/scripts/kconfig/merge_config.sh"
+kernel_stub "$stub"
 cat >"$stub/bin/make" <<'STUB'
 #!/bin/bash
 for a in "$@"; do case $a in O=*) out=${a#O=} ;; esac; done
@@ -25,7 +23,7 @@ for i in $(seq "$STUB_FILES"); do
 	: >"$out/f$i.o"
 done
 STUB
-chmod +x "$stub/bin/make" "$stub/src/scripts/kconfig/merge_config.sh"
+chmod +x "$stub/bin/make"
 
 # build FILES [fresh]: one build compiling FILES files, in an empty build directory if "fresh"
 build() {

@@ -3,15 +3,13 @@
 # kernel's configuration or in its build, nothing of it goes on compiling afterwards. A stand-in
 # make (first in PATH) that sleeps where the real one would work, and a stand-in kernel tree.
 . "$(dirname "$0")/../scripts/lib/tap.sh"
+. "$(dirname "$0")/kernel_stub.sh"
 : "${REPO:?set REPO to the source tree}"
 
 stub=$(mktemp -d)
 trap 'xargs -r kill 2>/dev/null <"$stub/pids"; rm -rf "$stub"' EXIT
 : >"$stub/pids"
-mkdir -p "$stub/bin" "$stub/src/lib" "$stub/src/scripts/kconfig"
-: >"$stub/src/Makefile"
-: >"$stub/src/lib/test_hmm.c"
-printf '#!/bin/sh\nexit 0\n' >"$stub/src/scripts/kconfig/merge_config.sh"
+kernel_stub "$stub"
 cat >"$stub/bin/make" <<'STUB'
 #!/bin/bash
 # kernelversion answers; configuration passes unless STUB_SLOW_CONFIG; the rest "works" long.
@@ -24,7 +22,7 @@ esac
 echo $$ >>"$STUB/pids"
 exec sleep 300
 STUB
-chmod +x "$stub/bin/make" "$stub/src/scripts/kconfig/merge_config.sh"
+chmod +x "$stub/bin/make"
 
 # stop_in SIGNAL: start a build, wait for the stand-in make to be at work, send SIGNAL to the
 # script; ok if the script ends with 128 + the signal's number and the make is gone (5 s).
