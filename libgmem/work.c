@@ -5,10 +5,13 @@
 
 #include "gmem_internal.h"
 
-/* One COPY or FILL moves up to 4 GiB: larger ones are split. */
-#define GMEM_CMD_MAX_BYTES (1ull << 30)
-/* A compute command covers up to 2^24 elements. */
-#define GMEM_CMD_MAX_ELEMS (1ull << 24)
+/*
+ * Bytes of one COPY or FILL libgmem queues (the device takes up to 4 GiB a command): larger
+ * ones are split.
+ */
+#define GMEM_LIB_CMD_BYTES (1ull << 30)
+/* Elements of one compute command: the device's limit. */
+#define GMEM_LIB_CMD_ELEMS (1ull << 24)
 /* Commands per call queued at once (more: in several submissions). */
 #define GMEM_CMDS_AT_ONCE 64
 
@@ -29,7 +32,7 @@ static gmemError_t gmem_bytes(struct gmemStream *s, uint32_t op, void *dst, cons
 	    (src && (uintptr_t)src + count < (uintptr_t)src))
 		return gmem_fail(gmemErrorInvalidValue);
 	for (size_t done = 0; done < count;) {
-		size_t len = count - done < GMEM_CMD_MAX_BYTES ? count - done : GMEM_CMD_MAX_BYTES;
+		size_t len = count - done < GMEM_LIB_CMD_BYTES ? count - done : GMEM_LIB_CMD_BYTES;
 
 		cmds[n++] = (struct gmem_accel_cmd){
 			.op = op,
@@ -51,6 +54,12 @@ static gmemError_t gmem_bytes(struct gmemStream *s, uint32_t op, void *dst, cons
 	return gmem_ok();
 }
 
+/* A FILL's 64-bit pattern: the byte @value in each of its eight bytes. */
+static uint64_t gmem_fill_word(int value)
+{
+	return 0x0101010101010101ull * (uint8_t)value;
+}
+
 gmemError_t gmemMemcpyAsync(void *dst, const void *src, size_t count, gmemStream_t s)
 {
 	return gmem_bytes(s, GMEM_ACCEL_OP_COPY, dst, src, 0, count, false);
@@ -58,8 +67,7 @@ gmemError_t gmemMemcpyAsync(void *dst, const void *src, size_t count, gmemStream
 
 gmemError_t gmemMemsetAsync(void *dst, int value, size_t count, gmemStream_t s)
 {
-	return gmem_bytes(s, GMEM_ACCEL_OP_FILL, dst, NULL,
-			  0x0101010101010101ull * (uint8_t)value, count, false);
+	return gmem_bytes(s, GMEM_ACCEL_OP_FILL, dst, NULL, gmem_fill_word(value), count, false);
 }
 
 gmemError_t gmemMemcpy(void *dst, const void *src, size_t count, gmemStream_t s)
@@ -69,8 +77,7 @@ gmemError_t gmemMemcpy(void *dst, const void *src, size_t count, gmemStream_t s)
 
 gmemError_t gmemMemset(void *dst, int value, size_t count, gmemStream_t s)
 {
-	return gmem_bytes(s, GMEM_ACCEL_OP_FILL, dst, NULL,
-			  0x0101010101010101ull * (uint8_t)value, count, true);
+	return gmem_bytes(s, GMEM_ACCEL_OP_FILL, dst, NULL, gmem_fill_word(value), count, true);
 }
 
 /* Queue a compute @op over @n elements of @type, split in commands of 2^24 elements. */
@@ -88,7 +95,7 @@ static gmemError_t gmem_compute(struct gmemStream *s, uint32_t op, void *dst, co
 	    n > SIZE_MAX / type || (uintptr_t)dst + n * type < (uintptr_t)dst)
 		return gmem_fail(gmemErrorInvalidValue);
 	for (size_t done = 0; done < n;) {
-		size_t len = n - done < GMEM_CMD_MAX_ELEMS ? n - done : GMEM_CMD_MAX_ELEMS;
+		size_t len = n - done < GMEM_LIB_CMD_ELEMS ? n - done : GMEM_LIB_CMD_ELEMS;
 
 		cmds[k++] = (struct gmem_accel_cmd){
 			.op = op,
