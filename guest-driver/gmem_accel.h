@@ -90,8 +90,11 @@
 #define GMEM_CTX_FENCES	(1u << (GMEM_CQ_LOG2 - 1))
 /* Replays in a row that leave a command's faults unmapped before it fails (EBUSY). */
 #define GMEM_FAULT_STALLS	16
-/* Fault workers: as many as groups can be outstanding (one per queue). */
-#define GMEM_FAULT_WORKERS	GMEM_NUM_QUEUES
+/*
+ * Fault workers. Each context's queue can have a group outstanding (64); a process that waits
+ * serves its own, so the workers take the others' and those nobody waits for.
+ */
+#define GMEM_FAULT_WORKERS	4
 #define GMEM_FAULT_WAITERS	8	/* waiting processes that serve faults at once */
 /*
  * A window: the 2 MiB block (inside a VMA) the driver works in. A migration moves one, a fault
@@ -314,7 +317,6 @@ struct gmem_accel {
 	/* fault queue, drained by the fault workers and waiting processes, a group at a time */
 	struct mutex fault_lock;
 	atomic_t fault_servers;		/* processes that will drain it before they sleep */
-	bool fq_irq_hold;		/* they hold the fault interrupt (FQ_IRQ_HOLD, 0.8) */
 	bool fault_irq_left;		/* the fault interrupt left records to them */
 	struct gmem_fault_record *fq;
 	dma_addr_t fq_dma;
@@ -339,11 +341,11 @@ struct gmem_accel {
 	struct ida ctx_ids;
 
 	/*
-	 * Ids of contexts closed while their commands were still queued, with the fence each
+	 * Ids of contexts closed while their commands were still queued, with the fence the id's
 	 * queue must pass before the id may name a new address space (under ctx_lock).
 	 */
 	DECLARE_BITMAP(held_ids, GMEM_NUM_CONTEXTS);
-	u64 held_fence[GMEM_NUM_CONTEXTS][GMEM_NUM_QUEUES];
+	u64 held_fence[GMEM_NUM_CONTEXTS];
 
 	struct gmem_ctx *kctx;		/* context 0: the driver's own commands, on queue 0 */
 	struct gmem_hbm hbm;
@@ -472,7 +474,7 @@ struct gmem_ctx {
 	char comm[TASK_COMM_LEN];
 	u64 fences;
 	u64 fence_seq[GMEM_CTX_FENCES];
-	u64 last_fence[GMEM_NUM_QUEUES];	/* ring sequence number of the last batch */
+	u64 last_fence;			/* ring sequence number of its last batch */
 	struct maple_tree advice;
 	gmem_fault_hook_fn fault_hook;
 	void *hook_data;
@@ -541,7 +543,15 @@ int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 cou
 		bool quiet, u64 *fence);
 int gmem_fence_wake(struct gmem_ctx *ctx);
 void gmem_queue_wake(struct gmem_ctx *ctx);
-unsigned int gmem_ctx_queue(const struct gmem_ctx *ctx);
+
+/*
+ * A context's batches run on the queue of its id (hardware 0.9 has one for each): a queue
+ * stalled on one process's faults holds up no other. Queue 0 is the driver's own.
+ */
+static inline unsigned int gmem_ctx_queue(const struct gmem_ctx *ctx)
+{
+	return ctx->id;
+}
 int gmem_wait_fence(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
 bool gmem_fence_complete(struct gmem_ctx *ctx, u64 fence);
 void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q);

@@ -17,14 +17,12 @@
 /* Give back the held ids whose commands have all passed. Called with g->ctx_lock held. */
 static void gmem_release_held_ids(struct gmem_accel *g)
 {
-	unsigned int id, qid;
+	unsigned int id;
 
 	lockdep_assert_held(&g->ctx_lock);
 	for_each_set_bit(id, g->held_ids, GMEM_NUM_CONTEXTS) {
-		for (qid = 0; qid < GMEM_NUM_QUEUES; qid++)
-			if (!gmem_fence_passed(g, qid, g->held_fence[id][qid]))
-				break;
-		if (qid < GMEM_NUM_QUEUES)
+		/* the id's queue (gmem_ctx_queue()) */
+		if (!gmem_fence_passed(g, id, g->held_fence[id]))
 			continue;
 		clear_bit(id, g->held_ids);
 		ida_free(&g->ctx_ids, id);
@@ -175,7 +173,7 @@ void gmem_ctx_shutdown(struct gmem_ctx *ctx)
 	gmem_dev_count(g, GMEM_DEV_CONTEXTS_NOW, -1);
 	mutex_lock(&g->ctx_lock);
 	if (ctx->busy && g->regs) {
-		memcpy(g->held_fence[ctx->id], ctx->last_fence, sizeof(ctx->last_fence));
+		g->held_fence[ctx->id] = ctx->last_fence;
 		set_bit(ctx->id, g->held_ids);
 		gmem_dev_count(g, GMEM_DEV_CONTEXT_IDS_HELD_NOW, 1);
 	} else {

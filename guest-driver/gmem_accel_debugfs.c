@@ -95,6 +95,8 @@ static int queues_show(struct seq_file *m, void *unused)
 	for (int i = 0; g->regs && i < GMEM_NUM_QUEUES; i++) {
 		struct gmem_queue *q = &g->queue[i];
 
+		if (q->next_seq == 1)
+			continue;	/* never used: a context's, before it had work */
 		mutex_lock(&q->lock);
 		seq_printf(m, "%u %u %u %llu %llu %u %u\n", q->id, q->tail, q->reaped,
 			   q->next_seq, READ_ONCE(*q->fence),

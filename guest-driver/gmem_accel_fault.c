@@ -628,14 +628,14 @@ static void gmem_fault_inject_hold(struct gmem_accel *g)
  */
 void gmem_fault_serve_begin(struct gmem_accel *g)
 {
-	if (atomic_inc_return(&g->fault_servers) == 1 && g->fq_irq_hold)
+	if (atomic_inc_return(&g->fault_servers) == 1)
 		gmem_write(g, GMEM_REG_FQ_IRQ_HOLD, 1);
 }
 
 /* Stop counting as a server; the last one releases the fault interrupt. */
 static void gmem_fault_serve_leave(struct gmem_accel *g)
 {
-	if (!atomic_dec_return(&g->fault_servers) && g->fq_irq_hold)
+	if (!atomic_dec_return(&g->fault_servers))
 		gmem_write(g, GMEM_REG_FQ_IRQ_HOLD, 0);
 }
 

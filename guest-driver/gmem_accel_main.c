@@ -47,8 +47,9 @@ static int gmem_accel_identify(struct gmem_accel *g)
 		pci_err(pdev, "BAR0 ID register reads %#x, expected %#x\n", id, GMEM_ID_MAGIC);
 		return -ENODEV;
 	}
-	if (GMEM_VERSION_MAJOR_OF(version) != GMEM_VERSION_MAJOR) {
-		pci_err(pdev, "hardware version %u.%u, driver speaks %u.x\n",
+	if (GMEM_VERSION_MAJOR_OF(version) != GMEM_VERSION_MAJOR ||
+	    GMEM_VERSION_MINOR_OF(version) < 9) {
+		pci_err(pdev, "hardware version %u.%u, driver speaks %u.9 and later (a queue per context): use the QEMU built with this driver\n",
 			GMEM_VERSION_MAJOR_OF(version), GMEM_VERSION_MINOR_OF(version),
 			GMEM_VERSION_MAJOR);
 		return -ENODEV;
@@ -71,7 +72,6 @@ static int gmem_accel_identify(struct gmem_accel *g)
 	g->info.revision = pdev->revision;
 	g->info.version = version;
 	g->info.caps = gmem_read(g, GMEM_REG_CAP);
-	g->fq_irq_hold = GMEM_VERSION_MINOR_OF(version) >= 8;
 	g->info.hbm_size = hbm_size;
 	return 0;
 }

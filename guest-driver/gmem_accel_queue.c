@@ -2,9 +2,9 @@
 /*
  * gmem-accel driver: command submission. Queue 0 is the driver's own (HBM migration copies:
  * it never waits on a page fault, so the fault worker may wait on it); a process context's
- * batches go to queues 1-3. Each batch is followed by a FENCE that writes its sequence number
- * and interrupts; waiters sleep until the fence value reaches theirs, then collect the
- * batch's status words.
+ * batches go to its own queue, the one of its id. Each batch is followed by a FENCE that
+ * writes its sequence number and interrupts; waiters sleep until the fence value reaches
+ * theirs, then collect the batch's status words.
  */
 #include <linux/dma-mapping.h>
 #include <linux/moduleparam.h>
@@ -30,12 +30,6 @@ static struct gmem_cmd_desc *gmem_slot(struct gmem_queue *q, u32 slot)
 }
 
 #define GMEM_KERNEL_TIMEOUT	(10 * HZ)
-
-/* The queue @ctx's batches run on: 0 is the driver's own, processes share the rest. */
-unsigned int gmem_ctx_queue(const struct gmem_ctx *ctx)
-{
-	return ctx->id ? 1 + (ctx->id - 1) % (GMEM_NUM_QUEUES - 1) : 0;
-}
 
 /* Is [addr, addr + len) a user address range? -EINVAL if it wraps, -EFAULT if not user. */
 static int gmem_check_user_range(u64 addr, u64 len)
@@ -86,12 +80,8 @@ static int gmem_check_cmd(const struct gmem_accel_cmd *c, u8 op, u8 flags)
 	return ret;
 }
 
-/*
- * Check one user command and turn it into a device descriptor for context @ctx of a device
- * of @version (an opcode it predates is -EOPNOTSUPP).
- */
-static int gmem_encode(const struct gmem_accel_cmd *c, u16 ctx, u32 version,
-		       struct gmem_cmd_desc *d)
+/* Check one user command and turn it into a device descriptor for context @ctx. */
+static int gmem_encode(const struct gmem_accel_cmd *c, u16 ctx, struct gmem_cmd_desc *d)
 {
 	static const u8 ops[] = {
 		[GMEM_ACCEL_OP_COPY] = GMEM_OP_COPY,
@@ -105,8 +95,6 @@ static int gmem_encode(const struct gmem_accel_cmd *c, u16 ctx, u32 version,
 
 	if (c->op >= ARRAY_SIZE(ops) || !ops[c->op] || c->flags & ~GMEM_ACCEL_CMD_WIDE)
 		return -EINVAL;
-	if (ops[c->op] == GMEM_OP_AXPY && GMEM_VERSION_MINOR_OF(version) < 6)
-		return -EOPNOTSUPP;
 	if (c->flags & GMEM_ACCEL_CMD_WIDE)
 		flags |= GMEM_CMD_F_WIDE;
 	ret = gmem_check_cmd(c, ops[c->op], flags);
@@ -262,7 +250,7 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *de
 	}
 	dma_wmb();
 	gmem_write(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_TAIL), q->tail);
-	ctx->last_fence[q->id] = seq;
+	ctx->last_fence = seq;
 	mutex_unlock(&q->lock);
 	gmem_ctx_count(ctx, GMEM_CTX_COMMANDS, count);
 	gmem_dev_count(g, GMEM_DEV_COMMANDS, count);
@@ -285,7 +273,7 @@ int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 cou
 	if (!desc)
 		return -ENOMEM;
 	for (u32 i = 0; i < count && !ret; i++)
-		ret = gmem_encode(&cmds[i], ctx->id, ctx->g->info.version, &desc[i]);
+		ret = gmem_encode(&cmds[i], ctx->id, &desc[i]);
 	if (!ret)
 		ret = gmem_submit_desc(ctx, desc, count, quiet, fence);
 	if (desc != few)
@@ -454,22 +442,18 @@ static bool gmem_wait_passed(struct gmem_queue *q, u64 seq, unsigned long timeou
  */
 int gmem_ctx_drain(struct gmem_ctx *ctx)
 {
+	struct gmem_queue *q = &ctx->g->queue[gmem_ctx_queue(ctx)];
 	int ret = 0;
 
-	for (u32 qid = 0; qid < GMEM_NUM_QUEUES; qid++) {
-		struct gmem_queue *q = &ctx->g->queue[qid];
-		u64 seq = ctx->last_fence[qid];
-
-		if (!seq)
-			continue;
-		if (!gmem_wait_passed(q, seq, msecs_to_jiffies(READ_ONCE(drain_timeout_ms))))
-			ret = -ETIMEDOUT;
-		mutex_lock(&q->lock);
-		gmem_queue_reap(ctx->g, q);
-		for (u32 s = 0; s <= gmem_ring_mask(); s++)
-			if (q->slot_ctx[s] == ctx)
-				q->slot_ctx[s] = NULL;
-		mutex_unlock(&q->lock);
-	}
+	if (!ctx->last_fence)
+		return 0;
+	if (!gmem_wait_passed(q, ctx->last_fence, msecs_to_jiffies(READ_ONCE(drain_timeout_ms))))
+		ret = -ETIMEDOUT;
+	mutex_lock(&q->lock);
+	gmem_queue_reap(ctx->g, q);
+	for (u32 s = 0; s <= gmem_ring_mask(); s++)
+		if (q->slot_ctx[s] == ctx)
+			q->slot_ctx[s] = NULL;
+	mutex_unlock(&q->lock);
 	return ret;
 }

@@ -88,17 +88,20 @@ static bool gmem_queue_pending(struct gmem_queue *q)
 /* Has @q's engine taken no step for hang_timeout_ms with work to do? */
 static bool gmem_queue_hung(struct gmem_accel *g, struct gmem_queue *q)
 {
-	u32 state = gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_STATE));
-	u32 head = gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_HEAD));
-	/* A device before 0.4 has no STEPS: a command must then finish within the timeout. */
-	u32 steps = GMEM_VERSION_MINOR_OF(g->info.version) >= 4 ?
-		    gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_STEPS)) : 0;
+	u32 state, head, steps;
 
+	/* Most of the 64 queues have no work: no register read for them. */
+	if (!gmem_queue_pending(q)) {
+		q->wd_since = jiffies;
+		return false;
+	}
+	state = gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_STATE));
+	head = gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_HEAD));
+	steps = gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_STEPS));
 	if (state == GMEM_CQ_STATE_BROKEN)
 		return true;	/* its ring could not be read: only a reset helps */
 	/* A stalled engine waits for the driver's fault answer, not for itself. */
-	if (state != GMEM_CQ_STATE_RUNNING || !gmem_queue_pending(q) ||
-	    head != q->wd_head || steps != q->wd_steps) {
+	if (state != GMEM_CQ_STATE_RUNNING || head != q->wd_head || steps != q->wd_steps) {
 		q->wd_head = head;
 		q->wd_steps = steps;
 		q->wd_since = jiffies;

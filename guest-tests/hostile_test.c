@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The driver under hostile programs: each error reaches the command that caused it, whoever
- * shares its ring; a file's fences are its own; protections hold through HBM; faults that
+ * The driver under hostile programs: each error reaches the batch that caused it, whatever
+ * else its context's ring holds; a file's fences are its own; protections hold through HBM; faults that
  * cannot make progress end their command instead of replaying forever.
  */
 #define _GNU_SOURCE	/* mremap */
@@ -68,35 +68,17 @@ static int advise(int fd, void *addr, size_t len, unsigned int location)
 	return ioctl(fd, GMEM_ACCEL_IOC_ADVISE, &a) ? -errno : 0;
 }
 
-/* The command ring a file's context submits to (the driver spreads contexts over 1-3). */
-static int ring_of(int fd)
-{
-	return 1 + (ctx_stats(fd).context - 1) % (GMEM_NUM_QUEUES - 1);
-}
-
 FIXTURE(hostile) {
 	int fd[NFILES];
-	int a, b;	/* two of them whose contexts share a ring */
 };
 
 FIXTURE_SETUP(hostile)
 {
 	ASSERT_TRUE(gmem_test_begin(_metadata->timeout));
-	self->a = self->b = -1;
 	for (int i = 0; i < NFILES; i++) {
 		self->fd[i] = gmem_open(0, O_RDWR);
 		ASSERT_LE(0, self->fd[i]) TH_LOG("open /dev/gmem_accel0: %s", strerror(errno));
 	}
-	for (int i = 0; i < NFILES && self->a < 0; i++) {
-		for (int j = i + 1; j < NFILES; j++) {
-			if (ring_of(self->fd[i]) == ring_of(self->fd[j])) {
-				self->a = i;
-				self->b = j;
-				break;
-			}
-		}
-	}
-	ASSERT_LE(0, self->a) TH_LOG("%d contexts on 3 rings, none sharing one?", NFILES);
 }
 
 FIXTURE_TEARDOWN(hostile)
@@ -129,20 +111,21 @@ static void *fail_rounds(void *arg)
 }
 
 /*
- * Two contexts on one ring fail at the same time, one with EPERM (a write to read-only
- * memory), one with EFAULT (a read of PROT_NONE memory): each gets its own errno, every time.
+ * Two threads of one file, so batches on one ring, fail at the same time, one with EPERM (a
+ * write to read-only memory), one with EFAULT (a read of PROT_NONE memory): each gets its own
+ * errno, every time. (Each context has a ring of its own: only its batches share it.)
  */
-TEST_F_TIMEOUT(hostile, errno_reaches_its_command_on_a_shared_ring, 600)
+TEST_F_TIMEOUT(hostile, errno_reaches_its_batch_on_a_shared_ring, 600)
 {
 	uint8_t *ro = map_anon(PAGE, PROT_READ);
 	uint8_t *none = map_anon(PAGE, PROT_NONE);
 	uint8_t *dst = map_anon(PAGE, PROT_READ | PROT_WRITE);
 	struct failer perm = {
-		.fd = self->fd[self->a], .want = EPERM,
+		.fd = self->fd[0], .want = EPERM,
 		.cmd = { .op = GMEM_ACCEL_OP_FILL, .dst = (uintptr_t)ro, .size = 64, .value = 1 },
 	};
 	struct failer fault = {
-		.fd = self->fd[self->b], .want = EFAULT,
+		.fd = self->fd[0], .want = EFAULT,
 		.cmd = { .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)dst, .src = (uintptr_t)none,
 			 .size = 64 },
 	};
@@ -193,15 +176,15 @@ TEST_F_TIMEOUT(hostile, batch_reports_its_first_failure, 120)
 }
 
 /*
- * WAIT takes only fences SUBMIT gave this file: another file's (on the same ring, submitted
- * before this file's) is EINVAL, as are 0 and values never handed out.
+ * WAIT takes only fences SUBMIT gave this file: another file's (submitted before this
+ * file's) is EINVAL, as are 0 and values never handed out.
  */
 TEST_F_TIMEOUT(hostile, wait_refuses_fences_of_other_files, 120)
 {
 	uint8_t *buf = map_anon(PAGE, PROT_READ | PROT_WRITE);
 	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_FILL, .dst = (uintptr_t)buf, .size = 64,
 				    .value = 7 };
-	int a = self->fd[self->a], b = self->fd[self->b];
+	int a = self->fd[0], b = self->fd[1];
 	__u64 fa[3], fb = 0;
 
 	ASSERT_NE(NULL, buf);
@@ -347,30 +330,26 @@ static uint64_t hold_state(void)
 /*
  * One context's slow fault group (fault injection holds it, as a page the kernel must read
  * in would) does not hold up another context's: groups are serviced by as many threads as
- * there are contexts waiting. Before, one thread served the queue at a time, and the second
- * command waited for the first one's pages.
+ * there are contexts waiting, and each context's commands run on a ring of their own. Before,
+ * one thread served the queue at a time, and the second command waited for the first one's
+ * pages.
  */
 TEST_F_TIMEOUT(hostile, slow_fault_group_does_not_stall_other_contexts, 120)
 {
 	uint8_t *a = map_anon(PAGE, PROT_READ | PROT_WRITE);
 	uint8_t *b = map_anon(PAGE, PROT_READ | PROT_WRITE);
 	struct held_fill h = { .buf = a, .ret = 1 };
-	int x = -1, y = -1;
+	int x = 0, y = 1;
 	pthread_t t;
 
 	ASSERT_NE(NULL, a);
 	ASSERT_NE(NULL, b);
-	/* Two contexts on different rings: one ring stalls on one group. */
-	for (int i = 0; i < NFILES && x < 0; i++) {
-		for (int j = i + 1; j < NFILES; j++) {
-			if (ring_of(self->fd[i]) != ring_of(self->fd[j])) {
-				x = i;
-				y = j;
-				break;
-			}
-		}
+	/* Each context on the ring of its id (hardware 0.9): one ring stalls on one group. */
+	for (int i = 0; i < NFILES; i++) {
+		struct gmem_accel_stats st = ctx_stats(self->fd[i]);
+
+		EXPECT_EQ(st.context, st.queue) TH_LOG("file %d", i);
 	}
-	ASSERT_LE(0, x);
 	a[0] = b[0] = 1;
 	h.fd = self->fd[x];
 	ASSERT_EQ(0, write_int(HOLD, 1));

@@ -52,7 +52,7 @@ Env *env_start_with(const char *props, const char *extra)
     e->root = pt_alloc(e);
     gq_set_reg64(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_ROOT_LO), e->root);
     gq_set_reg(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_CTRL), GMEM_CTX_CTRL_ENABLE);
-    for (unsigned q = 0; q < GMEM_NUM_QUEUES; q++) {
+    for (unsigned q = 0; q < ENV_QUEUES; q++) {
         queue_setup(e, q);
     }
     fq_setup(e, FQ_LOG2);

@@ -12,7 +12,9 @@
 #include "gmem_qtest.h"
 
 #define PT_POOL     0x00100000ull   /* page tables, 4 KiB each */
+/* Queues 0..ENV_QUEUES-1 have rings here; so may the last one (at 0x23f000). */
 #define CQ_RING(q)  (0x00200000ull + (q) * 0x1000)
+#define ENV_QUEUES  4
 #define CQ_LOG2     4
 #define FQ_RING     0x00210000ull
 #define FQ_LOG2     6

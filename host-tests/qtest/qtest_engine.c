@@ -633,6 +633,28 @@ static void test_fence_notify(void)
                     .value = 0x99 };
     g_assert_cmpuint(run(e, 2, f), ==, GMEM_CMD_ST_OK);
     g_assert_cmphex(qtest_readq(e->qt, BAR2_ADDR + 0x200008), ==, 0x99);
+
+    /*
+     * The last of the 64 queues (0.9: one for each context) runs while queue
+     * 1 is stalled on a fault, and raises its own vector.
+     */
+    map4k(e, 0x60000000, 0, 0);
+    submit(e, 1, (GmemCmd) { .opcode = GMEM_OP_FILL, .ctx = CTX,
+                             .flags = GMEM_CMD_F_DST(GMEM_ADDR_VA),
+                             .dst = 0x60000000, .size = 8 });
+    wait_state(e, 1, GMEM_CQ_STATE_STALLED);
+    queue_setup(e, GMEM_NUM_QUEUES - 1);
+    f = (GmemCmd) { .opcode = GMEM_OP_FENCE,
+                    .flags = GMEM_CMD_F_DST(GMEM_ADDR_SYS) | GMEM_CMD_F_NOTIFY,
+                    .dst = FENCE_ADDR, .value = 63 };
+    gq_msi_fired(e->g, GMEM_VEC_QUEUE(2));
+    g_assert_cmpuint(run(e, GMEM_NUM_QUEUES - 1, f), ==, GMEM_CMD_ST_OK);
+    g_assert_cmphex(qtest_readq(e->qt, FENCE_ADDR), ==, 63);
+    g_assert_true(gq_msi_fired(e->g, GMEM_VEC_QUEUE(GMEM_NUM_QUEUES - 1)));
+    g_assert_false(gq_msi_fired(e->g, GMEM_VEC_QUEUE(2)));
+    g_assert_false(gq_msi_fired(e->g, GMEM_VEC_ERROR));
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_STATE)), ==,
+                     GMEM_CQ_STATE_STALLED);
     env_quit(e);
 }
 
@@ -1122,8 +1144,8 @@ static void test_inject_dma_error(void)
     Env *e = env_start(NULL);
     GmemCmd c = copy_cmd(GMEM_ADDR_HBM, 0x1000, GMEM_ADDR_SYS, SYS_DATA, 64);
 
-    inject(e, "dma-error", "queue=N is needed, N from 0 to 3");
-    inject(e, "dma-error,queue=4", "queue=N is needed");
+    inject(e, "dma-error", "queue=N is needed, N from 0 to 63");
+    inject(e, "dma-error,queue=64", "queue=N is needed");
     inject(e, "dma-error,queue=1,when=now", "unknown parameter 'when'");
     inject(e, "stall", "unknown kind 'stall'");
     g_assert_cmpuint(gq_reg(e->g, GMEM_REG_STATUS) & GMEM_STATUS_ERROR, ==, 0);

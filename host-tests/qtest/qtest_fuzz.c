@@ -160,7 +160,7 @@ static GmemCmd any_cmd(void)
 
 static void op_submit(Env *e)
 {
-    unsigned q = pick(GMEM_NUM_QUEUES);
+    unsigned q = pick(ENV_QUEUES);
     uint32_t n = 1 + pick(8);
 
     for (uint32_t i = 0; i < n; i++) {
@@ -370,7 +370,7 @@ static void run_case(uint64_t seed)
                 op_inject(e);
             } else if (pick(8) == 0) {
                 wr(e, GMEM_REG_RESET, pick(2) ? GMEM_RESET_MAGIC : rnd());
-                for (unsigned q = 0; q < GMEM_NUM_QUEUES; q++) {
+                for (unsigned q = 0; q < ENV_QUEUES; q++) {
                     queue_setup(e, q);
                 }
                 fq_setup(e, 1 + pick(FQ_LOG2));

@@ -65,7 +65,11 @@ static void test_state(void)
                         "root"), ==, e->root);
     g_assert_true(flag(obj_at(json_object_get_array_member(o, "contexts"), 0),
                        "enabled"));
+    /* the queues the environment programmed, of 64 */
+    g_assert_cmpuint(json_array_get_length(
+        json_object_get_array_member(o, "queues")), ==, ENV_QUEUES);
     q1 = obj_at(json_object_get_array_member(o, "queues"), 1);
+    g_assert_cmpint(num(q1, "id"), ==, 1);
     g_assert_cmpstr(str(q1, "state"), ==, "stalled");
     g_assert_cmpstr(str(q1, "command"), ==, "copy");
     g_assert_true(flag(q1, "group-posted"));

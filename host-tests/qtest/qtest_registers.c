@@ -91,6 +91,14 @@ static void test_register_errors(void)
     gq_expect_error(g, GMEM_ERR_READ_ONLY, GMEM_REG_QUEUE(2, GMEM_CQ_STEPS));
     gq_set_reg(g, 0xffc, 1);
     gq_expect_error(g, GMEM_ERR_BAD_REG, 0xffc);
+    /* 0.9 moved the queues (64 of them) from 0x200 to 0x1000: nothing left there. */
+    gq_set_reg(g, 0x200, 0x1000);
+    gq_expect_error(g, GMEM_ERR_BAD_REG, 0x200);
+    gq_set_reg(g, GMEM_REG_QUEUE(GMEM_NUM_QUEUES - 1, GMEM_CQ_HEAD), 1);
+    gq_expect_error(g, GMEM_ERR_READ_ONLY,
+                    GMEM_REG_QUEUE(GMEM_NUM_QUEUES - 1, GMEM_CQ_HEAD));
+    gq_set_reg(g, GMEM_REGS_SIZE - 4, 1);
+    gq_expect_error(g, GMEM_ERR_BAD_REG, GMEM_REGS_SIZE - 4);
 
     gq_set_reg(g, GMEM_REG_ID, 0);
     gq_expect_error(g, GMEM_ERR_READ_ONLY, GMEM_REG_ID);

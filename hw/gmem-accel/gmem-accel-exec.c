@@ -291,10 +291,10 @@ static bool gmem_step_exec(GmemAccelState *s, GmemQueue *q,
 /* Does queue @qid's engine fail its next data access? (injected; once) */
 static bool gmem_injected_dma_error(GmemAccelState *s, unsigned qid)
 {
-    if (!(s->inject_dma_error & BIT(qid))) {
+    if (!(s->inject_dma_error & BIT_ULL(qid))) {
         return false;
     }
-    s->inject_dma_error &= ~BIT(qid);
+    s->inject_dma_error &= ~BIT_ULL(qid);
     return true;
 }
 
@@ -305,7 +305,7 @@ static bool gmem_injected_dma_error(GmemAccelState *s, unsigned qid)
  */
 static bool gmem_engine_hung(GmemAccelState *s, unsigned qid)
 {
-    return s->inject_hang & BIT(qid);
+    return s->inject_hang & BIT_ULL(qid);
 }
 
 /* The first poisoned HBM page @step touches (injected), or -1. */
@@ -347,7 +347,7 @@ static bool gmem_step_to_mover(GmemAccelState *s, unsigned qid,
     }
     gmem_pte_lines_end(s);
     return ok && gmem_step_poisoned(s, step, tgt) < 0 &&
-           !(s->inject_dma_error & BIT(qid)) &&
+           !(s->inject_dma_error & BIT_ULL(qid)) &&
            gmem_mover_add(s, qid, tgt, step->op[1].len);
 }
 

@@ -120,9 +120,9 @@ static void gmem_set_inject(Object *obj, const char *value, Error **errp)
         return;
     }
     if (dma_error) {
-        s->inject_dma_error |= BIT(qid);
+        s->inject_dma_error |= BIT_ULL(qid);
     } else if (hang) {
-        s->inject_hang |= BIT(qid);
+        s->inject_hang |= BIT_ULL(qid);
     } else if (inv_stuck) {
         s->inject_inv_stuck = true;
     } else if (fq_full) {

@@ -190,9 +190,12 @@ static const VMStateDescription gmem_vmstate_fq_irq_hold = {
 
 const VMStateDescription gmem_accel_vmstate = {
     .name = TYPE_GMEM_ACCEL,
-    /* 3: a queue's fault group holds GMEM_FAULT_GROUP_MAX = 256 faults (0.7) */
-    .version_id = 3,
-    .minimum_version_id = 3,
+    /*
+     * 3: a queue's fault group holds GMEM_FAULT_GROUP_MAX = 256 faults (0.7);
+     * 4: GMEM_NUM_QUEUES = 64 queues (0.9)
+     */
+    .version_id = 4,
+    .minimum_version_id = 4,
     .post_load = gmem_accel_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_PCI_DEVICE(parent_obj, GmemAccelState),

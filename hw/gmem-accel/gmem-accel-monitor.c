@@ -119,7 +119,12 @@ static QDict *gmem_state_dict(GmemAccelState *s)
     }
     qdict_put(d, "contexts", ctxs);
     for (unsigned q = 0; q < GMEM_NUM_QUEUES; q++) {
-        qlist_append(queues, gmem_queue_dict(&s->queue[q], q));
+        GmemQueue *cq = &s->queue[q];
+
+        /* ever programmed: of 64, a driver uses those it has contexts for */
+        if (cq->base || cq->entries_log2 || cq->ctrl || cq->completed) {
+            qlist_append(queues, gmem_queue_dict(cq, q));
+        }
     }
     qdict_put(d, "queues", queues);
     qdict_put_bool(fq, "enabled", s->fq_ctrl & GMEM_FQ_CTRL_ENABLE);

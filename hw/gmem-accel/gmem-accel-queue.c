@@ -115,7 +115,7 @@ void gmem_queue_enable(GmemAccelState *s, unsigned qid, hwaddr addr,
     if (gmem_mover_holds(s, qid)) {
         gmem_mover_finish(s);   /* its copies were under way: they end */
     }
-    s->inject_hang &= ~BIT(qid);
+    s->inject_hang &= ~BIT_ULL(qid);
     *q = (GmemQueue) {
         .base = q->base,
         .entries_log2 = q->entries_log2,

@@ -280,7 +280,7 @@ static void gmem_fq_write(GmemAccelState *s, unsigned n, hwaddr reg,
     }
 }
 
-/* ---- command queues (0x200 + q * 0x40) ---- */
+/* ---- command queues (0x1000 + q * 0x40) ---- */
 
 static uint32_t gmem_cq_read(GmemAccelState *s, unsigned qid, hwaddr reg)
 {

@@ -155,8 +155,8 @@ struct GmemAccelState {
     /* how the engines ran (QOM 'state'), not migrated */
     uint32_t inline_max_commands;   /* most one MMIO write started */
     uint64_t kicks_deferred;        /* writes from another engine's work */
-    uint32_t inject_dma_error;      /* queues whose next access fails */
-    uint32_t inject_hang;           /* queues whose engine stopped */
+    uint64_t inject_dma_error;      /* queues whose next access fails */
+    uint64_t inject_hang;           /* queues whose engine stopped */
     bool inject_inv_stuck;          /* TLB invalidations never complete */
     bool inject_fq_full;            /* no room for groups until FQ_HEAD */
     uint64_t poison[GMEM_POISON_MAX];   /* HBM pages engines cannot access */

@@ -41,10 +41,9 @@
 
 /* BAR0 layout: registers in [0, GMEM_REGS_SIZE), then MSI-X */
 #define GMEM_BAR0_SIZE              0x4000
-#define GMEM_REGS_SIZE              0x1000
+#define GMEM_REGS_SIZE              0x2000
 #define GMEM_MSIX_TABLE_OFFSET      0x2000
 #define GMEM_MSIX_PBA_OFFSET        0x3000
-#define GMEM_MSIX_VECTORS           8
 
 /* Configuration space capabilities (offsets) */
 #define GMEM_CFG_MSIX_OFFSET        0x70
@@ -84,7 +83,7 @@
 
 #define GMEM_ID_MAGIC               0x4d454d47  /* "GMEM" little-endian */
 #define GMEM_VERSION_MAJOR          0
-#define GMEM_VERSION_MINOR          8
+#define GMEM_VERSION_MINOR          9
 #define GMEM_VERSION ((GMEM_VERSION_MAJOR << 16) | GMEM_VERSION_MINOR)
 #define GMEM_VERSION_MAJOR_OF(v)    (((v) >> 16) & 0xffff)
 #define GMEM_VERSION_MINOR_OF(v)    ((v) & 0xffff)
@@ -132,10 +131,11 @@
 #define GMEM_HBM_MIN_SIZE           (2ull << 20)
 #define GMEM_HBM_MAX_SIZE           (64ull << 30)
 
-/* MSI-X vectors */
+/* MSI-X vectors (numbered so from 0.9: a queue per context) */
 #define GMEM_VEC_FAULT              0   /* fault records posted */
-#define GMEM_VEC_QUEUE(q)           (1 + (q))  /* command with NOTIFY done */
-#define GMEM_VEC_ERROR              5   /* ERROR_CODE set */
+#define GMEM_VEC_ERROR              1   /* ERROR_CODE set */
+#define GMEM_VEC_QUEUE(q)           (2 + (q))  /* command with NOTIFY done */
+#define GMEM_MSIX_VECTORS           GMEM_VEC_QUEUE(GMEM_NUM_QUEUES)
 
 /*
  * Fault queue: a ring of GMEM_FAULT_RECORD_SIZE records in system memory
@@ -186,9 +186,12 @@
  * system memory, one engine each. The driver writes descriptors, then the
  * index past the last one to TAIL (doorbell); the device consumes at HEAD
  * and writes each descriptor's status word back when it is done with it.
+ * As many as there are contexts (from 0.9; 4 at 0x200 before), so that a
+ * driver can give each context its own, as a GPU gives each its channel: a
+ * queue stalled on one context's faults holds up no other context.
  */
-#define GMEM_NUM_QUEUES             4
-#define GMEM_REG_QUEUE_BASE         0x200
+#define GMEM_NUM_QUEUES             64
+#define GMEM_REG_QUEUE_BASE         0x1000
 #define GMEM_REG_QUEUE_STRIDE       0x40
 #define GMEM_REG_QUEUE(q, r) \
 (GMEM_REG_QUEUE_BASE + (q) * GMEM_REG_QUEUE_STRIDE + (r))
