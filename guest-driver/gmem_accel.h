@@ -95,7 +95,6 @@
  * serves its own, so the workers take the others' and those nobody waits for.
  */
 #define GMEM_FAULT_WORKERS	4
-#define GMEM_FAULT_WAITERS	8	/* waiting processes that serve faults at once */
 /*
  * A window: the 2 MiB block (inside a VMA) the driver works in. A migration moves one, a fault
  * maps at most one, HBM is allocated and evicted a chunk of one at a time.
@@ -320,7 +319,9 @@ struct gmem_accel {
 	bool fault_irq_left;		/* the fault interrupt left records to them */
 	struct gmem_fault_record *fq;
 	dma_addr_t fq_dma;
-	u32 fq_head;
+	u32 fq_head;			/* its record is not taken, unless it is the tail */
+	/* records of groups taken out of order, past fq_head (gmem_fault_take()) */
+	DECLARE_BITMAP(fq_taken, 1u << GMEM_FQ_LOG2);
 	bool fq_overflowed;		/* a group waits for room: write FQ_HEAD again */
 	/* fault workers: one takes a group, another the next meanwhile (gmem_fault_kick()) */
 	struct gmem_fault_worker {
@@ -328,9 +329,6 @@ struct gmem_accel {
 		struct gmem_accel *g;
 		struct gmem_fault *group;	/* the group it services (GMEM_FAULT_GROUP_MAX) */
 	} fault_worker[GMEM_FAULT_WORKERS];
-	/* the same for waiting processes that serve: one takes a free one (bit clear) */
-	struct gmem_fault *waiter_group[GMEM_FAULT_WAITERS];
-	unsigned long waiter_groups_busy;
 	unsigned long fault_workers_busy;	/* bit per worker at work */
 	atomic_t inject_fault_hold;	/* debugfs inject_fault_hold: 1 armed, 2 holding */
 	struct workqueue_struct *wq;
@@ -453,6 +451,9 @@ struct gmem_owner {
  * @fault_mutex: held by the server of one of its fault groups (one at a time: its queue
  *             stalls on one group anyway), which uses the scratch below
  * @fault_req, @fault_pfns: hmm input flags and results, one 2 MiB window each
+ * @waiter_group: the group a thread waiting for a batch serves (GMEM_FAULT_GROUP_MAX), taken
+ *             by one thread at a time (@waiter_busy bit 0): every waiting process can
+ *             serve its own faults (gmem_wait_serving())
  * @fault_migration: for PREFER_DEVICE faults and unsharing; allocated at first use
  */
 struct gmem_ctx {
@@ -481,6 +482,8 @@ struct gmem_ctx {
 	struct mutex fault_mutex;	/* one fault server at a time, and its scratch */
 	unsigned long *fault_req;
 	unsigned long *fault_pfns;
+	struct gmem_fault *waiter_group;
+	unsigned long waiter_busy;
 	struct gmem_migration *fault_migration;
 	/* test_hmm's HMM_DMIRROR_FLAG_FAIL_ALLOC: the next 2 MiB folio this context asks fails */
 	bool fail_next_huge;
@@ -672,7 +675,6 @@ int gmem_submit_wait_user(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmd
 void gmem_fault_work(struct work_struct *work);
 void gmem_fault_kick(struct gmem_accel *g);
 void gmem_fault_overflow(struct gmem_accel *g);
-bool gmem_fault_serve(struct gmem_accel *g, struct gmem_fault *group);
 void gmem_fault_serve_begin(struct gmem_accel *g);
 void gmem_fault_serve_end(struct gmem_accel *g);
 int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,

@@ -63,6 +63,7 @@ static void gmem_ctx_free(struct gmem_ctx *ctx)
 {
 	kvfree(ctx->fault_req);
 	kvfree(ctx->fault_pfns);
+	kvfree(ctx->waiter_group);
 	kvfree(ctx->fault_migration);
 	kfree(ctx);
 }
@@ -86,7 +87,8 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 	INIT_WORK(&ctx->notifier_gc, gmem_notifier_gc);
 	ctx->fault_req = kvcalloc(GMEM_WINDOW_PAGES, sizeof(long), GFP_KERNEL);
 	ctx->fault_pfns = kvcalloc(GMEM_WINDOW_PAGES, sizeof(long), GFP_KERNEL);
-	if (!ctx->fault_req || !ctx->fault_pfns) {
+	ctx->waiter_group = kvcalloc(GMEM_FAULT_GROUP_MAX, sizeof(*ctx->waiter_group), GFP_KERNEL);
+	if (!ctx->fault_req || !ctx->fault_pfns || !ctx->waiter_group) {
 		ret = -ENOMEM;
 		goto err_free;
 	}

@@ -77,6 +77,7 @@ void gmem_fq_program(struct gmem_accel *g)
 {
 	lockdep_assert_held(&g->fault_lock);
 	g->fq_head = 0;
+	bitmap_zero(g->fq_taken, 1u << GMEM_FQ_LOG2);
 	gmem_write64(g, GMEM_REG_FQ_BASE_LO, g->fq_dma);
 	gmem_write(g, GMEM_REG_FQ_ENTRIES_LOG2, GMEM_FQ_LOG2);
 	gmem_write(g, GMEM_REG_FQ_CTRL, GMEM_FQ_CTRL_ENABLE);
@@ -125,12 +126,6 @@ int gmem_hw_init(struct gmem_accel *g)
 		g->fault_worker[i].group = devm_kcalloc(dev, GMEM_FAULT_GROUP_MAX,
 							sizeof(struct gmem_fault), GFP_KERNEL);
 		if (!g->fault_worker[i].group)
-			return -ENOMEM;
-	}
-	for (unsigned int i = 0; i < GMEM_FAULT_WAITERS; i++) {
-		g->waiter_group[i] = devm_kcalloc(dev, GMEM_FAULT_GROUP_MAX,
-						  sizeof(struct gmem_fault), GFP_KERNEL);
-		if (!g->waiter_group[i])
 			return -ENOMEM;
 	}
 	/* Context 0: the driver's own commands (no address space; HBM and bus addresses). */

@@ -677,6 +677,66 @@ TEST_F_TIMEOUT(svm_proc, many_processes, 300)
 	}
 }
 
+/*
+ * 16 processes fault at once, a page at a time: each on its own context and queue, serving
+ * its own fault groups (taken out of the fault queue's order when another's is older). Every
+ * fault lands where it was asked, none is cancelled, and each group is answered once: the
+ * device's fault records are the contexts' faults (a page is written once; a replay that
+ * faulted again, its mapping taken meanwhile, would count on both sides).
+ */
+TEST_F_TIMEOUT(svm_proc, processes_fault_at_once_each_on_its_own_queue, 300)
+{
+	enum { N = 16, FAULTS = 32 };
+	int64_t *faults = mmap(NULL, N * sizeof(*faults), PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int64_t records0, records, dropped0, dropped, sum = 0;
+	int go[2], status;
+	pid_t pids[N];
+	char c;
+
+	ASSERT_NE(MAP_FAILED, faults);
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_records", &records0));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_records_dropped", &dropped0));
+	ASSERT_EQ(0, pipe(go));
+	for (int p = 0; p < N; p++) {
+		pids[p] = fork();
+		ASSERT_LE(0, pids[p]);
+		if (pids[p] == 0) {
+			int fd = gmem_open(0, O_RDWR);
+			uint64_t *buf = map_anon(FAULTS * PAGE, PROT_READ | PROT_WRITE);
+			struct gmem_accel_stats st;
+
+			close(go[1]);
+			if (fd < 0 || !buf || read(go[0], &c, 1) != 0)
+				_exit(1);
+			for (int i = 0; i < FAULTS; i++)
+				if (dev_fill(fd, buf + i * PAGE / 8, 1000 * p + i, 8))
+					_exit(2);
+			for (int i = 0; i < FAULTS; i++)
+				if (buf[i * PAGE / 8] != (uint64_t)(1000 * p + i))
+					_exit(3);
+			st = ctx_stats(fd);
+			faults[p] = st.faults;
+			if (st.queue != st.context || st.cancels || st.faults < FAULTS)
+				_exit(4);
+			_exit(0);
+		}
+	}
+	close(go[0]);
+	close(go[1]);	/* all start */
+	for (int p = 0; p < N; p++) {
+		ASSERT_EQ(pids[p], waitpid(pids[p], &status, 0));
+		EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("process %d (faults %lld)", p,
+							   (long long)faults[p]);
+		sum += faults[p];
+	}
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_records", &records));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_records_dropped", &dropped));
+	EXPECT_EQ(sum, records - records0);
+	EXPECT_EQ(0, dropped - dropped0);
+	munmap(faults, N * sizeof(*faults));
+}
+
 /* Device resources that every context gives back when it goes. */
 static const char * const gauges[] = { "contexts_now", "pt_pages_now", "dma_mapped_pages_now",
 					"notifiers_now" };
