@@ -167,13 +167,20 @@ child=$make_pid
 count_file="$GMEM_CACHE/linux-$version${variant:+-$variant}.files"
 total=$(cat "$count_file" 2>/dev/null || true)
 [[ "$total" =~ ^[0-9]+$ ]] || total=""
-while kill -0 "$make_pid" 2>/dev/null; do
-	sleep 20 & wait $! || true	# (a signal waits for no sleep)
-	kill -0 "$make_pid" 2>/dev/null &&
+# A progress line every 20 s; the make's end ends the wait at once (it took up to 20 s more).
+st=""
+while [ -z "$st" ]; do
+	sleep 20 &
+	tick=$!
+	ended=""
+	wait -n -p ended "$make_pid" "$tick" && rc=0 || rc=$?	# (a signal waits for neither)
+	if [ "$ended" = "$make_pid" ]; then
+		st=$rc
+		kill "$tick" 2>/dev/null
+	elif [ "$ended" = "$tick" ]; then
 		note "kernel: $(grep -c '^  CC' "$out/build.log")${total:+ of ~$total} files compiled"
+	fi
 done
-st=0
-wait "$make_pid" || st=$?
 child=""
 [ "$st" = 0 ] || { grep -B2 -A10 -m3 -E 'error|Error' "$out/build.log" >&2 || tail -n 30 "$out/build.log" >&2; die "kernel build failed; full log: $out/build.log"; }
 compiled=$(grep -c '^  CC' "$out/build.log" || true)
