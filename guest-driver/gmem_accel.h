@@ -259,6 +259,7 @@ struct gmem_queue {
 	u32 reaped;			/* next slot whose status was not yet looked at */
 	u64 next_seq;			/* sequence number of the next batch */
 	u64 *fence;			/* the device writes completed batch seqs here */
+	u64 irq_fence;			/* *fence as its interrupt last saw it */
 	dma_addr_t fence_dma;
 	u64 reaped_seq;			/* batches whose statuses have been collected */
 	struct gmem_ctx **slot_ctx;

@@ -37,13 +37,26 @@ static irqreturn_t gmem_fault_irq(int irq, void *data)
 	return IRQ_HANDLED;
 }
 
+/*
+ * A command with NOTIFY completed on one of the queues that share this vector (@data, the
+ * first of them: GMEM_VEC_QUEUE()): wake the waiters of those whose fence moved.
+ */
 static irqreturn_t gmem_queue_irq(int irq, void *data)
 {
-	struct gmem_queue *q = data;
+	struct gmem_queue *first = data;
+	struct gmem_accel *g = first->g;
 
-	gmem_dev_count(q->g, GMEM_DEV_QUEUE_IRQS, 1);
-	wake_up_all(&q->wq);
-	gmem_fences_signal(q, 0);
+	gmem_dev_count(g, GMEM_DEV_QUEUE_IRQS, 1);
+	for (unsigned int i = first->id; i < GMEM_NUM_QUEUES; i += GMEM_NUM_QUEUE_VECTORS) {
+		struct gmem_queue *q = &g->queue[i];
+		u64 fence = READ_ONCE(*q->fence);
+
+		if (fence == q->irq_fence)
+			continue;
+		q->irq_fence = fence;
+		wake_up_all(&q->wq);
+		gmem_fences_signal(q, 0);
+	}
 	return IRQ_HANDLED;
 }
 
@@ -104,8 +117,7 @@ static int gmem_queue_init(struct gmem_accel *g, struct gmem_queue *q, unsigned 
 		return -ENOMEM;
 	q->next_seq = 1;
 	gmem_queue_program(g, q);
-	return devm_request_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_QUEUE(id)),
-				gmem_queue_irq, 0, GMEM_ACCEL_NAME "-queue", q);
+	return 0;
 }
 
 /* Rings and interrupts; everything here is device-managed and goes at unbind. */
@@ -168,6 +180,12 @@ int gmem_hw_init(struct gmem_accel *g)
 		if (ret)
 			goto err_wq;
 	}
+	for (unsigned int i = 0; i < GMEM_NUM_QUEUE_VECTORS; i++) {
+		ret = devm_request_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_QUEUE(i)),
+				       gmem_queue_irq, 0, GMEM_ACCEL_NAME "-queue", &g->queue[i]);
+		if (ret)
+			goto err_wq;
+	}
 	/* Reset clears it: the watchdog's sign that the device was reset under the driver. */
 	gmem_write(g, GMEM_REG_SCRATCH, GMEM_DRIVER_COOKIE);
 	INIT_DELAYED_WORK(&g->watchdog, gmem_watchdog);
@@ -189,8 +207,9 @@ void gmem_hw_fini(struct gmem_accel *g)
 	gmem_write(g, GMEM_REG_RESET, GMEM_RESET_MAGIC);
 	devm_free_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_FAULT), g);
 	devm_free_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_ERROR), g);
-	for (unsigned int i = 0; i < GMEM_NUM_QUEUES; i++) {
+	for (unsigned int i = 0; i < GMEM_NUM_QUEUE_VECTORS; i++)
 		devm_free_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_QUEUE(i)), &g->queue[i]);
+	for (unsigned int i = 0; i < GMEM_NUM_QUEUES; i++) {
 		wake_up_all(&g->queue[i].wq);
 		gmem_fences_signal(&g->queue[i], -ENODEV);	/* their batches never end now */
 	}

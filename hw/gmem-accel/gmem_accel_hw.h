@@ -131,11 +131,16 @@
 #define GMEM_HBM_MIN_SIZE           (2ull << 20)
 #define GMEM_HBM_MAX_SIZE           (64ull << 30)
 
-/* MSI-X vectors (numbered so from 0.9: a queue per context) */
+/*
+ * MSI-X vectors (numbered so from 0.9). The 64 queues share six: a vector each
+ * would take 66 of a CPU's ~200, and a guest with 16 devices ran out.
+ */
+#define GMEM_MSIX_VECTORS           8
 #define GMEM_VEC_FAULT              0   /* fault records posted */
 #define GMEM_VEC_ERROR              1   /* ERROR_CODE set */
-#define GMEM_VEC_QUEUE(q)           (2 + (q))  /* command with NOTIFY done */
-#define GMEM_MSIX_VECTORS           GMEM_VEC_QUEUE(GMEM_NUM_QUEUES)
+#define GMEM_NUM_QUEUE_VECTORS      (GMEM_MSIX_VECTORS - 2)
+/* a command with NOTIFY on queue q done */
+#define GMEM_VEC_QUEUE(q)           (2 + (q) % GMEM_NUM_QUEUE_VECTORS)
 
 /*
  * Fault queue: a ring of GMEM_FAULT_RECORD_SIZE records in system memory
