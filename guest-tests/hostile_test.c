@@ -20,7 +20,6 @@
 
 #include "kselftest_harness.h"
 #include <lib/test_hmm_uapi.h>
-#include "gmem_accel_hw.h"
 #include "gmem_accel_uapi.h"
 #include "gmem_test_util.h"
 

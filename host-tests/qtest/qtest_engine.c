@@ -636,7 +636,7 @@ static void test_fence_notify(void)
 
     /*
      * The last of the 64 queues (0.9: one for each context) runs while queue
-     * 1 is stalled on a fault, and raises its own vector.
+     * 1 is stalled on a fault, and raises its vector, 2 + 63 mod 6 (shared).
      */
     map4k(e, 0x60000000, 0, 0);
     submit(e, 1, (GmemCmd) { .opcode = GMEM_OP_FILL, .ctx = CTX,
