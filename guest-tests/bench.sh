@@ -7,6 +7,10 @@ set -- $(gmem_devices private)
 dev=$1
 [ -n "$dev" ] || { echo "bench: no device-private gmem-accel device"; exit 1; }
 echo "BENCH-INFO guest_kernel $(uname -r)"
+# The guest CPU as booted: under TCG, run-vm.sh's -cpu max without ERMS and FSRM.
+flags=" $(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo | head -n 1) "
+case $flags in *" erms "*) strings=ERMS ;; *) strings="no ERMS" ;; esac
+echo "BENCH-INFO guest_cpu $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $strings"
 echo "BENCH-INFO thp $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled)"
 # As around hmm-tests: a NUMA balancing scan or a khugepaged collapse in the middle of a timed
 # run moves either driver's figures. test_hmm's MIGRATE_TO_DEV failed with ENOENT once with

@@ -5,7 +5,7 @@
 : "${REPO:?set REPO to the source tree}"
 run_vm() { "$REPO/scripts/run-vm.sh" "$@"; }
 
-plan 25
+plan 26
 expect_fail "unknown option" 2 "unknown option '--frobnicate'" run_vm --frobnicate
 expect_fail "--devices 0" 2 "--devices '0': give a number from 1 to 16" run_vm --devices 0
 expect_fail "--devices 17" 2 "--devices '17'" run_vm --devices 17
@@ -42,6 +42,7 @@ cat >"$stub/qemu-system-x86_64" <<'STUB'
 # Boots that hang silently ($STUB_HANGS of them) or abort ($STUB_ABORTS), then one that runs
 # (--run: exit status 0), $STUB_SLOW seconds after the guest's first line.
 n=$(cat "$(dirname "$0")/boots" 2>/dev/null || echo 0)
+printf '%s\n' "$@" >"$(dirname "$0")/args"
 echo $((n + 1)) >"$(dirname "$0")/boots"
 prev=""
 for a in "$@"; do
@@ -78,6 +79,10 @@ check "a boot that hangs before the guest's init: stopped, booted once more, exi
 check "two hanging boots: the run fails" bash -c \
 	"$(declare -f boot_stub); ! stub='$stub' REPO='$REPO' STUB_HANGS=2 BOOT_TIMEOUT=2 boot_stub &&
 	 grep -q 'twice' '$stub/out' && [ \"\$(cat '$stub/boots')\" = 2 ]"
+# TCG emulates REP STOSB/MOVSB a byte an iteration: the guest is told they are not fast.
+check "TCG's guest CPU is -cpu max without ERMS and FSRM" bash -c \
+	"$(declare -f boot_stub); stub='$stub' REPO='$REPO' boot_stub &&
+	 grep -qx -- '-cpu' '$stub/args' && grep -qx -- 'max,erms=off,fsrm=off' '$stub/args'"
 check "a guest past its init outlives --boot-timeout: one boot, exit 0" bash -c \
 	"$(declare -f boot_stub); stub='$stub' REPO='$REPO' STUB_WRITES=1 STUB_SLOW=4 BOOT_TIMEOUT=2 boot_stub &&
 	 [ \"\$(cat '$stub/boots')\" = 1 ]"

@@ -129,7 +129,10 @@ mem_bytes=$(parse_size "$memory") && [ "$mem_bytes" -ge $((256 << 20)) ] ||
 [ "$smp" -lt "$numa" ] || [ $((smp % numa)) = 0 ] ||
 	bad_option "--numa $numa: give a number of CPUs (--smp $smp) that $numa nodes share evenly"
 case "$accel" in
-tcg) accel_args=(-accel tcg -cpu max) ;;
+# TCG runs REP STOSB and REP MOVSB a byte an iteration, and -cpu max advertises ERMS and FSRM,
+# which make the guest kernel (clear_page(), memcpy()) and glibc (memset()) prefer them: without
+# those two bits they take REP STOSQ or wider stores (docs/performance.md, "The guest CPU").
+tcg) accel_args=(-accel tcg -cpu "max,erms=off,fsrm=off") ;;
 kvm)
 	[ -w /dev/kvm ] || bad_option "--accel kvm: /dev/kvm is missing or not writable; use --accel tcg"
 	accel_args=(-accel kvm -cpu host)

@@ -112,7 +112,8 @@ def section(path, first):
                "engine are gmem-accel's own (test_hmm has no fixed device memory). One table "
                "per guest kernel, each with its own test_hmm.ko, in the same run.", ""]
     out += [f"## Linux {info.get('guest_kernel', '?')}", "",
-           f"- date: {info.get('date', '?')}; accelerator: {info.get('accel', '?')}",
+           f"- date: {info.get('date', '?')}; accelerator: {info.get('accel', '?')}; "
+           f"guest CPU: {info.get('guest_cpu', '?')}",
            f"- machine: {info.get('cpu', '?')}; {info.get('host', '?')}",
            f"- {info.get('qemu', 'QEMU ?')}; guest Linux {info.get('guest_kernel', '?')}, "
            f"THP {info.get('thp', '?')}; "
