@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
 		[ $# -ge 2 ] && [[ $2 =~ ^[1-9][0-9]?$ ]] || die "--boots needs a number of boots, 1 to 99"
 		boots=$2; shift ;;
 	--accel) [ $# -ge 2 ] || die "--accel needs a value: tcg or kvm"; accel=$2; args+=("$1" "$2"); shift ;;
-	# (before anything is built: a run is 10-20 minutes)
+	# (before anything is built: a run is 4-10 minutes once built)
 	-h | --help) sed -n '2,7s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) args+=("$1") ;;
 	esac
@@ -35,7 +35,7 @@ for k in "${GMEM_KERNELS[@]}"; do
 	for b in $(seq "$boots"); do
 		# The physical limit, measured beside each boot: the host's speed drifts too.
 		"$GMEM_BUILD/host-tests/memcpy-bench" 64 >>"$results/memcpy-$k.log"
-		step "benchmarks in the guest on Linux $k, boot $b of $boots (gmem-accel, then test_hmm.ko; 1.5-3.5 minutes under TCG)"
+		step "benchmarks in the guest on Linux $k, boot $b of $boots (gmem-accel, then test_hmm.ko; 0.5-2 minutes under TCG)"
 		"$repo/scripts/run-vm.sh" --no-build --prealloc --kernel "$k" "${args[@]}" \
 			--run /usr/libexec/gmem-accel/bench.sh >"$results/vm-$k-$b.log" 2>&1 ||
 			{ tail -n 30 "$results/vm-$k-$b.log" >&2; die "the guest benchmark on Linux $k failed (output above)"; }
