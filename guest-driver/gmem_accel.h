@@ -318,6 +318,8 @@ struct gmem_accel {
 	struct mutex fault_lock;
 	atomic_t fault_servers;		/* processes that will drain it before they sleep */
 	bool fault_irq_left;		/* the fault interrupt left records to them */
+	/* contexts whose waiting process serves their groups itself (gmem_wait_serving()) */
+	DECLARE_BITMAP(ctx_serving, GMEM_NUM_CONTEXTS);
 	struct gmem_fault_record *fq;
 	dma_addr_t fq_dma;
 	u32 fq_head;			/* its record is not taken, unless it is the tail */
@@ -453,8 +455,8 @@ struct gmem_owner {
  *             stalls on one group anyway), which uses the scratch below
  * @fault_req, @fault_pfns: hmm input flags and results, one 2 MiB window each
  * @waiter_group: the group a thread waiting for a batch serves (GMEM_FAULT_GROUP_MAX), taken
- *             by one thread at a time (@waiter_busy bit 0): every waiting process can
- *             serve its own faults (gmem_wait_serving())
+ *             by one thread at a time (@waiter_busy bit 0; bit 1: another thread waits
+ *             meanwhile): every waiting process can serve its own faults (gmem_wait_serving())
  * @fault_migration: for PREFER_DEVICE faults and unsharing; allocated at first use
  */
 struct gmem_ctx {

@@ -558,11 +558,40 @@ static u32 gmem_fault_find(struct gmem_accel *g, u32 tail, int want)
 	return g->fq_head;
 }
 
+/* Records gmem_fault_unserved() looks at before it assumes one needs a worker. */
+#define GMEM_FAULT_SCAN_MAX	64
+
+/*
+ * Does a record between fq_head and @tail, not taken, belong to a context nobody serves? A
+ * context whose waiting process serves it (ctx_serving) takes its own group; a worker woken
+ * for it only preempted a running process (at 32 processes on 7.3, 26-37 worker runs a
+ * round for 1-3 groups served). Under fault_lock.
+ */
+static bool gmem_fault_unserved(struct gmem_accel *g, u32 tail)
+{
+	u32 mask = (1u << GMEM_FQ_LOG2) - 1;
+	unsigned int seen = 0;
+
+	for (u32 i = g->fq_head; i != tail; i = (i + 1) & mask) {
+		struct gmem_fault f;
+
+		if (++seen > GMEM_FAULT_SCAN_MAX)
+			return true;
+		if (test_bit(i, g->fq_taken))
+			continue;
+		gmem_fault_read(g, i, &f);
+		if (f.ctx >= GMEM_NUM_CONTEXTS || !test_bit(f.ctx, g->ctx_serving))
+			return true;
+	}
+	return false;
+}
+
 /*
  * Take a complete group off the fault queue into @group (GMEM_FAULT_GROUP_MAX entries;
  * records beyond are dropped and counted): the first one of context @want if there is one,
  * else the oldest; how many faults it has, 0 if the queue holds no complete group. The device
- * posts a group whole, then moves FQ_TAIL. *@more: the queue holds more records.
+ * posts a group whole, then moves FQ_TAIL. *@more: the queue holds records of a context no
+ * waiting process serves.
  *
  * A process waiting for its batch takes its own group first: taking the oldest, it served
  * another's while its own went to a third server, and it slept until that one was done (at
@@ -610,7 +639,7 @@ static unsigned int gmem_fault_take(struct gmem_accel *g, struct gmem_fault *gro
 		WRITE_ONCE(g->fq_head, (g->fq_head + 1) & mask);
 	}
 	gmem_write(g, GMEM_REG_FQ_HEAD, g->fq_head);
-	*more = g->fq_head != tail;
+	*more = gmem_fault_unserved(g, tail);
 out:
 	mutex_unlock(&g->fault_lock);
 	return n;
@@ -736,11 +765,28 @@ void gmem_fault_work(struct work_struct *work)
 		queue_work(g->wq, work);	/* more, after others have run */
 }
 
+/* Records left in the queue that no waiting process serves? (gmem_fault_unserved()) */
+static bool gmem_fault_left_unserved(struct gmem_accel *g)
+{
+	bool left = false;
+	u32 tail;
+
+	if (!g->regs || gmem_read(g, GMEM_REG_FQ_TAIL) == READ_ONCE(g->fq_head))
+		return false;
+	mutex_lock(&g->fault_lock);
+	if (g->regs) {
+		tail = gmem_read(g, GMEM_REG_FQ_TAIL);
+		left = tail <= (1u << GMEM_FQ_LOG2) - 1 && gmem_fault_unserved(g, tail);
+	}
+	mutex_unlock(&g->fault_lock);
+	return left;
+}
+
 void gmem_fault_serve_end(struct gmem_accel *g)
 {
 	/* (fully ordered) Pairs with gmem_fault_irq(): it kicked a worker, or its records seen. */
 	gmem_fault_serve_leave(g);
-	if (g->regs && gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head))
+	if (gmem_fault_left_unserved(g))
 		gmem_fault_kick(g);
 }
 
@@ -773,9 +819,12 @@ static void gmem_wait_serving(struct gmem_ctx *ctx, u64 fence)
 	struct gmem_accel *g = ctx->g;
 
 	if (test_and_set_bit_lock(0, &ctx->waiter_busy)) {
+		/* Ours go to the serving thread, or to a worker once it is done (bit 1). */
+		set_bit(1, &ctx->waiter_busy);
 		gmem_fault_serve_end(g);
 		return;
 	}
+	set_bit(ctx->id, g->ctx_serving);
 	while (!gmem_fence_complete(ctx, fence) && !fatal_signal_pending(current) &&
 	       !READ_ONCE(g->unbinding) && gmem_fault_serve(ctx, ctx->waiter_group)) {
 		if (gmem_fence_complete(ctx, fence))
@@ -783,9 +832,21 @@ static void gmem_wait_serving(struct gmem_ctx *ctx, u64 fence)
 		cond_resched();
 		gmem_fault_serve_begin(g);
 	}
+	/*
+	 * Not serving from here: another server seeing our group kicks a worker, or the last
+	 * look at the queue does (ordered after the clear by serve_end's atomic decrement).
+	 */
+	clear_bit(ctx->id, g->ctx_serving);
+	clear_bit(1, &ctx->waiter_busy);
 	gmem_fault_serve_end(g);
-out:
 	clear_bit_unlock(0, &ctx->waiter_busy);
+	return;
+out:
+	clear_bit(ctx->id, g->ctx_serving);
+	clear_bit_unlock(0, &ctx->waiter_busy);
+	/* Another thread of the context waits: its groups are no one's now (fully ordered). */
+	if (test_and_clear_bit(1, &ctx->waiter_busy) && gmem_fault_left_unserved(g))
+		gmem_fault_kick(g);
 }
 
 /* Wait for @ctx's batch @fence, serving faults meanwhile; -EINVAL if it was never given. */
