@@ -564,7 +564,7 @@ static u32 gmem_fault_find(struct gmem_accel *g, u32 tail, int want)
 /*
  * Does a record between fq_head and @tail, not taken, belong to a context nobody serves? A
  * context whose waiting process serves it (ctx_serving) takes its own group; a worker woken
- * for it only preempted a running process (at 32 processes on 7.3, 26-37 worker runs a
+ * for it only preempted a running process (at 32 processes on 7.3, 6-17 worker runs a
  * round for 1-3 groups served). Under fault_lock.
  */
 static bool gmem_fault_unserved(struct gmem_accel *g, u32 tail)
