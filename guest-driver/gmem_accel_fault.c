@@ -182,6 +182,26 @@ static void gmem_fault_thin(struct gmem_ctx *ctx, u64 va, const struct gmem_aske
 }
 
 /*
+ * Does a group inside the 64 KiB block at @block skip the map-around: one faulting pass over
+ * the pages it @asked for, not a pass that maps the CPU's pages there first? Where the device
+ * maps two pages of the block or more, it was mapped around already, and walking it again
+ * found nothing new at each later fault there (a device reading fresh memory a page at a time
+ * took two passes a page). A lone page in a block the device maps nothing of, behind an
+ * IOMMU, is mapped alone anyway (gmem_fault_thin()).
+ */
+static bool gmem_fault_lone(struct gmem_ctx *ctx, u64 block, const struct gmem_asked *asked)
+{
+	unsigned int mapped, n = 0;
+
+	for (unsigned long i = asked->first; i < asked->last; i++)
+		n += !!asked->req[i];
+	mutex_lock(&ctx->lock);
+	mapped = gmem_pt_block_mapped(ctx, block);
+	mutex_unlock(&ctx->lock);
+	return mapped >= 2 || (!mapped && n == 1 && ctx->g->dma_translated);
+}
+
+/*
  * hmm_range_fault() over [start, end), faulting in the pages flagged in @req if @fault (and,
  * as hmm does, every page from the first flagged one to @end), then, if @map, mapping the
  * result into the device page table (what @asked allows of it, if set: gmem_fault_thin()).
@@ -283,7 +303,8 @@ int gmem_map_window(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req
  * up to 256 faults: one pass over a megabyte that must be read in from swap reclaims, under
  * a tight memcg, pages of the same mm and so invalidates itself, retry after retry.) A group
  * inside one 64 KiB block takes the pass that faults nothing first: pages the CPU maps
- * already need no other.
+ * already need no other; in a block mapped around before, the faulting pass alone
+ * (gmem_fault_lone()).
  */
 int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long first,
 		     unsigned long last, unsigned long *req, unsigned long *pfns)
@@ -308,14 +329,18 @@ int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long fir
 		 * wrote, a page the device had before). If that was all the group asked for,
 		 * the fault is served in one pass instead of a faulting one and this one.
 		 */
-		ret = gmem_hmm_pass(ctx, start + a * PAGE_SIZE, start + b * PAGE_SIZE, req + a,
-				    pfns + a, false, true, &asked);
-		if (ret < 0)
-			return ret;
-		if (gmem_asked_there(&asked, pfns + a)) {
-			if (ret)	/* memory in 2 MiB units: the window at once */
-				ret = gmem_map_window(ctx, start, end, req, pfns);
-			return ret;
+		ret = 0;
+		if (!gmem_fault_lone(ctx, ALIGN_DOWN(start + first * PAGE_SIZE, GMEM_MAP_AROUND),
+				     &asked)) {
+			ret = gmem_hmm_pass(ctx, start + a * PAGE_SIZE, start + b * PAGE_SIZE,
+					    req + a, pfns + a, false, true, &asked);
+			if (ret < 0)
+				return ret;
+			if (gmem_asked_there(&asked, pfns + a)) {
+				if (ret)	/* memory in 2 MiB units: the window at once */
+					ret = gmem_map_window(ctx, start, end, req, pfns);
+				return ret;
+			}
 		}
 		if (!ret) {
 			/* The rest is faulted in and mapped; the neighbours are mapped already. */

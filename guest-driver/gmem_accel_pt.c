@@ -759,24 +759,24 @@ u64 gmem_pt_leaf(struct gmem_ctx *ctx, u64 va, bool *huge)
 	return pt ? READ_ONCE(pt->pte[GMEM_PT_INDEX(va, 1)]) : 0;
 }
 
-/* Does the device map any page of the 64 KiB block at @va (aligned)? ctx->lock held. */
-bool gmem_pt_block_mapped(struct gmem_ctx *ctx, u64 va)
+/* How many pages of the 64 KiB block at @va (aligned) the device maps. ctx->lock held. */
+unsigned int gmem_pt_block_mapped(struct gmem_ctx *ctx, u64 va)
 {
+	unsigned int n = 0;
 	struct gmem_pt *pt;
 	u64 e;
 
 	lockdep_assert_held(&ctx->lock);
 	pt = gmem_pt_table(ctx, va, 2, false);
 	if (!pt)
-		return false;
+		return 0;
 	e = READ_ONCE(pt->pte[GMEM_PT_INDEX(va, 2)]);
 	if (e & GMEM_PTE_HUGE)
-		return e & GMEM_PTE_VALID;
+		return e & GMEM_PTE_VALID ? GMEM_CONT_ENTRIES : 0;
 	pt = pt->child[GMEM_PT_INDEX(va, 2)];
 	for (unsigned int i = 0; pt && i < GMEM_CONT_ENTRIES; i++)
-		if (READ_ONCE(pt->pte[GMEM_PT_INDEX(va, 1) + i]) & GMEM_PTE_VALID)
-			return true;
-	return false;
+		n += !!(READ_ONCE(pt->pte[GMEM_PT_INDEX(va, 1) + i]) & GMEM_PTE_VALID);
+	return n;
 }
 
 /* Does the device map every page of [start, end), writable too if @write? */

@@ -292,14 +292,21 @@ TEST_F_TIMEOUT(svm, fault_populates_only_the_faulting_page, 120)
 	munmap(raw, 2 * HUGE);
 }
 
+/* The device's view of @buf's 512 pages (SNAPSHOT) into @view; 0 or -1. */
+static int device_view(int fd, uint8_t *buf, uint8_t *view)
+{
+	struct gmem_accel_snapshot s = { .addr = (uintptr_t)buf, .npages = 512,
+					 .out = (uintptr_t)view };
+
+	return ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &s);
+}
+
 /* Of @buf's 512 pages, does the device map just [@lo, @hi), readable and writable (SNAPSHOT)? */
 static bool maps_just(int fd, uint8_t *buf, int lo, int hi)
 {
 	uint8_t view[512];
-	struct gmem_accel_snapshot s = { .addr = (uintptr_t)buf, .npages = 512,
-					 .out = (uintptr_t)view };
 
-	if (ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &s))
+	if (device_view(fd, buf, view))
 		return false;
 	for (int i = 0; i < 512; i++)
 		if (view[i] != (i >= lo && i < hi ? GMEM_ACCEL_PAGE_READ | GMEM_ACCEL_PAGE_WRITE : 0))
@@ -334,6 +341,44 @@ TEST_F_TIMEOUT(svm, fault_maps_present_neighbours_in_64k_block, 120)
 	ASSERT_EQ(0, dev_copy(self->fd, out, buf + 40 * PAGE, 2 * PAGE));
 	EXPECT_EQ(0x6e, out[2 * PAGE - 1]);
 	EXPECT_TRUE(maps_just(self->fd, buf, 16, 48));
+	munmap(raw, 2 * HUGE);
+	free(out);
+}
+
+/*
+ * In a 64 KiB block the device has had mapped around, a later fault maps its own page alone:
+ * walking the block again found nothing new at each such fault (a device reading fresh
+ * memory a page at a time paid two passes a page), and a page the CPU maps there since comes
+ * with a fault of its own.
+ */
+TEST_F_TIMEOUT(svm, fault_in_block_mapped_around_maps_its_page_alone, 120)
+{
+	uint8_t *raw = map_anon(2 * HUGE, PROT_READ | PROT_WRITE), *buf, *out = malloc(2 * PAGE);
+	const uint8_t rw = GMEM_ACCEL_PAGE_READ | GMEM_ACCEL_PAGE_WRITE;
+	uint8_t view[512];
+
+	ASSERT_NE(NULL, raw);
+	ASSERT_NE(NULL, out);
+	buf = (uint8_t *)(((uintptr_t)raw + HUGE - 1) & ~(HUGE - 1));
+	ASSERT_EQ(0, madvise(buf, HUGE, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, no_numa_scan(buf, HUGE));
+	memset(buf, 0x6e, 4 * PAGE);
+	/* Two pages of the block at once: mapped around, the four the CPU maps. */
+	ASSERT_EQ(0, dev_copy(self->fd, out, buf, 2 * PAGE));
+	EXPECT_TRUE(maps_just(self->fd, buf, 0, 4));
+	buf[8 * PAGE] = 0x5b;
+	/* A page nobody wrote: the zero page, read-only; page 8 is not looked for. */
+	ASSERT_EQ(0, dev_copy(self->fd, out, buf + 12 * PAGE, PAGE));
+	EXPECT_EQ(0, out[PAGE - 1]);
+	ASSERT_EQ(0, device_view(self->fd, buf, view));
+	for (int i = 0; i < 512; i++) {
+		EXPECT_EQ(i < 4 ? rw : i == 12 ? GMEM_ACCEL_PAGE_READ : 0, view[i])
+			TH_LOG("page %d", i);
+	}
+	ASSERT_EQ(0, dev_copy(self->fd, out, buf + 8 * PAGE, PAGE));
+	EXPECT_EQ(0x5b, out[0]);
+	ASSERT_EQ(0, device_view(self->fd, buf, view));
+	EXPECT_EQ(rw, view[8]);
 	munmap(raw, 2 * HUGE);
 	free(out);
 }
