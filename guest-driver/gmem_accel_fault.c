@@ -719,11 +719,13 @@ void gmem_fault_serve_begin(struct gmem_accel *g)
 		gmem_write(g, GMEM_REG_FQ_IRQ_HOLD, 1);
 }
 
-/* Stop counting as a server; the last one releases the fault interrupt. */
-static void gmem_fault_serve_leave(struct gmem_accel *g)
+/* Stop counting as a server; the last one releases the fault interrupt (true). */
+static bool gmem_fault_serve_leave(struct gmem_accel *g)
 {
-	if (!atomic_dec_return(&g->fault_servers))
-		gmem_write(g, GMEM_REG_FQ_IRQ_HOLD, 0);
+	if (atomic_dec_return(&g->fault_servers))
+		return false;
+	gmem_write(g, GMEM_REG_FQ_IRQ_HOLD, 0);
+	return true;
 }
 
 /*
@@ -807,11 +809,15 @@ static bool gmem_fault_left_unserved(struct gmem_accel *g)
 	return left;
 }
 
+/*
+ * The last server out needs no look at the queue: the release raises the fault interrupt
+ * for any record left, which finds no server and kicks a worker (the look was one of a
+ * mapped page's six MMIO exits).
+ */
 void gmem_fault_serve_end(struct gmem_accel *g)
 {
 	/* (fully ordered) Pairs with gmem_fault_irq(): it kicked a worker, or its records seen. */
-	gmem_fault_serve_leave(g);
-	if (gmem_fault_left_unserved(g))
+	if (!gmem_fault_serve_leave(g) && gmem_fault_left_unserved(g))
 		gmem_fault_kick(g);
 }
 

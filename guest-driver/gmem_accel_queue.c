@@ -136,35 +136,26 @@ int gmem_status_errno(struct gmem_queue *q, u32 slot, u32 st)
 }
 
 /*
- * Collect the status of every command the device has finished (up to HEAD) and record the
- * first failure of each batch in its context. Called with q->lock held.
+ * Collect the status of every command the device has finished and record the first failure
+ * of each batch in its context. The device writes a command's status before it moves past it
+ * (and before a later FENCE's value), so the statuses in the ring say how far it got: reading
+ * CQ_HEAD for it was two of a mapped page's six MMIO exits. A slot still PENDING ends the
+ * walk: not done yet, or dropped by a device reset under the driver (the watchdog's, then:
+ * gmem_accel_reset.c). Called with q->lock held.
  */
 void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q)
 {
-	u32 head;
-
 	lockdep_assert_held(&q->lock);
-	if (!g->regs)
-		return;
-	head = gmem_read(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_HEAD));
-	/*
-	 * A HEAD outside what was queued is a broken device, or one reset under the driver
-	 * (HEAD 0): leave the slots to the watchdog (gmem_accel_reset.c).
-	 */
-	if (head > gmem_ring_mask() ||
-	    ((head - q->reaped) & gmem_ring_mask()) > gmem_ring_used(q))
-		return;
-	dma_rmb();
-	while (q->reaped != head) {
+	dma_rmb();	/* after whatever said the device moved: a fence's value */
+	while (q->reaped != q->tail) {
 		u32 slot = q->reaped;
 		struct gmem_ctx *ctx = q->slot_ctx[slot];
-		u32 st = le32_to_cpu(gmem_slot(q, slot)->status);
-		int err = gmem_status_errno(q, slot, st);
+		u32 st = le32_to_cpu(READ_ONCE(gmem_slot(q, slot)->status));
+		int err;
 
-		/* The device writes a status before it moves past: not done, but dropped. */
 		if (st == GMEM_CMD_ST_PENDING)
 			return;
-
+		err = gmem_status_errno(q, slot, st);
 		if (err && ctx) {
 			u64 fence = q->slot_fence[slot];
 
@@ -234,9 +225,10 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *de
 	for (u32 i = 0; i <= count; i++) {
 		u32 slot = q->tail;
 
-		if (i < count)
+		if (i < count) {
 			*gmem_slot(q, slot) = desc[i];
-		else
+			gmem_slot(q, slot)->status = cpu_to_le32(GMEM_CMD_ST_PENDING);
+		} else {
 			*gmem_slot(q, slot) = (struct gmem_cmd_desc) {
 				.opcode = GMEM_OP_FENCE,
 				.flags = GMEM_CMD_F_DST(GMEM_ADDR_SYS) |
@@ -244,6 +236,7 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *de
 				.dst = cpu_to_le64(q->fence_dma),
 				.value = cpu_to_le64(seq),
 			};
+		}
 		q->slot_ctx[slot] = ctx;
 		q->slot_fence[slot] = *fence;
 		q->tail = (slot + 1) & gmem_ring_mask();
