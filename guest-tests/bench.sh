@@ -11,6 +11,7 @@ echo "BENCH-INFO guest_kernel $(uname -r)"
 flags=" $(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo | head -n 1) "
 case $flags in *" erms "*) strings=ERMS ;; *) strings="no ERMS" ;; esac
 echo "BENCH-INFO guest_cpu $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $strings"
+echo "BENCH-INFO guest_clock $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 echo "BENCH-INFO thp $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled)"
 # As around hmm-tests: a NUMA balancing scan or a khugepaged collapse in the middle of a timed
 # run moves either driver's figures. test_hmm's MIGRATE_TO_DEV failed with ENOENT once with

@@ -5,7 +5,7 @@
 : "${REPO:?set REPO to the source tree}"
 run_vm() { "$REPO/scripts/run-vm.sh" "$@"; }
 
-plan 26
+plan 27
 expect_fail "unknown option" 2 "unknown option '--frobnicate'" run_vm --frobnicate
 expect_fail "--devices 0" 2 "--devices '0': give a number from 1 to 16" run_vm --devices 0
 expect_fail "--devices 17" 2 "--devices '17'" run_vm --devices 17
@@ -83,6 +83,11 @@ check "two hanging boots: the run fails" bash -c \
 check "TCG's guest CPU is -cpu max without ERMS and FSRM" bash -c \
 	"$(declare -f boot_stub); stub='$stub' REPO='$REPO' boot_stub &&
 	 grep -qx -- '-cpu' '$stub/args' && grep -qx -- 'max,erms=off,fsrm=off' '$stub/args'"
+# TCG's guest TSC is the host's: reliable when the host's is constant and does not stop.
+check "TCG's guest keeps time with the TSC on a host whose TSC is constant" bash -c \
+	"$(declare -f boot_stub); stub='$stub' REPO='$REPO' boot_stub &&
+	 if grep -qw constant_tsc /proc/cpuinfo && grep -qw nonstop_tsc /proc/cpuinfo; then
+		grep -q ' tsc=reliable' '$stub/args'; else ! grep -q 'tsc=reliable' '$stub/args'; fi"
 check "a guest past its init outlives --boot-timeout: one boot, exit 0" bash -c \
 	"$(declare -f boot_stub); stub='$stub' REPO='$REPO' STUB_WRITES=1 STUB_SLOW=4 BOOT_TIMEOUT=2 boot_stub &&
 	 [ \"\$(cat '$stub/boots')\" = 1 ]"

@@ -113,7 +113,7 @@ def section(path, first):
                "per guest kernel, each with its own test_hmm.ko, in the same run.", ""]
     out += [f"## Linux {info.get('guest_kernel', '?')}", "",
            f"- date: {info.get('date', '?')}; accelerator: {info.get('accel', '?')}; "
-           f"guest CPU: {info.get('guest_cpu', '?')}",
+           f"guest CPU: {info.get('guest_cpu', '?')}; guest clock: {info.get('guest_clock', '?')}",
            f"- machine: {info.get('cpu', '?')}; {info.get('host', '?')}",
            f"- {info.get('qemu', 'QEMU ?')}; guest Linux {info.get('guest_kernel', '?')}, "
            f"THP {info.get('thp', '?')}; "
