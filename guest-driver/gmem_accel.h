@@ -546,7 +546,7 @@ void gmem_device_reset(struct gmem_accel *g, const char *why);
 
 /* gmem_accel_queue.c: command submission and fences */
 int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
-		bool quiet, u64 *fence);
+		bool quiet, u64 *fence, u64 *seq);
 int gmem_fence_wake(struct gmem_ctx *ctx);
 void gmem_queue_wake(struct gmem_ctx *ctx);
 
@@ -559,7 +559,7 @@ static inline unsigned int gmem_ctx_queue(const struct gmem_ctx *ctx)
 	return ctx->id;
 }
 int gmem_wait_fence(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
-bool gmem_fence_complete(struct gmem_ctx *ctx, u64 fence);
+int gmem_wait_seq(struct gmem_ctx *ctx, u64 fence, s64 seq, u32 timeout_ms);
 void gmem_queue_reap(struct gmem_accel *g, struct gmem_queue *q);
 int gmem_status_errno(struct gmem_queue *q, u32 slot, u32 st);
 int gmem_ctx_drain(struct gmem_ctx *ctx);

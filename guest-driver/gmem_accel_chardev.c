@@ -118,7 +118,7 @@ static long gmem_accel_submit(struct gmem_ctx *ctx, void __user *uarg)
 		kfree(cmds);
 		return ret;
 	}
-	ret = gmem_submit(ctx, cmds, sub.count, false, &sub.fence);
+	ret = gmem_submit(ctx, cmds, sub.count, false, &sub.fence, NULL);
 	kfree(cmds);
 	if (!ret && put_user(sub.fence, &((struct gmem_accel_submit __user *)uarg)->fence))
 		ret = -EFAULT;

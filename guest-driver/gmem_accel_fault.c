@@ -835,17 +835,27 @@ static bool gmem_fault_serve(struct gmem_ctx *ctx, struct gmem_fault *group)
 }
 
 /*
- * Serve faults on this thread (see gmem_fault_serve_begin) while @ctx's batch @fence runs, in
- * the context's waiter group buffer; a fatal signal, or another thread of the context serving
- * already, leaves the rest to the fault workers. (A kmalloc() of the buffer per wait doubled
- * the fault round trip in some runs: p50 64-139 us against 52-61 us without, 7.3, TCG. A
- * pool of 8 buffers for the device left the other 24 of 32 processes faulting at once asleep
- * until a worker served them: p99 16-23 ms against 0.3-1.2 at 8 processes, 6.12.) Called as
- * a server, returns as none: a group answered that completed the batch ends it there, not
- * serving again only to find the queue empty (four register accesses and the fault lock,
- * 4-5 of a single-page fault's ~100 us, TCG, loaded host).
+ * Has @ctx's batch of ring sequence number @seq passed (0: long ago)? Without the queue's
+ * lock, which looking the number up by fence takes: a mapped page's access looked it up
+ * three times.
  */
-static void gmem_wait_serving(struct gmem_ctx *ctx, u64 fence)
+static bool gmem_batch_done(struct gmem_ctx *ctx, s64 seq)
+{
+	return seq <= 0 || gmem_fence_passed(ctx->g, gmem_ctx_queue(ctx), seq);
+}
+
+/*
+ * Serve faults on this thread (see gmem_fault_serve_begin) while @ctx's batch of ring sequence
+ * number @seq runs, in the context's waiter group buffer; a fatal signal, or another thread of
+ * the context serving already, leaves the rest to the fault workers. (A kmalloc() of the
+ * buffer per wait doubled the fault round trip in some runs: p50 64-139 us against 52-61 us
+ * without, 7.3, TCG. A pool of 8 buffers for the device left the other 24 of 32 processes
+ * faulting at once asleep until a worker served them: p99 16-23 ms against 0.3-1.2 at 8
+ * processes, 6.12.) Called as a server, returns as none: a group answered that completed the
+ * batch ends it there, not serving again only to find the queue empty (four register
+ * accesses and the fault lock, 4-5 of a single-page fault's ~100 us, TCG, loaded host).
+ */
+static void gmem_wait_serving(struct gmem_ctx *ctx, s64 seq)
 {
 	struct gmem_accel *g = ctx->g;
 
@@ -856,9 +866,9 @@ static void gmem_wait_serving(struct gmem_ctx *ctx, u64 fence)
 		return;
 	}
 	set_bit(ctx->id, g->ctx_serving);
-	while (!gmem_fence_complete(ctx, fence) && !fatal_signal_pending(current) &&
+	while (!gmem_batch_done(ctx, seq) && !fatal_signal_pending(current) &&
 	       !READ_ONCE(g->unbinding) && gmem_fault_serve(ctx, ctx->waiter_group)) {
-		if (gmem_fence_complete(ctx, fence))
+		if (gmem_batch_done(ctx, seq))
 			goto out;
 		cond_resched();
 		gmem_fault_serve_begin(g);
@@ -883,9 +893,13 @@ out:
 /* Wait for @ctx's batch @fence, serving faults meanwhile; -EINVAL if it was never given. */
 int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 {
+	s64 seq = gmem_ctx_fence_seq(ctx, fence);
+
+	if (seq < 0)
+		return seq;
 	gmem_fault_serve_begin(ctx->g);
-	gmem_wait_serving(ctx, fence);
-	return gmem_wait_fence(ctx, fence, timeout_ms);
+	gmem_wait_serving(ctx, seq);
+	return gmem_wait_seq(ctx, fence, seq, timeout_ms);
 }
 
 /*
@@ -899,20 +913,21 @@ int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 static int gmem_submit_serve(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
 			     u32 timeout_ms, u64 *fence)
 {
+	u64 seq;
 	int ret;
 
 	gmem_fault_serve_begin(ctx->g);
-	ret = gmem_submit(ctx, cmds, count, true, fence);
+	ret = gmem_submit(ctx, cmds, count, true, fence, &seq);
 	if (ret) {
 		gmem_fault_serve_end(ctx->g);
 		return ret;
 	}
-	gmem_wait_serving(ctx, *fence);
-	if (gmem_fence_complete(ctx, *fence))
+	gmem_wait_serving(ctx, seq);
+	if (gmem_batch_done(ctx, seq))
 		gmem_queue_wake(ctx);
 	else
 		gmem_fence_wake(ctx);	/* fails only on a signal or an unbind: so does the wait */
-	return gmem_wait_fence(ctx, *fence, timeout_ms);
+	return gmem_wait_seq(ctx, *fence, seq, timeout_ms);
 }
 
 int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,

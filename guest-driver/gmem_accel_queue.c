@@ -191,7 +191,7 @@ static bool gmem_ring_moved(struct gmem_accel *g, struct gmem_queue *q)
  * The fence raises the queue's interrupt unless @quiet (see gmem_submit_wait()).
  */
 static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *desc, u32 count,
-			    bool quiet, u64 *fence)
+			    bool quiet, u64 *fence, u64 *seqp)
 {
 	struct gmem_accel *g = ctx->g;
 	struct gmem_queue *q = &g->queue[gmem_ctx_queue(ctx)];
@@ -245,6 +245,8 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *de
 	gmem_write(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_TAIL), q->tail);
 	ctx->last_fence = seq;
 	mutex_unlock(&q->lock);
+	if (seqp)
+		*seqp = seq;
 	gmem_ctx_count(ctx, GMEM_CTX_COMMANDS, count);
 	gmem_dev_count(g, GMEM_DEV_COMMANDS, count);
 	gmem_dev_count(g, count ? GMEM_DEV_BATCHES : GMEM_DEV_WAKE_FENCES, 1);
@@ -255,8 +257,9 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *de
 /* Batches this short are encoded on the stack: a page's access allocates nothing. */
 #define GMEM_SUBMIT_ON_STACK	2
 
+/* ... its ring sequence number to *@seq if set (gmem_wait_seq() waits by it). */
 int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count, bool quiet,
-		u64 *fence)
+		u64 *fence, u64 *seq)
 {
 	struct gmem_cmd_desc few[GMEM_SUBMIT_ON_STACK], *desc = few;
 	int ret = 0;
@@ -268,7 +271,7 @@ int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 cou
 	for (u32 i = 0; i < count && !ret; i++)
 		ret = gmem_encode(&cmds[i], ctx->id, &desc[i]);
 	if (!ret)
-		ret = gmem_submit_desc(ctx, desc, count, quiet, fence);
+		ret = gmem_submit_desc(ctx, desc, count, quiet, fence, seq);
 	if (desc != few)
 		kfree(desc);
 	return ret;
@@ -282,7 +285,7 @@ int gmem_fence_wake(struct gmem_ctx *ctx)
 {
 	u64 fence;
 
-	return gmem_submit_desc(ctx, NULL, 0, false, &fence);
+	return gmem_submit_desc(ctx, NULL, 0, false, &fence, NULL);
 }
 
 /* A quiet batch passed without an interrupt: wake whoever waits for the ring to move. */
@@ -322,6 +325,8 @@ static int gmem_fence_errno(struct gmem_ctx *ctx, u64 fence)
 	mutex_lock(&q->lock);
 	gmem_queue_reap(ctx->g, q);
 	mutex_unlock(&q->lock);
+	if (xa_empty(&ctx->errors))
+		return 0;	/* (the common case, without the xarray's lock) */
 	err = xa_erase(&ctx->errors, fence);
 	return err ? -(int)xa_to_value(err) : 0;
 }
@@ -345,7 +350,7 @@ void gmem_kernel_submit(struct gmem_accel *g, const struct gmem_cmd_desc *desc,
 	}
 	for (unsigned int i = 0; i < count && !ret; i += GMEM_KERNEL_BATCH) {
 		ret = gmem_submit_desc(kctx, desc + i, min(count - i, GMEM_KERNEL_BATCH), false,
-				       &job->fences[job->nb]);
+				       &job->fences[job->nb], NULL);
 		if (!ret)
 			job->nb++;
 	}
@@ -380,15 +385,15 @@ int gmem_kernel_run(struct gmem_accel *g, const struct gmem_cmd_desc *desc, unsi
 	return gmem_kernel_wait(g, &job);
 }
 
-/* Wait for @ctx's batch @fence; -EINVAL if this context was never given it. */
-int gmem_wait_fence(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
+/*
+ * Wait for @ctx's batch @fence, ring sequence number @seq (gmem_fence_seq(), or gmem_submit()'s:
+ * no lookup under the queue's lock).
+ */
+int gmem_wait_seq(struct gmem_ctx *ctx, u64 fence, s64 seq, u32 timeout_ms)
 {
 	struct gmem_queue *q = &ctx->g->queue[gmem_ctx_queue(ctx)];
-	s64 seq = gmem_fence_seq(ctx, q, fence);
 	long left;
 
-	if (seq < 0)
-		return seq;
 	left = wait_event_interruptible_timeout(q->wq, gmem_fence_done(q, seq) ||
 						READ_ONCE(ctx->g->unbinding),
 						msecs_to_jiffies(timeout_ms));
@@ -399,19 +404,18 @@ int gmem_wait_fence(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 	return gmem_fence_errno(ctx, fence);
 }
 
-/* Has @ctx's batch @fence completed? (an unknown fence has: there is nothing to wait for) */
+/* Wait for @ctx's batch @fence; -EINVAL if this context was never given it. */
+int gmem_wait_fence(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
+{
+	s64 seq = gmem_ctx_fence_seq(ctx, fence);
+
+	return seq < 0 ? seq : gmem_wait_seq(ctx, fence, seq, timeout_ms);
+}
+
 /* The ring sequence number of @ctx's batch @fence on its queue (see gmem_fence_seq()). */
 s64 gmem_ctx_fence_seq(struct gmem_ctx *ctx, u64 fence)
 {
 	return gmem_fence_seq(ctx, &ctx->g->queue[gmem_ctx_queue(ctx)], fence);
-}
-
-bool gmem_fence_complete(struct gmem_ctx *ctx, u64 fence)
-{
-	struct gmem_queue *q = &ctx->g->queue[gmem_ctx_queue(ctx)];
-	s64 seq = gmem_fence_seq(ctx, q, fence);
-
-	return seq <= 0 || gmem_fence_done(q, seq);
 }
 
 /*
