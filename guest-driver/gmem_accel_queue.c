@@ -257,7 +257,10 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *de
 /* Batches this short are encoded on the stack: a page's access allocates nothing. */
 #define GMEM_SUBMIT_ON_STACK	2
 
-/* ... its ring sequence number to *@seq if set (gmem_wait_seq() waits by it). */
+/*
+ * Check user commands @cmds and queue them as a batch of @ctx (gmem_submit_desc()); its ring
+ * sequence number to *@seq if set (gmem_wait_seq() waits by it).
+ */
 int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count, bool quiet,
 		u64 *fence, u64 *seq)
 {
