@@ -128,11 +128,21 @@ mem_bytes=$(parse_size "$memory") && [ "$mem_bytes" -ge $((256 << 20)) ] ||
 	bad_option "--numa $numa: the RAM ($memory) must split into $numa nodes of whole MiB"
 [ "$smp" -lt "$numa" ] || [ $((smp % numa)) = 0 ] ||
 	bad_option "--numa $numa: give a number of CPUs (--smp $smp) that $numa nodes share evenly"
+tsc_append=""
 case "$accel" in
 # TCG runs REP STOSB and REP MOVSB a byte an iteration, and -cpu max advertises ERMS and FSRM,
 # which make the guest kernel (clear_page(), memcpy()) and glibc (memset()) prefer them: without
 # those two bits they take REP STOSQ or wider stores (docs/performance.md, "The guest CPU").
-tcg) accel_args=(-accel tcg -cpu "max,erms=off,fsrm=off") ;;
+# The guest's TSC is the host's (QEMU's RDTSC reads it), but the guest, shown no invariant-TSC
+# bit (TCG has none) on an AMD model with two CPUs, marks it unstable and keeps time with the
+# ACPI PM timer, a port read under QEMU's big lock: clock_gettime() 0.94 us instead of 0.11
+# (docs/performance.md, "The guest's clock"). A host TSC that is constant and does not stop
+# makes the guest's reliable.
+tcg)
+	accel_args=(-accel tcg -cpu "max,erms=off,fsrm=off")
+	grep -qw constant_tsc /proc/cpuinfo && grep -qw nonstop_tsc /proc/cpuinfo &&
+		tsc_append=" tsc=reliable"
+	;;
 kvm)
 	[ -w /dev/kvm ] || bad_option "--accel kvm: /dev/kvm is missing or not writable; use --accel tcg"
 	accel_args=(-accel kvm -cpu host)
@@ -190,16 +200,6 @@ if [ "$numa" -gt 1 ]; then
 	done
 elif [ "$prealloc" = on ]; then
 	machine_args+=(-mem-prealloc)
-fi
-# Under TCG the guest's TSC is the host's (QEMU's RDTSC reads it), but the guest, shown no
-# invariant-TSC bit (TCG has none) on an AMD model with two CPUs, marks it unstable and keeps
-# time with the ACPI PM timer, a port read under QEMU's big lock: clock_gettime() 0.94 us
-# instead of 0.11 (docs/performance.md, "The guest's clock"). A host TSC that is constant and
-# does not stop makes the guest's reliable.
-tsc_append=""
-if [ "$accel" = tcg ] && grep -qw constant_tsc /proc/cpuinfo && grep -qw nonstop_tsc /proc/cpuinfo
-then
-	tsc_append=" tsc=reliable"
 fi
 iommu_append=""
 if [ "$iommu" = 1 ]; then
