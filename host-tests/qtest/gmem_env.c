@@ -110,7 +110,7 @@ uint64_t counter(Env *e, unsigned i)
     return gq_reg64(e->g, GMEM_REG_COUNTER(i));
 }
 
-uint32_t submit(Env *e, unsigned q, GmemCmd c)
+uint32_t submit_bits(Env *e, unsigned q, GmemCmd c, uint32_t bits)
 {
     uint8_t raw[GMEM_CMD_SIZE];
     uint32_t idx = e->tail[q];
@@ -118,8 +118,13 @@ uint32_t submit(Env *e, unsigned q, GmemCmd c)
     gmem_cmd_encode(&c, raw);
     qtest_memwrite(e->qt, CQ_RING(q) + idx * GMEM_CMD_SIZE, raw, sizeof(raw));
     e->tail[q] = (idx + 1) & ((1u << CQ_LOG2) - 1);
-    gq_set_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_TAIL), e->tail[q]);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(q, GMEM_CQ_TAIL), e->tail[q] | bits);
     return idx;
+}
+
+uint32_t submit(Env *e, unsigned q, GmemCmd c)
+{
+    return submit_bits(e, q, c, 0);
 }
 
 uint32_t status_of(Env *e, unsigned q, uint32_t idx)

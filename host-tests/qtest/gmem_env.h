@@ -65,6 +65,8 @@ void map2m(Env *e, uint64_t va, uint64_t target, uint64_t bits);
 uint64_t counter(Env *e, unsigned i);
 /* Put @c on ring @q and ring the doorbell; returns its slot. */
 uint32_t submit(Env *e, unsigned q, GmemCmd c);
+/* The same, @bits (GMEM_CQ_TAIL_FAULT_HOLD) in the doorbell's value. */
+uint32_t submit_bits(Env *e, unsigned q, GmemCmd c, uint32_t bits);
 uint32_t status_of(Env *e, unsigned q, uint32_t idx);
 uint32_t wait_done(Env *e, unsigned q, uint32_t idx);
 void wait_state(Env *e, unsigned q, uint32_t state);

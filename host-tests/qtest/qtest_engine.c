@@ -507,6 +507,115 @@ static void test_fault_irq_hold(void)
     env_quit(e);
 }
 
+/*
+ * CQ_FAULT_HOLD (0.10): a doorbell with GMEM_CQ_TAIL_FAULT_HOLD holds the
+ * fault interrupt for its queue's groups only; one without the bit, or a
+ * write of 0, releases it, raising the interrupt for records unconsumed.
+ */
+static void test_queue_fault_hold(void)
+{
+    const uint64_t va = 0x30000000ull, va2 = 0x30100000ull;
+    const uint32_t hold = GMEM_CQ_TAIL_FAULT_HOLD;
+    const uint32_t reg1 = GMEM_REG_QUEUE(1, GMEM_CQ_FAULT_HOLD);
+    Env *e = env_start(NULL);
+    uint8_t in[4096], out[4096];
+    uint32_t idx, idx2;
+    uint16_t group2;
+    Rec r[4];
+
+    pattern(in, sizeof(in), 3);
+    qtest_memwrite(e->qt, SYS_DATA + 0x100000, in, sizeof(in));
+
+    g_assert_cmpuint(gq_reg(e->g, reg1), ==, 0);
+    gq_set_reg(e->g, reg1, 2);
+    gq_expect_error(e->g, GMEM_ERR_BAD_VALUE, reg1);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(ENV_QUEUES, GMEM_CQ_FAULT_HOLD), 1);
+    gq_expect_error(e->g, GMEM_ERR_BAD_VALUE,
+                    GMEM_REG_QUEUE(ENV_QUEUES, GMEM_CQ_FAULT_HOLD));
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(ENV_QUEUES,
+                                                 GMEM_CQ_FAULT_HOLD)), ==, 0);
+    /* Bits between the index and the hold are no index: BAD_TAIL. */
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_TAIL), 1u << 30 | hold);
+    gq_expect_error(e->g, GMEM_ERR_BAD_TAIL, 1);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_TAIL)), ==, 0);
+    g_assert_cmpuint(gq_reg(e->g, reg1), ==, 0);
+
+    /* Held by the doorbell: queue 1's group posts quietly, queue 2's not. */
+    idx = submit_bits(e, 1, copy_cmd(GMEM_ADDR_SYS, SYS_DATA, GMEM_ADDR_VA,
+                                     va, 4096), hold);
+    wait_state(e, 1, GMEM_CQ_STATE_STALLED);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_TAIL)), ==,
+                     idx + 1);
+    g_assert_cmpuint(gq_reg(e->g, reg1), ==, 1);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_TAIL), ==, 1);
+    g_assert_false(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+    idx2 = submit(e, 2, copy_cmd(GMEM_ADDR_SYS, SYS_DATA + 0x30000,
+                                 GMEM_ADDR_VA, va2, 4096));
+    wait_state(e, 2, GMEM_CQ_STATE_STALLED);
+    g_assert_true(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+    g_assert_cmpuint(fq_take(e, r, G_N_ELEMENTS(r)), ==, 2);
+    g_assert_cmpuint(r[0].engine, ==, 1);
+    g_assert_cmpuint(r[1].engine, ==, 2);
+    group2 = r[1].group;
+
+    /* Replayed unmapped, still held: posted again without the interrupt. */
+    respond(e, r[0].group, GMEM_RESP_REPLAY);
+    wait_state(e, 1, GMEM_CQ_STATE_STALLED);
+    g_assert_false(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+    /* Released with a record unconsumed: the interrupt, once. */
+    gq_set_reg(e->g, reg1, 0);
+    g_assert_true(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+    gq_set_reg(e->g, reg1, 0);
+    g_assert_false(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+    g_assert_cmpuint(fq_take(e, r, G_N_ELEMENTS(r)), ==, 1);
+
+    /* Held again, then a doorbell without the bit hands the record back. */
+    gq_set_reg(e->g, reg1, 1);
+    respond(e, r[0].group, GMEM_RESP_REPLAY);
+    wait_state(e, 1, GMEM_CQ_STATE_STALLED);
+    g_assert_false(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+    submit(e, 1, copy_cmd(GMEM_ADDR_SYS, SYS_DATA + 0x20000, GMEM_ADDR_SYS,
+                          SYS_DATA + 0x10000, 64));
+    g_assert_cmpuint(gq_reg(e->g, reg1), ==, 0);
+    g_assert_true(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+    g_assert_cmpuint(fq_take(e, r, G_N_ELEMENTS(r)), ==, 1);
+
+    /* Under FQ_IRQ_HOLD a queue's release raises nothing. */
+    gq_set_reg(e->g, GMEM_REG_FQ_IRQ_HOLD, 1);
+    gq_set_reg(e->g, reg1, 1);
+    respond(e, r[0].group, GMEM_RESP_REPLAY);
+    wait_state(e, 1, GMEM_CQ_STATE_STALLED);
+    gq_set_reg(e->g, reg1, 0);
+    g_assert_false(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+    gq_set_reg(e->g, GMEM_REG_FQ_IRQ_HOLD, 0);
+    g_assert_true(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+    g_assert_cmpuint(fq_take(e, r, G_N_ELEMENTS(r)), ==, 1);
+
+    /* Mapped, both complete; the bytes arrived. */
+    map4k(e, va, SYS_DATA + 0x100000, RW);
+    map4k(e, va2, SYS_DATA + 0x200000, RW);
+    respond(e, r[0].group, GMEM_RESP_REPLAY);
+    g_assert_cmpuint(wait_done(e, 1, idx), ==, GMEM_CMD_ST_OK);
+    g_assert_cmpuint(wait_done(e, 1, idx + 1), ==, GMEM_CMD_ST_OK);
+    respond(e, group2, GMEM_RESP_REPLAY);
+    g_assert_cmpuint(wait_done(e, 2, idx2), ==, GMEM_CMD_ST_OK);
+    qtest_memread(e->qt, SYS_DATA, out, sizeof(out));
+    g_assert_cmpmem(out, sizeof(out), in, sizeof(in));
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_PENDING), ==, 0);
+    g_assert_cmpuint(counter(e, GMEM_CNT_FAULTS), ==, 5);
+
+    /* Disabling the queue, or a reset, drops the hold. */
+    gq_set_reg(e->g, reg1, 1);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_CTRL), 0);
+    g_assert_cmpuint(gq_reg(e->g, reg1), ==, 0);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(2, GMEM_CQ_FAULT_HOLD), 1);
+    gq_set_reg(e->g, GMEM_REG_RESET, GMEM_RESET_MAGIC);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(2, GMEM_CQ_FAULT_HOLD)), ==,
+                     0);
+    g_assert_false(gq_msi_fired(e->g, GMEM_VEC_FAULT));
+    env_quit(e);
+}
+
 static void test_fault_cancel_and_permissions(void)
 {
     const uint64_t va = 0x30000000ull;
@@ -1339,6 +1448,7 @@ int main(int argc, char **argv)
                     test_tlb_invalidation);
     g_test_add_func("/gmem-accel/fault/replay", test_fault_replay);
     g_test_add_func("/gmem-accel/fault/irq-hold", test_fault_irq_hold);
+    g_test_add_func("/gmem-accel/fault/queue-hold", test_queue_fault_hold);
     g_test_add_func("/gmem-accel/fault/cancel-and-permissions",
                     test_fault_cancel_and_permissions);
     g_test_add_func("/gmem-accel/fault/stall-is-per-queue",

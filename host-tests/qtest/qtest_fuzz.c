@@ -92,7 +92,7 @@ static uint32_t any_reg(void)
     case 0:
         return known[pick(G_N_ELEMENTS(known))];
     case 1:
-        return GMEM_REG_QUEUE(pick(GMEM_NUM_QUEUES), 4 * pick(8));
+        return GMEM_REG_QUEUE(pick(GMEM_NUM_QUEUES), 4 * pick(10));
     case 2:
         return GMEM_REG_CTX(pick(GMEM_NUM_CONTEXTS), 4 * pick(4));
     default:
@@ -181,7 +181,9 @@ static void op_submit(Env *e)
         qtest_ops++;
         e->tail[q] = (slot + 1) & ((1u << CQ_LOG2) - 1);
     }
-    wr(e, GMEM_REG_QUEUE(q, GMEM_CQ_TAIL), pick(16) ? e->tail[q] : edgy());
+    wr(e, GMEM_REG_QUEUE(q, GMEM_CQ_TAIL),
+       pick(16) ? e->tail[q] | (pick(2) ? GMEM_CQ_TAIL_FAULT_HOLD : 0)
+                : edgy());
 }
 
 /* Room left in the page-table pool (it ends where the rings begin)? */

@@ -54,7 +54,8 @@ static void test_state(void)
     g_autoptr(JsonNode) st = NULL;
     JsonObject *o, *q1;
 
-    submit(e, 1, copy_cmd(GMEM_ADDR_HBM, 0, GMEM_ADDR_VA, 0x90000000, 8));
+    submit_bits(e, 1, copy_cmd(GMEM_ADDR_HBM, 0, GMEM_ADDR_VA, 0x90000000, 8),
+                GMEM_CQ_TAIL_FAULT_HOLD);
     wait_state(e, 1, GMEM_CQ_STATE_STALLED);
     st = qom_get(e->g, "state");
     o = json_node_get_object(st);
@@ -74,8 +75,11 @@ static void test_state(void)
     g_assert_cmpstr(str(q1, "command"), ==, "copy");
     g_assert_true(flag(q1, "group-posted"));
     g_assert_cmpint(num(q1, "group-faults"), ==, 1);
+    g_assert_true(flag(q1, "fault-held"));
     g_assert_cmpstr(str(obj_at(json_object_get_array_member(o, "queues"), 0),
                         "state"), ==, "idle");
+    g_assert_false(flag(obj_at(json_object_get_array_member(o, "queues"), 0),
+                        "fault-held"));
     g_assert_cmpint(num(json_object_get_object_member(o, "counters"),
                         "faults"), ==, 1);
     g_assert_cmpint(num(json_object_get_object_member(o, "counters"),
@@ -304,6 +308,7 @@ static void test_migration(void)
     }
 
     gq_set_reg(e->g, GMEM_REG_FQ_IRQ_HOLD, 1);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(3, GMEM_CQ_FAULT_HOLD), 1);
     gq_migrate_out(e->g, uri);
     old = e->g;
     e->g = gq_start_incoming("hbm-size=64M", uri);
@@ -315,6 +320,10 @@ static void test_migration(void)
     g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_TAIL), ==, e->fq_head);
     g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_HEAD), ==, e->fq_head);
     g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_IRQ_HOLD), ==, 1);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(3, GMEM_CQ_FAULT_HOLD)), ==,
+                     1);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(0, GMEM_CQ_FAULT_HOLD)), ==,
+                     0);
     g_assert_cmphex(gq_reg64(e->g, GMEM_REG_CTX(CTX, GMEM_CTX_ROOT_LO)), ==,
                     e->root);
     for (unsigned i = 0; i < GMEM_NUM_COUNTERS; i++) {

@@ -85,8 +85,8 @@ static void test_register_errors(void)
     g_assert_true(gq_log_has(g, "read of unknown register 0x44"));
     g_assert_cmphex(gq_reg(g, GMEM_REG_CTX(5, 0xc)), ==, 0);
     gq_expect_error(g, GMEM_ERR_BAD_REG, GMEM_REG_CTX(5, 0xc));
-    gq_set_reg(g, GMEM_REG_QUEUE(2, 0x24), 1);
-    gq_expect_error(g, GMEM_ERR_BAD_REG, GMEM_REG_QUEUE(2, 0x24));
+    gq_set_reg(g, GMEM_REG_QUEUE(2, 0x28), 1);
+    gq_expect_error(g, GMEM_ERR_BAD_REG, GMEM_REG_QUEUE(2, 0x28));
     gq_set_reg(g, GMEM_REG_QUEUE(2, GMEM_CQ_STEPS), 1);
     gq_expect_error(g, GMEM_ERR_READ_ONLY, GMEM_REG_QUEUE(2, GMEM_CQ_STEPS));
     gq_set_reg(g, 0xffc, 1);

@@ -547,6 +547,7 @@ void gmem_engine_reset(GmemAccelState *s)
     s->fq_ctrl = 0;
     s->fq_head = s->fq_tail = 0;
     s->fq_irq_hold = false;
+    s->cq_fault_hold = 0;
     s->fq_overflow = false;
     s->fault_seq = 0;
     s->next_group = 0;

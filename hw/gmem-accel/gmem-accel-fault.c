@@ -91,7 +91,7 @@ static bool gmem_fault_post(GmemAccelState *s, unsigned qid)
         s->counters[GMEM_CNT_FAULTS]++;
     }
     q->group_posted = true;
-    if (!s->fq_irq_hold) {
+    if (!s->fq_irq_hold && !(s->cq_fault_hold & BIT_ULL(qid))) {
         gmem_notify(s, GMEM_VEC_FAULT);
     }
     return true;
@@ -258,6 +258,27 @@ void gmem_fq_irq_hold(GmemAccelState *s, hwaddr addr, uint64_t val)
     trace_gmem_accel_fq_irq_hold(val, s->fq_head, s->fq_tail);
     s->fq_irq_hold = val;
     if (!val && s->fq_tail != s->fq_head) {
+        gmem_notify(s, GMEM_VEC_FAULT);
+    }
+}
+
+/*
+ * CQ_FAULT_HOLD, the same for one queue's groups, set and cleared by its
+ * doorbell: the thread that rings it serves the faults of what it queued,
+ * and a mapped page's access takes one MMIO write, not three.
+ */
+QEMU_BUILD_BUG_ON(GMEM_NUM_QUEUES > 64);   /* cq_fault_hold's bits */
+
+void gmem_cq_fault_hold(GmemAccelState *s, unsigned qid, bool hold)
+{
+    bool held = s->cq_fault_hold & BIT_ULL(qid);
+
+    if (hold == held) {
+        return;
+    }
+    trace_gmem_accel_cq_fault_hold(qid, hold, s->fq_head, s->fq_tail);
+    s->cq_fault_hold ^= BIT_ULL(qid);
+    if (!hold && !s->fq_irq_hold && s->fq_tail != s->fq_head) {
         gmem_notify(s, GMEM_VEC_FAULT);
     }
 }

@@ -105,6 +105,10 @@ static const char *gmem_state_check(GmemAccelState *s)
         if (why) {
             return why;
         }
+        if (extract64(s->cq_fault_hold, qid, 1) &&
+            !(s->queue[qid].ctrl & GMEM_CQ_CTRL_ENABLE)) {
+            return "a disabled queue's FAULT_HOLD";
+        }
     }
     return NULL;
 }
@@ -188,6 +192,23 @@ static const VMStateDescription gmem_vmstate_fq_irq_hold = {
     },
 };
 
+static bool gmem_cq_fault_hold_needed(void *opaque)
+{
+    return ((GmemAccelState *)opaque)->cq_fault_hold;
+}
+
+/* From 0.10; a stream without it had no queue's hold. */
+static const VMStateDescription gmem_vmstate_cq_fault_hold = {
+    .name = TYPE_GMEM_ACCEL "/cq-fault-hold",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = gmem_cq_fault_hold_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(cq_fault_hold, GmemAccelState),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 const VMStateDescription gmem_accel_vmstate = {
     .name = TYPE_GMEM_ACCEL,
     /*
@@ -226,6 +247,7 @@ const VMStateDescription gmem_accel_vmstate = {
     },
     .subsections = (const VMStateDescription * const []) {
         &gmem_vmstate_fq_irq_hold,
+        &gmem_vmstate_cq_fault_hold,
         NULL
     },
 };

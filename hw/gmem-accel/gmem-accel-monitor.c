@@ -51,8 +51,9 @@ static const char *gmem_aperture(bool hbm)
     return hbm ? "hbm" : "system";
 }
 
-static QDict *gmem_queue_dict(GmemQueue *q, unsigned qid)
+static QDict *gmem_queue_dict(GmemAccelState *s, unsigned qid)
 {
+    GmemQueue *q = &s->queue[qid];
     QDict *d = qdict_new();
 
     qdict_put_int(d, "id", qid);
@@ -65,6 +66,7 @@ static QDict *gmem_queue_dict(GmemQueue *q, unsigned qid)
     qdict_put_int(d, "tail", q->tail);
     qdict_put_int(d, "completed", q->completed);
     qdict_put_int(d, "steps", q->steps);
+    qdict_put_bool(d, "fault-held", s->cq_fault_hold & BIT_ULL(qid));
     if (q->busy) {
         qdict_put_str(d, "command", gmem_op_name(q->cmd.opcode));
         qdict_put_int(d, "progress", q->progress);
@@ -123,7 +125,7 @@ static QDict *gmem_state_dict(GmemAccelState *s)
 
         /* ever programmed: of 64, a driver uses those it has contexts for */
         if (cq->base || cq->entries_log2 || cq->ctrl || cq->completed) {
-            qlist_append(queues, gmem_queue_dict(cq, q));
+            qlist_append(queues, gmem_queue_dict(s, q));
         }
     }
     qdict_put(d, "queues", queues);
@@ -377,6 +379,9 @@ static void gmem_print_state(Monitor *mon, QDict *st)
                            " faults%s)", qdict_get_int(q, "group"),
                            qdict_get_int(q, "group-faults"),
                            qdict_get_bool(q, "group-posted") ? ", posted" : "");
+        }
+        if (qdict_get_bool(q, "fault-held")) {
+            monitor_printf(mon, ", fault interrupt held");
         }
         monitor_printf(mon, "\n");
     }

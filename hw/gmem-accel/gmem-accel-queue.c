@@ -116,6 +116,7 @@ void gmem_queue_enable(GmemAccelState *s, unsigned qid, hwaddr addr,
         gmem_mover_finish(s);   /* its copies were under way: they end */
     }
     s->inject_hang &= ~BIT_ULL(qid);
+    s->cq_fault_hold &= ~BIT_ULL(qid);
     *q = (GmemQueue) {
         .base = q->base,
         .entries_log2 = q->entries_log2,

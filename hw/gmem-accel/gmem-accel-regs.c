@@ -70,6 +70,7 @@ static const uint8_t gmem_cq_regs[] = {
     REG(GMEM_CQ_ENTRIES_LOG2, RW), REG(GMEM_CQ_CTRL, RW),
     REG(GMEM_CQ_TAIL, RW), REG(GMEM_CQ_HEAD, RO), REG(GMEM_CQ_STATE, RO),
     REG(GMEM_CQ_COMPLETED, RO), REG(GMEM_CQ_STEPS, RO),
+    REG(GMEM_CQ_FAULT_HOLD, RW),
 };
 
 static const uint8_t gmem_counter_regs[] = { GMEM_REG_RO, GMEM_REG_RO };
@@ -304,6 +305,8 @@ static uint32_t gmem_cq_read(GmemAccelState *s, unsigned qid, hwaddr reg)
         return q->completed;
     case GMEM_CQ_STEPS:
         return q->steps;
+    case GMEM_CQ_FAULT_HOLD:
+        return extract64(s->cq_fault_hold, qid, 1);
     }
     return 0;
 }
@@ -312,6 +315,7 @@ static void gmem_cq_write(GmemAccelState *s, unsigned qid, hwaddr reg,
                           hwaddr addr, uint64_t val)
 {
     GmemQueue *q = &s->queue[qid];
+    uint64_t tail;
 
     switch (reg) {
     case GMEM_CQ_BASE_LO:
@@ -338,20 +342,33 @@ static void gmem_cq_write(GmemAccelState *s, unsigned qid, hwaddr reg,
         }
         break;
     case GMEM_CQ_TAIL:
+        tail = val & ~(uint64_t)GMEM_CQ_TAIL_FAULT_HOLD;
         if (!(q->ctrl & GMEM_CQ_CTRL_ENABLE)) {
             gmem_bad_value(s, addr, val, "doorbell of a disabled queue");
-        } else if (val > gmem_ring_mask(q->entries_log2)) {
+        } else if (tail > gmem_ring_mask(q->entries_log2)) {
             gmem_accel_set_error(s, GMEM_ERR_BAD_TAIL, qid, val,
                                  "queue %u: TAIL %" PRIu64 " is past the "
-                                 "ring of %u entries", qid, val,
+                                 "ring of %u entries", qid, tail,
                                  1u << q->entries_log2);
         } else {
-            q->tail = val;
-            trace_gmem_accel_doorbell(qid, val);
+            q->tail = tail;
+            trace_gmem_accel_doorbell(qid, tail,
+                                      val & GMEM_CQ_TAIL_FAULT_HOLD);
+            /* (before the kick: the run it starts may post a group) */
+            gmem_cq_fault_hold(s, qid, val & GMEM_CQ_TAIL_FAULT_HOLD);
             if (q->state == GMEM_CQ_STATE_IDLE) {
                 q->state = GMEM_CQ_STATE_RUNNING;
             }
             gmem_engine_kick(s, qid);
+        }
+        break;
+    case GMEM_CQ_FAULT_HOLD:
+        if (val > 1) {
+            gmem_bad_value(s, addr, val, "FAULT_HOLD is 0 or 1");
+        } else if (!(q->ctrl & GMEM_CQ_CTRL_ENABLE)) {
+            gmem_bad_value(s, addr, val, "FAULT_HOLD of a disabled queue");
+        } else {
+            gmem_cq_fault_hold(s, qid, val);
         }
         break;
     }

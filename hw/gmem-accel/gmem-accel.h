@@ -141,6 +141,7 @@ struct GmemAccelState {
     uint32_t fq_tail;
     bool fq_overflow;
     bool fq_irq_hold;           /* FQ_IRQ_HOLD */
+    uint64_t cq_fault_hold;     /* each queue's CQ_FAULT_HOLD, bit q */
     uint32_t fault_seq;
     uint16_t next_group;
 
@@ -240,6 +241,7 @@ void gmem_fault_retry(GmemAccelState *s);
 int gmem_fault_respond(GmemAccelState *s, uint32_t val);
 void gmem_fq_enable(GmemAccelState *s, hwaddr addr, uint64_t val);
 void gmem_fq_irq_hold(GmemAccelState *s, hwaddr addr, uint64_t val);
+void gmem_cq_fault_hold(GmemAccelState *s, unsigned qid, bool hold);
 
 /* gmem-accel-queue.c */
 void gmem_queue_break(GmemAccelState *s, unsigned qid);

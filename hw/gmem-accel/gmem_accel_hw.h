@@ -83,7 +83,7 @@
 
 #define GMEM_ID_MAGIC               0x4d454d47  /* "GMEM" little-endian */
 #define GMEM_VERSION_MAJOR          0
-#define GMEM_VERSION_MINOR          9
+#define GMEM_VERSION_MINOR          10
 #define GMEM_VERSION ((GMEM_VERSION_MAJOR << 16) | GMEM_VERSION_MINOR)
 #define GMEM_VERSION_MAJOR_OF(v)    (((v) >> 16) & 0xffff)
 #define GMEM_VERSION_MINOR_OF(v)    ((v) & 0xffff)
@@ -209,6 +209,18 @@
 #define GMEM_CQ_STATE               0x18    /* RO: GMEM_CQ_STATE_* */
 #define GMEM_CQ_COMPLETED           0x1c    /* RO: commands completed */
 #define GMEM_CQ_STEPS               0x20    /* RO: engine steps taken (wraps) */
+/*
+ * 1: the queue's fault groups are posted without the fault interrupt (the
+ * thread that rang the doorbell serves them); 1 -> 0 raises it if the fault
+ * queue holds records and FQ_IRQ_HOLD is 0 (from 0.10).
+ */
+#define GMEM_CQ_FAULT_HOLD          0x24    /* RW: 0 or 1 */
+/*
+ * A doorbell sets the queue's FAULT_HOLD to this bit of the value written
+ * (from 0.10): one write queues a batch and holds its faults' interrupt for
+ * the thread that waits, another without the bit hands them back.
+ */
+#define GMEM_CQ_TAIL_FAULT_HOLD     (1u << 31)
 
 #define GMEM_CQ_CTRL_ENABLE         (1u << 0)   /* 0 -> 1 zeroes HEAD/TAIL */
 #define GMEM_CQ_STATE_DISABLED      0
