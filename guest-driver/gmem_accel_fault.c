@@ -703,29 +703,30 @@ static void gmem_fault_inject_hold(struct gmem_accel *g)
  * A process that waits for its batch serves the faults the batch raises on its own thread
  * (gmem_fault_serve): the device posts them as the doorbell is written, and handing them to
  * the fault worker costs a wake-up of another CPU each way, most of a fault's round trip.
- * Between gmem_fault_serve_begin() and _end() the fault interrupt leaves the queue to such
- * a process; _end() hands whatever is left to the worker.
+ * Between gmem_fault_serve_begin() and _end() it counts as a server: the fault interrupt
+ * leaves the queue to the servers (fault_irq_left), and the last one out looks at what it
+ * left.
  *
- * The first such process holds the device's fault interrupt (FQ_IRQ_HOLD) and the last one
- * out releases it, which raises it for any record left: taken on the other vCPU, only to
- * find the records gone, it made a fault's round trip (p50) 75-87 us instead of 58-59 (7.3,
- * TCG, modules swapped in one boot). A release racing a hold on another CPU can leave the
- * interrupt unheld while some serve (one interrupt too many), never held while none does: a
- * hold is written before its server's decrement. Callers hold g->lock for reading.
+ * The interrupt itself is held by the doorbell of the batch the process serves (device
+ * 0.10, CQ_TAIL_FAULT_HOLD), for its queue's groups: taken on the other vCPU, only to find
+ * the records gone, it made a fault's round trip (p50) 75-87 us instead of 58-59 (7.3, TCG,
+ * modules swapped in one boot). A process that stops serving before its batch is done rings
+ * the doorbell again without the hold (gmem_fence_wake()), which raises the interrupt for
+ * any record left. (Device 0.8's FQ_IRQ_HOLD, for the whole fault queue, took two more
+ * MMIO writes a batch, set and released.)
  */
 void gmem_fault_serve_begin(struct gmem_accel *g)
 {
-	if (atomic_inc_return(&g->fault_servers) == 1)
-		gmem_write(g, GMEM_REG_FQ_IRQ_HOLD, 1);
+	atomic_inc(&g->fault_servers);
 }
 
-/* Stop counting as a server; the last one releases the fault interrupt (true). */
+/* Stop counting as a server; true if the last one out, with records the interrupt left. */
 static bool gmem_fault_serve_leave(struct gmem_accel *g)
 {
+	/* (fully ordered) Pairs with gmem_fault_irq(): it kicks a worker, or we see its flag. */
 	if (atomic_dec_return(&g->fault_servers))
 		return false;
-	gmem_write(g, GMEM_REG_FQ_IRQ_HOLD, 0);
-	return true;
+	return xchg(&g->fault_irq_left, false);
 }
 
 /*
@@ -742,13 +743,9 @@ static unsigned int gmem_fault_drain(struct gmem_accel *g, struct gmem_fault *gr
 	bool more;
 
 	while (groups < budget && (n = gmem_fault_take(g, group, want, &more))) {
-		if (waiter) {
-			/* Pairs with gmem_fault_irq(): it kicks a worker, or we see its flag. */
-			gmem_fault_serve_leave(g);
-			/* (its records are often the group just taken: look first) */
-			if (!more && xchg(&g->fault_irq_left, false) && g->regs)
-				more = gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head);
-		}
+		/* (the interrupt's records are often the group just taken: look first) */
+		if (waiter && gmem_fault_serve_leave(g) && !more && g->regs)
+			more = gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head);
 		if (more)
 			gmem_fault_kick(g);
 		gmem_fault_inject_hold(g);
@@ -810,14 +807,19 @@ static bool gmem_fault_left_unserved(struct gmem_accel *g)
 }
 
 /*
- * The last server out needs no look at the queue: the release raises the fault interrupt
- * for any record left, which finds no server and kicks a worker (the look was one of a
- * mapped page's six MMIO exits).
+ * The last server out looks at the queue only if the fault interrupt left records to the
+ * servers: a held queue's records are its waiter's, and one that stops serving early
+ * releases them (the look was one of a mapped page's six MMIO exits).
  */
 void gmem_fault_serve_end(struct gmem_accel *g)
 {
-	/* (fully ordered) Pairs with gmem_fault_irq(): it kicked a worker, or its records seen. */
-	if (!gmem_fault_serve_leave(g) && gmem_fault_left_unserved(g))
+	bool left;
+
+	if (gmem_fault_serve_leave(g))
+		left = g->regs && gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head);
+	else
+		left = gmem_fault_left_unserved(g);
+	if (left)
 		gmem_fault_kick(g);
 }
 

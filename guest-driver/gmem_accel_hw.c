@@ -26,13 +26,19 @@ static irqreturn_t gmem_fault_irq(int irq, void *data)
 
 	gmem_dev_count(g, GMEM_DEV_FAULT_IRQS, 1);
 	/*
-	 * A process about to wait drains the queue itself (gmem_fault_serve_end); and records
-	 * already taken (the interrupt often comes after the waiter took its group) need no one.
+	 * Processes serving the queue drain it themselves, and the last one out looks at what
+	 * the flag left them (gmem_fault_serve_leave()), unless it left before the flag was
+	 * set: then we take it back. Records already taken (the interrupt often comes after the
+	 * waiter took its group) need no one.
 	 */
 	smp_mb();
-	if (atomic_read(&g->fault_servers))
-		WRITE_ONCE(g->fault_irq_left, true);	/* to them: gmem_fault_drain() */
-	else if (g->regs && gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head))
+	if (atomic_read(&g->fault_servers)) {
+		WRITE_ONCE(g->fault_irq_left, true);
+		smp_mb();	/* flag, then count; serve_leave: count, then flag */
+		if (atomic_read(&g->fault_servers) || !xchg(&g->fault_irq_left, false))
+			return IRQ_HANDLED;
+	}
+	if (g->regs && gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head))
 		gmem_fault_kick(g);
 	return IRQ_HANDLED;
 }

@@ -48,8 +48,8 @@ static int gmem_accel_identify(struct gmem_accel *g)
 		return -ENODEV;
 	}
 	if (GMEM_VERSION_MAJOR_OF(version) != GMEM_VERSION_MAJOR ||
-	    GMEM_VERSION_MINOR_OF(version) < 9) {
-		pci_err(pdev, "hardware version %u.%u, driver speaks %u.9 and later (a queue per context): use the QEMU built with this driver\n",
+	    GMEM_VERSION_MINOR_OF(version) < 10) {
+		pci_err(pdev, "hardware version %u.%u, driver speaks %u.10 and later (a doorbell that holds its faults' interrupt): use the QEMU built with this driver\n",
 			GMEM_VERSION_MAJOR_OF(version), GMEM_VERSION_MINOR_OF(version),
 			GMEM_VERSION_MAJOR);
 		return -ENODEV;

@@ -188,7 +188,9 @@ static bool gmem_ring_moved(struct gmem_accel *g, struct gmem_queue *q)
 
 /*
  * Queue @count descriptors and their fence on @ctx's ring; the kernel's sleep uninterruptibly.
- * The fence raises the queue's interrupt unless @quiet (see gmem_submit_wait()).
+ * @quiet: the caller serves the batch on its own thread (gmem_submit_wait()): its fence raises
+ * no interrupt, and the doorbell holds the fault interrupt for the queue's groups meanwhile
+ * (CQ_TAIL_FAULT_HOLD). Any other doorbell of the queue releases the hold.
  */
 static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *desc, u32 count,
 			    bool quiet, u64 *fence, u64 *seqp)
@@ -242,7 +244,8 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *de
 		q->tail = (slot + 1) & gmem_ring_mask();
 	}
 	dma_wmb();
-	gmem_write(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_TAIL), q->tail);
+	gmem_write(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_TAIL),
+		   q->tail | (quiet ? GMEM_CQ_TAIL_FAULT_HOLD : 0));
 	ctx->last_fence = seq;
 	mutex_unlock(&q->lock);
 	if (seqp)
@@ -282,13 +285,20 @@ int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 cou
 
 /*
  * Have the queue's interrupt raised once @ctx's batches so far have passed: a fence of its
- * own after them (a queue runs in order). For the waiter of a quiet batch that has to sleep.
+ * own after them (a queue runs in order). For the waiter of a quiet batch that has to sleep:
+ * the doorbell also releases the batch's fault hold, as a CQ_FAULT_HOLD write does if the
+ * fence cannot be queued (a signal, an unbind).
  */
 int gmem_fence_wake(struct gmem_ctx *ctx)
 {
+	struct gmem_accel *g = ctx->g;
 	u64 fence;
+	int ret;
 
-	return gmem_submit_desc(ctx, NULL, 0, false, &fence, NULL);
+	ret = gmem_submit_desc(ctx, NULL, 0, false, &fence, NULL);
+	if (ret && g->regs)
+		gmem_write(g, GMEM_REG_QUEUE(gmem_ctx_queue(ctx), GMEM_CQ_FAULT_HOLD), 0);
+	return ret;
 }
 
 /* A quiet batch passed without an interrupt: wake whoever waits for the ring to move. */

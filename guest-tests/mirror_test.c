@@ -481,6 +481,65 @@ TEST_F_TIMEOUT(svm, submit_that_waits, 120)
 }
 
 /*
+ * A SUBMIT_WAIT's doorbell holds the fault interrupt for its queue (device 0.10), the waiter
+ * serving the batch's faults. One that stops serving before its batch is done (the doorbell
+ * ran 256 KiB of a 32 MiB fill; the rest runs in QEMU's main loop) rings again without the
+ * hold and sleeps: a fault the batch raises after that interrupts and a worker serves it.
+ * Were the hold kept, nobody would look and the batch would never end.
+ */
+TEST_F_TIMEOUT(svm, sleeping_waiter_hands_its_faults_back, 120)
+{
+	size_t big = 32ul << 20;
+	uint8_t *fill = map_anon(big, PROT_READ | PROT_WRITE);
+	uint8_t *fresh = map_anon(PAGE, PROT_READ | PROT_WRITE);
+	uint8_t *out = map_anon(PAGE, PROT_READ | PROT_WRITE);
+	struct gmem_accel_cmd c[2] = {
+		{ .op = GMEM_ACCEL_OP_FILL, .dst = (uintptr_t)fill, .size = big,
+		  .value = 0x7777777777777777ull },
+		{ .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)out, .src = (uintptr_t)fresh,
+		  .size = PAGE },
+	};
+	struct gmem_accel_submit sub = { .cmds = (uintptr_t)c, .count = 2,
+					 .flags = GMEM_ACCEL_SUBMIT_WAIT };
+	int64_t groups0, groups, by_waiter0, by_waiter, irqs0, irqs, wakes0, wakes;
+	size_t i;
+
+	ASSERT_TRUE(fill && fresh && out);
+	ASSERT_EQ(0, no_numa_scan(fill, big));
+	ASSERT_EQ(0, no_numa_scan(out, PAGE));
+	/* The fill's pages and the destination mapped: only the fresh page faults. */
+	ASSERT_EQ(0, dev_fill(self->fd, fill, 0, big));
+	ASSERT_EQ(0, dev_fill(self->fd, out, 0xee, PAGE));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_groups", &groups0));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_groups_by_waiter", &by_waiter0));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_irqs", &irqs0));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "wake_fences", &wakes0));
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_SUBMIT, &sub)) TH_LOG("%s", strerror(errno));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_groups", &groups));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_groups_by_waiter", &by_waiter));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_irqs", &irqs));
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "wake_fences", &wakes));
+	EXPECT_EQ(groups0 + 1, groups);
+	for (i = 0; i < big; i += 4099)
+		ASSERT_EQ(0x77, fill[i]) TH_LOG("byte %zu", i);
+	for (i = 0; i < PAGE; i++)
+		ASSERT_EQ(0, out[i]) TH_LOG("byte %zu", i);
+	if (wakes == wakes0 + 1) {
+		/* It slept before the fault came: the interrupt, and a worker served it. */
+		EXPECT_LE(irqs0 + 1, irqs);
+		EXPECT_EQ(by_waiter0, by_waiter);
+	} else {
+		/* (a waiter kept off its CPU until the fault was posted serves it, awake) */
+		EXPECT_EQ(wakes0, wakes);
+		EXPECT_EQ(by_waiter0 + 1, by_waiter);
+		TH_LOG("the waiter did not sleep: served the fault itself");
+	}
+	munmap(fill, big);
+	munmap(fresh, PAGE);
+	munmap(out, PAGE);
+}
+
+/*
  * test_hmm's commands are waited for on the caller's thread, and their fences are quiet: one
  * that completes as the doorbell's write returns (a mapped page) raises no queue interrupt,
  * and a caller that has to sleep (128 MiB: the doorbell runs 256 KiB of it) adds one fence of
