@@ -12,9 +12,9 @@ qemu_try() {
 			-device pcie-root-port,id=rp0,chassis=1 "$@"
 }
 
-plan 19
+plan 20
 help=$("$QEMU" -device gmem-accel,help 2>&1)
-for p in hbm-size tlb-entries walk-cache-entries movers ats pasid pri coherent; do
+for p in hbm-size tlb-entries walk-cache-entries movers ats pasid pri coherent atc; do
 	check "-device gmem-accel,help lists $p" grep -q "^  $p=" <<<"$help"
 done
 expect_fail "hbm-size=3M is refused (not a power of two)" 1 "hbm-size=3 MiB is invalid: it must be a power of two" \

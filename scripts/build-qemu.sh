@@ -114,7 +114,7 @@ fi
 step "building $target $version with gmem-accel${sanitize:+ ($sanitize)} (incremental; a cold build takes ~5-10 min on 2 cores)"
 set -o pipefail
 qtests=(gmem-accel-qtest-registers gmem-accel-qtest-engine gmem-accel-qtest-monitor
-	gmem-accel-qtest-hostile gmem-accel-qtest-fuzz)
+	gmem-accel-qtest-hostile gmem-accel-qtest-fuzz gmem-accel-qtest-iommu)
 [ -z "$sanitize" ] || qtests=()
 ninja -C "$build" "$target" "${qtests[@]/#/tests/qtest/gmem-accel/}" 2>&1 |
 	tee "$build/ninja.log" | progress_filter "qemu" ||

@@ -41,12 +41,17 @@ Env *env_start(const char *props)
 
 Env *env_start_with(const char *props, const char *extra)
 {
+    return env_start_after(NULL, props, extra);
+}
+
+Env *env_start_after(const char *pre, const char *props, const char *extra)
+{
     g_autofree char *all = g_strdup_printf("hbm-size=64M%s%s",
                                            props ? "," : "",
                                            props ? props : "");
     Env *e = g_new0(Env, 1);
 
-    e->g = gq_start_with(all, extra);
+    e->g = gq_start_after(pre, all, extra);
     e->qt = e->g->qt;
     e->pt_next = PT_POOL;
     e->root = pt_alloc(e);

@@ -49,6 +49,8 @@ typedef struct Rec {
 Env *env_start(const char *props);
 /* The same, with more QEMU arguments (e.g. a second device) */
 Env *env_start_with(const char *props, const char *extra);
+/* The same with @pre before the device's arguments (an IOMMU it is behind) */
+Env *env_start_after(const char *pre, const char *props, const char *extra);
 /* Checks QEMU still answers, then quits it. */
 void env_quit(Env *e);
 void queue_setup(Env *e, unsigned q);

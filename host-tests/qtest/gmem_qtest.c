@@ -70,8 +70,12 @@ void gq_qtest_quit(QTestState *qt)
     qtest_quit(qt);
 }
 
-/* Start QEMU with the device; @extra: more QEMU arguments or NULL. */
-static GmemQTest *gq_launch(const char *props, const char *extra)
+/*
+ * Start QEMU with the device; @pre, @extra: more QEMU arguments before the
+ * device's (one it must come after, as an IOMMU) and after it, or NULL.
+ */
+static GmemQTest *gq_launch(const char *pre, const char *props,
+                            const char *extra)
 {
     GmemQTest *g = g_new0(GmemQTest, 1);
     g_autofree char *args = NULL;
@@ -79,9 +83,10 @@ static GmemQTest *gq_launch(const char *props, const char *extra)
 
     g_assert_cmpint(fd, >=, 0);
     close(fd);
-    args = g_strdup_printf("-d guest_errors -D %s "
+    args = g_strdup_printf("-d guest_errors -D %s %s%s"
                            "-device gmem-accel,id=gmem0,addr=04.0%s%s%s%s",
-                           g->log_path, props ? "," : "", props ? props : "",
+                           g->log_path, pre ? pre : "", pre ? " " : "",
+                           props ? "," : "", props ? props : "",
                            extra ? " " : "", extra ? extra : "");
     g->qt = gq_init(args);
     g_assert_cmphex(gq_pci_cfg_readl(g->qt, DEVFN, 0x00), ==,
@@ -96,7 +101,13 @@ GmemQTest *gq_start(const char *props)
 
 GmemQTest *gq_start_with(const char *props, const char *extra)
 {
-    GmemQTest *g = gq_launch(props, extra);
+    return gq_start_after(NULL, props, extra);
+}
+
+GmemQTest *gq_start_after(const char *pre, const char *props,
+                          const char *extra)
+{
+    GmemQTest *g = gq_launch(pre, props, extra);
 
     gq_pci_cfg_writel(g->qt, DEVFN, 0x10, (uint32_t)BAR0_ADDR);
     gq_pci_cfg_writel(g->qt, DEVFN, 0x14, BAR0_ADDR >> 32);
@@ -160,7 +171,7 @@ void gq_migrate_out(GmemQTest *g, const char *uri)
 
 GmemQTest *gq_start_incoming(const char *props, const char *uri)
 {
-    GmemQTest *g = gq_launch(props, "-incoming defer");
+    GmemQTest *g = gq_launch(NULL, props, "-incoming defer");
     g_autofree char *cmd = g_strdup_printf(
         "{\"execute\": \"migrate-incoming\", \"arguments\": "
         "{\"uri\": \"%s\"}}", uri);
@@ -181,7 +192,7 @@ GmemQTest *gq_try_incoming_with(const char *props, const char *extra,
     g_autofree char *args = g_strdup_printf("-incoming defer%s%s",
                                             extra ? " " : "",
                                             extra ? extra : "");
-    GmemQTest *g = gq_launch(props, args);
+    GmemQTest *g = gq_launch(NULL, props, args);
     g_autofree char *cmd = g_strdup_printf(
         "{\"execute\": \"migrate-incoming\", \"arguments\": "
         "{\"uri\": \"%s\", \"exit-on-error\": false}}", uri);

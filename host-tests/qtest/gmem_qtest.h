@@ -35,6 +35,9 @@ void gq_pci_cfg_writel(QTestState *qt, int devfn, int reg, uint32_t val);
 GmemQTest *gq_start(const char *props);
 /* The same, with more QEMU arguments (e.g. a second device) */
 GmemQTest *gq_start_with(const char *props, const char *extra);
+/* The same with @pre before the device's arguments (an IOMMU it is behind) */
+GmemQTest *gq_start_after(const char *pre, const char *props,
+                          const char *extra);
 /* Start QEMU loading its state from @uri (a migration stream), untouched. */
 GmemQTest *gq_start_incoming(const char *props, const char *uri);
 /*

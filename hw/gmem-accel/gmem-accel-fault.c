@@ -77,8 +77,7 @@ static bool gmem_fault_post(GmemAccelState *s, unsigned qid)
             .slot = cpu_to_le16(q->head),
         };
 
-        if (pci_dma_write(PCI_DEVICE(s), addr, &rec, sizeof(rec)) !=
-            MEMTX_OK) {
+        if (!gmem_sys_rw(s, addr, &rec, sizeof(rec), true)) {
             gmem_accel_set_error(s, GMEM_ERR_DMA, qid, addr,
                                  "cannot write a fault record at 0x%" PRIx64
                                  "; cancelling the command", addr);

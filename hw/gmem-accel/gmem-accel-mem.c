@@ -22,13 +22,14 @@
 static bool gmem_sys_read_ptes(GmemAccelState *s, uint64_t addr,
                                uint64_t *pte, unsigned n)
 {
-    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    hwaddr at;
+    AddressSpace *as = gmem_atc_lookup(s, addr, n * sizeof(*pte), false, &at);
     MemTxResult res = MEMTX_OK;
 
     if (n > 1) {
         RCU_READ_LOCK_GUARD();
         hwaddr xlat, len = n * sizeof(*pte);
-        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &len,
+        MemoryRegion *mr = address_space_translate(as, at, &xlat, &len,
                                                    false,
                                                    MEMTXATTRS_UNSPECIFIED);
 
@@ -47,7 +48,7 @@ static bool gmem_sys_read_ptes(GmemAccelState *s, uint64_t addr,
      * than the copies they serve.
      */
     for (unsigned i = 0; i < n && res == MEMTX_OK; i++) {
-        pte[i] = address_space_ldq_le(as, addr + i * sizeof(*pte),
+        pte[i] = address_space_ldq_le(as, at + i * sizeof(*pte),
                                       MEMTXATTRS_UNSPECIFIED, &res);
     }
     return res == MEMTX_OK;
@@ -147,10 +148,20 @@ bool gmem_mem_rw(GmemAccelState *s, bool hbm, uint64_t addr,
         }
         return true;
     }
-    return pci_dma_rw(PCI_DEVICE(s), addr, buf, len,
-                      write ? DMA_DIRECTION_FROM_DEVICE
-                            : DMA_DIRECTION_TO_DEVICE,
-                      MEMTXATTRS_UNSPECIFIED) == MEMTX_OK;
+    return gmem_sys_rw(s, addr, buf, len, write);
+}
+
+/* System memory at bus address @addr, as pci_dma_rw(), through the ATC */
+bool gmem_sys_rw(GmemAccelState *s, uint64_t addr, void *buf, uint64_t len,
+                 bool write)
+{
+    hwaddr at;
+    AddressSpace *as = gmem_atc_lookup(s, addr, len, write, &at);
+
+    return dma_memory_rw(as, at, buf, len,
+                         write ? DMA_DIRECTION_FROM_DEVICE
+                               : DMA_DIRECTION_TO_DEVICE,
+                         MEMTXATTRS_UNSPECIFIED) == MEMTX_OK;
 }
 
 /*
@@ -162,17 +173,16 @@ bool gmem_mem_rw(GmemAccelState *s, bool hbm, uint64_t addr,
 static void *gmem_sys_map(GmemAccelState *s, uint64_t addr, uint64_t len,
                           bool write)
 {
-    PCIDevice *pdev = PCI_DEVICE(s);
     DMADirection dir = write ? DMA_DIRECTION_FROM_DEVICE
                              : DMA_DIRECTION_TO_DEVICE;
-    hwaddr xlat, l = len;
+    hwaddr xlat, at, l = len;
+    AddressSpace *as = gmem_atc_lookup(s, addr, len, write, &at);
     bool direct;
     void *p;
 
     WITH_RCU_READ_LOCK_GUARD() {
-        MemoryRegion *mr = address_space_translate(
-            pci_get_address_space(pdev), addr, &xlat, &l, write,
-            MEMTXATTRS_UNSPECIFIED);
+        MemoryRegion *mr = address_space_translate(as, at, &xlat, &l, write,
+                                                   MEMTXATTRS_UNSPECIFIED);
 
         direct = l == len &&
                  memory_access_is_direct(mr, write, MEMTXATTRS_UNSPECIFIED);
@@ -181,9 +191,9 @@ static void *gmem_sys_map(GmemAccelState *s, uint64_t addr, uint64_t len,
         return NULL;
     }
     l = len;
-    p = pci_dma_map(pdev, addr, &l, dir);
+    p = dma_memory_map(as, at, &l, dir, MEMTXATTRS_UNSPECIFIED);
     if (p && l < len) {
-        pci_dma_unmap(pdev, p, l, dir, 0);
+        dma_memory_unmap(as, p, l, dir, 0);
         return NULL;
     }
     return p;
@@ -210,6 +220,7 @@ void gmem_mem_unmap(GmemAccelState *s, bool hbm, uint64_t addr,
         }
         return;
     }
+    /* (RAM only: which address space mapped it does not matter) */
     pci_dma_unmap(PCI_DEVICE(s), p, len,
                   write ? DMA_DIRECTION_FROM_DEVICE : DMA_DIRECTION_TO_DEVICE,
                   written ? len : 0);

@@ -103,6 +103,9 @@ static QDict *gmem_state_dict(GmemAccelState *s)
     qdict_put_int(d, "tlb-valid", gmem_tlb_count(&s->tlb));
     qdict_put_int(d, "walk-cache-entries", s->walk_cache_entries);
     qdict_put_int(d, "walk-cache-hits", s->walk_cache_hits);
+    qdict_put_int(d, "atc-hits", s->atc_hits);
+    qdict_put_int(d, "atc-misses", s->atc_misses);
+    qdict_put_int(d, "atc-flushes", s->atc_flushes);
     qdict_put_int(d, "pte-reads", s->pte_reads);
     qdict_put_int(d, "inline-max-commands", s->inline_max_commands);
     qdict_put_int(d, "kicks-deferred", s->kicks_deferred);

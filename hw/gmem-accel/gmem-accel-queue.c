@@ -28,12 +28,13 @@ void gmem_queue_complete(GmemAccelState *s, unsigned qid,
 {
     GmemQueue *q = &s->queue[qid];
     uint64_t desc = gmem_desc_addr(q);
+    uint8_t st[4];
 
     trace_gmem_accel_cmd_done(qid, q->head, gmem_op_name(q->cmd.opcode),
                               status);
-    if (stl_le_pci_dma(PCI_DEVICE(s),
-                       desc + offsetof(struct gmem_cmd_desc, status), status,
-                       MEMTXATTRS_UNSPECIFIED) != MEMTX_OK) {
+    stl_le_p(st, status);
+    if (!gmem_sys_rw(s, desc + offsetof(struct gmem_cmd_desc, status), st,
+                     sizeof(st), true)) {
         gmem_accel_set_error(s, GMEM_ERR_DMA, qid, desc,
                              "queue %u: cannot write the status of the "
                              "descriptor at 0x%" PRIx64, qid, desc);
@@ -60,8 +61,7 @@ bool gmem_queue_fetch(GmemAccelState *s, unsigned qid)
     uint64_t desc = gmem_desc_addr(q);
     uint32_t st;
 
-    if (pci_dma_read(PCI_DEVICE(s), desc, q->raw, GMEM_CMD_SIZE) !=
-        MEMTX_OK) {
+    if (!gmem_sys_rw(s, desc, q->raw, GMEM_CMD_SIZE, false)) {
         gmem_accel_set_error(s, GMEM_ERR_DMA, qid, desc,
                              "queue %u: cannot read the descriptor at 0x%"
                              PRIx64, qid, desc);

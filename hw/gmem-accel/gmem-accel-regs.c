@@ -106,6 +106,7 @@ void gmem_accel_reset_state(GmemAccelState *s, const char *why)
     s->error_addr = 0;
     s->scratch = 0;
     gmem_engine_reset(s);
+    gmem_atc_reset(s);
 }
 
 static uint32_t gmem_id_read(GmemAccelState *s, unsigned n, hwaddr reg)

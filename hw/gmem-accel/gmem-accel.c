@@ -161,6 +161,7 @@ static void gmem_accel_exit(PCIDevice *pdev)
     GmemAccelState *s = GMEM_ACCEL(pdev);
 
     gmem_engine_unrealize(s);
+    gmem_atc_unrealize(s);
     msix_uninit(pdev, &s->bar0, &s->bar0);
     /*
      * The HBM's RAMBlock name is its PCI path: a device plugged into the same
@@ -186,6 +187,7 @@ static const Property gmem_accel_props[] = {
     DEFINE_PROP_BOOL("pri", GmemAccelState, pri, true),
     DEFINE_PROP_BOOL("coherent", GmemAccelState, coherent, false),
     DEFINE_PROP_BOOL("hbm-prealloc", GmemAccelState, hbm_prealloc, false),
+    DEFINE_PROP_BOOL("atc", GmemAccelState, atc_on, true),
 };
 
 static void gmem_accel_class_init(ObjectClass *klass, void *data)

@@ -72,6 +72,18 @@ typedef struct GmemMover {
     GmemMoverTask task[GMEM_MOVER_MAX_THREADS];
 } GmemMover;
 
+/* An address translation of the IOMMU in front of the device (atc.c) */
+#define GMEM_ATC_ENTRIES        64
+typedef struct GmemAtcEntry {
+    bool valid;
+    bool write;         /* translated for writing too */
+    hwaddr iova;        /* bus address, mask-aligned */
+    hwaddr mask;        /* page size - 1 */
+    hwaddr target;      /* in @as */
+    AddressSpace *as;
+} GmemAtcEntry;
+typedef struct GmemAtcIommu GmemAtcIommu;
+
 typedef struct GmemQueue {
     /* registers */
     uint64_t base;
@@ -166,6 +178,14 @@ struct GmemAccelState {
     uint64_t walk_cache_hits;       /* walks begun at level 1 */
     uint64_t pte_reads;             /* walker's page-table accesses */
 
+    /* the address-translation cache (atc.c), not migrated */
+    GmemAtcEntry atc[GMEM_ATC_ENTRIES];
+    MemoryListener atc_listener;
+    QLIST_HEAD(, GmemAtcIommu) atc_iommus;
+    bool atc_listening;
+    bool atc_unusable;              /* an IOMMU without unmap notifications */
+    uint64_t atc_hits, atc_misses, atc_flushes;
+
     /* guest-error log rate limit (gmem-accel-error.c), not migrated */
     int64_t log_window;
     uint32_t log_count;
@@ -181,6 +201,7 @@ struct GmemAccelState {
     bool pri;
     bool coherent;      /* CAP_COHERENT: the guest may use BAR2 as CPU memory */
     bool hbm_prealloc;  /* the HBM's host memory allocated at realize */
+    bool atc_on;        /* "atc": keep the IOMMU's translations (atc.c) */
 };
 
 /*
@@ -196,6 +217,7 @@ struct GmemAccelState {
  *   gmem-accel-mmu.c      translation, contexts, TLB invalidation
  *   gmem-accel-mover.c    the engines' copies, on worker threads
  *   gmem-accel-mem.c      HBM and system memory access
+ *   gmem-accel-atc.c      the IOMMU's translations the device keeps
  *   gmem-accel-error.c    guest errors and MSI-X notification
  * and the QEMU-free core (gmem-accel-core.h: walker, TLB, descriptors).
  */
@@ -280,9 +302,17 @@ bool gmem_copy_map(GmemAccelState *s, const GmemTarget *tgt, uint64_t len,
 void gmem_copy_unmap(GmemAccelState *s, const GmemTarget *tgt, uint64_t len,
                      uint8_t *const *p, bool written);
 uint64_t gmem_load_elem(const void *p, unsigned width);
+bool gmem_sys_rw(GmemAccelState *s, uint64_t addr, void *buf, uint64_t len,
+                 bool write);
 void gmem_store_elem(void *p, unsigned width, uint64_t v);
 bool gmem_mem_atomic_add(GmemAccelState *s, bool hbm, uint64_t addr,
                          uint64_t len, unsigned width, uint64_t add);
+
+/* gmem-accel-atc.c */
+AddressSpace *gmem_atc_lookup(GmemAccelState *s, uint64_t addr, uint64_t len,
+                              bool write, hwaddr *xaddr);
+void gmem_atc_reset(GmemAccelState *s);
+void gmem_atc_unrealize(GmemAccelState *s);
 
 /* gmem-accel-error.c */
 void gmem_notify(GmemAccelState *s, unsigned vector);
