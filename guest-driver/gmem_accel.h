@@ -676,6 +676,7 @@ int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u3
 int gmem_submit_wait_user(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
 			  u64 __user *ufence);
 void gmem_fault_work(struct work_struct *work);
+bool gmem_fault_pending(struct gmem_accel *g);
 void gmem_fault_kick(struct gmem_accel *g);
 void gmem_fault_overflow(struct gmem_accel *g);
 void gmem_fault_serve_begin(struct gmem_accel *g);

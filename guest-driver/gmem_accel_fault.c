@@ -670,6 +670,12 @@ out:
 	return n;
 }
 
+/* Records in the fault queue the driver has not consumed? A look, without fault_lock. */
+bool gmem_fault_pending(struct gmem_accel *g)
+{
+	return g->regs && gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head);
+}
+
 /*
  * More groups wait than the caller is about to service: set an idle fault worker on them, so
  * that one slow group (a page the kernel has to read in, a migration) does not hold up the
@@ -744,8 +750,8 @@ static unsigned int gmem_fault_drain(struct gmem_accel *g, struct gmem_fault *gr
 
 	while (groups < budget && (n = gmem_fault_take(g, group, want, &more))) {
 		/* (the interrupt's records are often the group just taken: look first) */
-		if (waiter && gmem_fault_serve_leave(g) && !more && g->regs)
-			more = gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head);
+		if (waiter && gmem_fault_serve_leave(g) && !more)
+			more = gmem_fault_pending(g);
 		if (more)
 			gmem_fault_kick(g);
 		gmem_fault_inject_hold(g);
@@ -795,7 +801,7 @@ static bool gmem_fault_left_unserved(struct gmem_accel *g)
 	bool left = false;
 	u32 tail;
 
-	if (!g->regs || gmem_read(g, GMEM_REG_FQ_TAIL) == READ_ONCE(g->fq_head))
+	if (!gmem_fault_pending(g))
 		return false;
 	mutex_lock(&g->fault_lock);
 	if (g->regs) {
@@ -813,13 +819,7 @@ static bool gmem_fault_left_unserved(struct gmem_accel *g)
  */
 void gmem_fault_serve_end(struct gmem_accel *g)
 {
-	bool left;
-
-	if (gmem_fault_serve_leave(g))
-		left = g->regs && gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head);
-	else
-		left = gmem_fault_left_unserved(g);
-	if (left)
+	if (gmem_fault_serve_leave(g) ? gmem_fault_pending(g) : gmem_fault_left_unserved(g))
 		gmem_fault_kick(g);
 }
 

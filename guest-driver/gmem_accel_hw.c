@@ -38,7 +38,7 @@ static irqreturn_t gmem_fault_irq(int irq, void *data)
 		if (atomic_read(&g->fault_servers) || !xchg(&g->fault_irq_left, false))
 			return IRQ_HANDLED;
 	}
-	if (g->regs && gmem_read(g, GMEM_REG_FQ_TAIL) != READ_ONCE(g->fq_head))
+	if (gmem_fault_pending(g))
 		gmem_fault_kick(g);
 	return IRQ_HANDLED;
 }
