@@ -149,22 +149,36 @@ static struct gmem_obj_peer *gmem_obj_peer_of(struct gmem_obj *obj, struct gmem_
  * Let device @g reach @obj (of another device) peer to peer: map each device page for @g's
  * DMA, BAR2 of the object's device for HBM (dma_map_resource(), through the IOMMU if there
  * is one) or the system memory. Once per device; 0 or -errno.
+ *
+ * Under the object's lock, as an eviction moves it: the peer's view is made from the
+ * placement it will keep (an object with peers is never evicted), never from HBM that an
+ * eviction is about to give to another object.
  */
 int gmem_obj_add_peer(struct gmem_obj *obj, struct gmem_accel *g)
 {
 	struct device *dev = g->dev.parent;
 	struct gmem_obj_peer *peer;
 	unsigned long i;
+	int ret = 0;
 
 	if (gmem_obj_peer_of(obj, g))
 		return 0;
-	if (gmem_obj_in_hbm(obj) && (READ_ONCE(obj->g->unbinding) || !READ_ONCE(obj->g->pdev)))
-		return -ENODEV;		/* its BAR2 is gone */
+	/* Before the lock, which CPU faults take under mmap_lock. */
 	peer = kvzalloc(struct_size(peer, addr, obj->npages), GFP_KERNEL);
 	if (!peer)
 		return -ENOMEM;
 	peer->g = g;
 	get_device(&g->dev);
+	mutex_lock(&obj->lock);
+	if (gmem_obj_peer_of(obj, g)) {
+		i = 0;			/* another import won */
+		goto unlock;
+	}
+	if (gmem_obj_in_hbm(obj) && (READ_ONCE(obj->g->unbinding) || !READ_ONCE(obj->g->pdev))) {
+		i = 0;
+		ret = -ENODEV;		/* its BAR2 is gone */
+		goto unlock;
+	}
 	for (i = 0; i < obj->npages; i++) {
 		dma_addr_t dma = gmem_obj_in_hbm(obj) ?
 			dma_map_resource(dev, obj->g->hbm_bar + obj->addr[i], obj->page_size,
@@ -172,20 +186,20 @@ int gmem_obj_add_peer(struct gmem_obj *obj, struct gmem_accel *g)
 			dma_map_page(dev, obj->pages[i], 0, obj->page_size, DMA_BIDIRECTIONAL);
 
 		if (dma_mapping_error(dev, dma)) {
-			gmem_obj_peer_free(obj, peer, i);
-			return -ENOMEM;
+			ret = -ENOMEM;
+			goto unlock;
 		}
 		peer->addr[i] = dma;
 	}
 	spin_lock(&obj->peer_lock);
-	if (gmem_obj_peer_of_locked(obj, g)) {
-		spin_unlock(&obj->peer_lock);
-		gmem_obj_peer_free(obj, peer, obj->npages);	/* another import won */
-		return 0;
-	}
 	list_add_tail(&peer->link, &obj->peers);
 	spin_unlock(&obj->peer_lock);
-	return 0;
+	peer = NULL;
+unlock:
+	if (peer)
+		gmem_obj_peer_free(obj, peer, i);
+	mutex_unlock(&obj->lock);
+	return ret;
 }
 
 static void gmem_obj_release(struct kref *ref)
@@ -695,7 +709,8 @@ int gmem_obj_mmap(struct file *file, struct vm_area_struct *vma)
 	if (!obj)
 		return -EINVAL;		/* no object of this file's at this offset */
 	/* Beyond the object; or private: an object is shared memory, never copied on write. */
-	if (first + vma_pages(vma) > obj->size >> PAGE_SHIFT || !(vma->vm_flags & VM_SHARED)) {
+	if (first + vma_pages(vma) > obj->size >> PAGE_SHIFT ||
+	    !(vma->vm_flags & VM_MAYSHARE)) {
 		gmem_obj_put(obj);
 		return -EINVAL;
 	}

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -575,6 +576,118 @@ TEST_F_TIMEOUT(share, peer_to_peer_between_devices, 300)
 	close(fd0);
 	munmap(want, len);
 	munmap(out, len);
+}
+
+static int obj_free_handle(int fd, uint32_t handle)
+{
+	struct gmem_accel_obj_free fr = { .handle = handle };
+
+	return ioctl(fd, GMEM_ACCEL_IOC_OBJ_FREE, &fr) ? -errno : 0;
+}
+
+struct allocator {
+	int fd;
+	struct gmem_accel_obj_alloc a;
+	int ret;
+};
+
+static void *alloc_object(void *arg)
+{
+	struct allocator *al = arg;
+
+	al->ret = ioctl(al->fd, GMEM_ACCEL_IOC_OBJ_ALLOC, &al->a) ? -errno : 0;
+	return NULL;
+}
+
+/* Device @fd copies @len bytes at @src (its mapping) out; do they equal @want? */
+static bool device_reads(int fd, const uint8_t *src, const uint8_t *want, size_t len,
+			 uint8_t *out)
+{
+	memset(out, 0, len);
+	return !dev_copy(fd, out, src, len) && !memcmp(out, want, len);
+}
+
+/*
+ * An object of device 0 is imported on device 1 while an allocation on device 0 evicts it to
+ * make room: the peer's view and the object's placement change together, so device 1's
+ * writes land in the object wherever it ended up (it stays in HBM once it has a peer), never
+ * in the HBM the eviction handed to the new object.
+ */
+TEST_F_TIMEOUT(share, peer_import_races_eviction, 900)
+{
+	const size_t len = 8ul << 20, blen = 4ul << 20;
+	uint64_t hbm = gmem_expect("hbm_size", 256ul << 20);
+	int fd0 = gmem_open(0, O_RDWR), fd1 = gmem_open(1, O_RDWR);
+	uint8_t *want = map_anon(len, RW), *out = map_anon(len, RW), *zero = map_anon(len, RW);
+	int rounds = 12, evicted = 0, blocked = 0;
+
+	ASSERT_GE(fd0, 0);
+	if (fd1 < 0)
+		SKIP(return, "no second gmem-accel device");
+	ASSERT_TRUE(want && out && zero);
+	memset(want, 0x6b, len);
+	srand(55);
+	for (int r = 0; r < rounds; r++) {
+		/* HBM held but for A and one chunk: B's allocation must evict A. */
+		struct gmem_accel_obj_alloc p = {
+			.size = hbm - len - M2,
+			.flags = GMEM_ACCEL_OBJ_HBM | GMEM_ACCEL_OBJ_PINNED };
+		struct gmem_accel_obj_alloc a = {
+			.size = len, .flags = GMEM_ACCEL_OBJ_HBM | GMEM_ACCEL_OBJ_PAGE_4K };
+		struct allocator b = { .fd = fd0, .a = { .size = blen,
+							 .flags = GMEM_ACCEL_OBJ_HBM } };
+		struct gmem_accel_obj_import im;
+		uint8_t *map0, *map1, *mapb;
+		pthread_t t;
+		int buf;
+
+		ASSERT_EQ(0, ioctl(fd0, GMEM_ACCEL_IOC_OBJ_ALLOC, &p)) TH_LOG("filler: %s",
+									  strerror(errno));
+		ASSERT_EQ(0, ioctl(fd0, GMEM_ACCEL_IOC_OBJ_ALLOC, &a));
+		map0 = mmap(NULL, len, RW, MAP_SHARED, fd0, a.mmap_offset);
+		ASSERT_NE(MAP_FAILED, map0);
+		ASSERT_EQ(0, dev_fill(fd0, map0, 0x1111111111111111ull, len));
+		buf = obj_export(fd0, a.handle, 0);
+		ASSERT_GE(buf, 0);
+
+		ASSERT_EQ(0, pthread_create(&t, NULL, alloc_object, &b));
+		usleep(rand() % 40000);
+		ASSERT_EQ(0, obj_import(fd1, buf, &im)) TH_LOG("import: %s", strerror(errno));
+		map1 = mmap(NULL, len, RW, MAP_SHARED, fd1, im.mmap_offset);
+		ASSERT_NE(MAP_FAILED, map1);
+		EXPECT_EQ(0, dev_fill(fd1, map1, 0x6b6b6b6b6b6b6b6bull, len));
+		ASSERT_EQ(0, pthread_join(t, NULL));
+
+		/* A holds device 1's bytes, read by device 0 wherever A is now. */
+		EXPECT_TRUE(device_reads(fd0, map0, want, len, out))
+			TH_LOG("round %d: device 1's FILL did not reach the object", r);
+		if (b.ret == 0) {
+			evicted++;
+			mapb = mmap(NULL, blen, RW, MAP_SHARED, fd0, b.a.mmap_offset);
+			ASSERT_NE(MAP_FAILED, mapb);
+			EXPECT_TRUE(device_reads(fd0, mapb, zero, blen, out))
+				TH_LOG("round %d: the new object holds another's bytes", r);
+			EXPECT_EQ(0, munmap(mapb, blen));
+			EXPECT_EQ(0, obj_free_handle(fd0, b.a.handle));
+		} else {
+			/* A got its peer first: it stays in HBM, and B finds no room. */
+			EXPECT_EQ(-ENOSPC, b.ret);
+			blocked++;
+		}
+		EXPECT_EQ(0, munmap(map1, len));
+		EXPECT_EQ(0, munmap(map0, len));
+		EXPECT_EQ(0, obj_free_handle(fd1, im.handle));
+		EXPECT_EQ(0, obj_free_handle(fd0, a.handle));
+		EXPECT_EQ(0, obj_free_handle(fd0, p.handle));
+		close(buf);
+	}
+	TH_LOG("%d rounds: the object evicted first in %d, its peer first in %d", rounds, evicted,
+	       blocked);
+	close(fd1);
+	close(fd0);
+	munmap(want, len);
+	munmap(out, len);
+	munmap(zero, len);
 }
 
 TEST_HARNESS_MAIN

@@ -319,6 +319,43 @@ TEST_F_TIMEOUT(obj, read_only_mapping_refuses_device_writes, 300)
 	EXPECT_EQ(0, obj_free(self->fd, a.handle));
 }
 
+/*
+ * A device file open for reading only maps an object read-only and shared (the kernel keeps
+ * VM_MAYSHARE, not VM_SHARED, for such a file): the bytes written through a writable file's
+ * mapping read back through it; a writable or private mapping of it is refused.
+ */
+TEST_F_TIMEOUT(obj, read_only_file_maps_read_only_shared, 300)
+{
+	struct gmem_accel_obj_export e = { .flags = O_CLOEXEC };
+	struct gmem_accel_obj_import im = { 0 };
+	struct gmem_accel_obj_alloc a;
+	int ro = gmem_open(0, O_RDONLY);
+	uint8_t *rw, *map;
+
+	ASSERT_LE(0, ro);
+	ASSERT_EQ(0, obj_alloc(self->fd, K64, 0, &a));
+	rw = obj_map(self->fd, &a, K64, RW);
+	ASSERT_NE(NULL, rw);
+	pattern(rw, K64, 11);
+	e.handle = a.handle;
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_OBJ_EXPORT, &e));
+	im.fd = e.fd;
+	ASSERT_EQ(0, ioctl(ro, GMEM_ACCEL_IOC_OBJ_IMPORT, &im));
+	map = mmap(NULL, K64, PROT_READ, MAP_SHARED, ro, im.mmap_offset);
+	ASSERT_NE(MAP_FAILED, map) TH_LOG("PROT_READ, MAP_SHARED on O_RDONLY: %s", strerror(errno));
+	EXPECT_EQ(0, memcmp(map, rw, K64));
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, K64, RW, MAP_SHARED, ro, im.mmap_offset));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, K64, PROT_READ, MAP_PRIVATE, ro, im.mmap_offset));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, munmap(map, K64));
+	EXPECT_EQ(0, munmap(rw, K64));
+	EXPECT_EQ(0, obj_free(ro, im.handle));
+	EXPECT_EQ(0, obj_free(self->fd, a.handle));
+	close(e.fd);
+	close(ro);
+}
+
 /* An object of @size bytes with @flags, mapped, filled with pattern @seed by the CPU. */
 static uint8_t *obj_filled(struct __test_metadata *_metadata, int fd, uint64_t size,
 			   uint32_t flags, unsigned int seed, struct gmem_accel_obj_alloc *a)
