@@ -82,7 +82,8 @@
 #define GMEM_ACCEL_MAX_DEVICES 64
 
 #define GMEM_CQ_LOG2	8	/* 256 commands per ring */
-#define GMEM_FQ_LOG2	10	/* 1024 fault records */
+/* Fault records: room for every user context's largest group at once (63 x 256). */
+#define GMEM_FQ_LOG2	14
 /*
  * A context remembers the ring sequence number of its last GMEM_CTX_FENCES batches: more than
  * a ring holds at once (each batch takes two slots or more), so an older one has completed.

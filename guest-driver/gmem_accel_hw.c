@@ -19,6 +19,8 @@ static_assert(sizeof(struct gmem_cmd_desc) == GMEM_CMD_SIZE);
 static_assert(offsetof(struct gmem_cmd_desc, src_stride) == 52);
 static_assert(sizeof(struct gmem_fault_record) == GMEM_FAULT_RECORD_SIZE);
 static_assert(offsetof(struct gmem_fault_record, slot) == 28);
+static_assert((1u << GMEM_FQ_LOG2) - 1 >= (GMEM_NUM_CONTEXTS - 1) * GMEM_FAULT_GROUP_MAX);
+static_assert(GMEM_FQ_LOG2 <= GMEM_RING_MAX_LOG2);
 
 static irqreturn_t gmem_fault_irq(int irq, void *data)
 {
@@ -73,13 +75,20 @@ static irqreturn_t gmem_error_irq(int irq, void *data)
 
 	if (!code)
 		return IRQ_NONE;
+	/*
+	 * A full fault queue is flow control, not an error (as UVM treats its fault buffer):
+	 * the group waits for room, the worker makes it, the stats count it.
+	 */
+	if (code == GMEM_ERR_FAULT_OVERFLOW) {
+		gmem_write(g, GMEM_REG_ERROR_CODE, 0);
+		gmem_fault_overflow(g);
+		return IRQ_HANDLED;
+	}
 	dev_err_ratelimited(&g->pdev->dev, "device error %u, info %#x, address %#x_%08x\n",
 			    code, gmem_read(g, GMEM_REG_ERROR_INFO),
 			    gmem_read(g, GMEM_REG_ERROR_ADDR_HI),
 			    gmem_read(g, GMEM_REG_ERROR_ADDR_LO));
 	gmem_write(g, GMEM_REG_ERROR_CODE, 0);
-	if (code == GMEM_ERR_FAULT_OVERFLOW)
-		gmem_fault_overflow(g);
 	return IRQ_HANDLED;
 }
 
