@@ -92,6 +92,13 @@
 /* Replays in a row that leave a command's faults unmapped before it fails (EBUSY). */
 #define GMEM_FAULT_STALLS	16
 /*
+ * Replays in a row whose pages another's change took while they were served (contention,
+ * gmem_fault_progress()): throttled, each after a nap that grows to GMEM_FAULT_NAP_MAX_MS,
+ * up to this many (about half a minute of pages that kept moving) before EBUSY.
+ */
+#define GMEM_FAULT_CONTENDED	2048
+#define GMEM_FAULT_NAP_MAX_MS	16
+/*
  * Fault workers. Each context's queue can have a group outstanding (64); a process that waits
  * serves its own, so the workers take the others' and those nobody waits for.
  */
@@ -152,6 +159,9 @@ enum gmem_dev_counter {
 	GMEM_DEV_NOTIFIERS_FREED,	/* of unmapped windows, while their context lives */
 	GMEM_DEV_QUEUE_IRQS,		/* command queues' interrupts (a batch's fence) */
 	GMEM_DEV_WAKE_FENCES,		/* fences added for a quiet batch's waiter to sleep on */
+	GMEM_DEV_FAULT_GROUPS_INTERRUPTED, /* replayed: their server's signal, not their failure */
+	GMEM_DEV_FENCES_LATE,		/* fences signaled by the watchdog, not their interrupt */
+	GMEM_DEV_FAULT_THROTTLES,	/* contended groups answered after a nap */
 	GMEM_DEV_NR_COUNTERS
 };
 
@@ -259,6 +269,7 @@ struct gmem_queue {
 	u32 tail;			/* next free slot (driver's copy of TAIL) */
 	u32 reaped;			/* next slot whose status was not yet looked at */
 	u64 next_seq;			/* sequence number of the next batch */
+	u64 notify_seq;			/* the last batch queued to raise the interrupt */
 	u64 *fence;			/* the device writes completed batch seqs here */
 	u64 irq_fence;			/* *fence as its interrupt last saw it */
 	dma_addr_t fence_dma;
@@ -266,7 +277,7 @@ struct gmem_queue {
 	struct gmem_ctx **slot_ctx;
 	u64 *slot_fence;
 	int *slot_err;			/* set by the fault server, before its CANCEL */
-	u8 *slot_stalls;		/* replays in a row that did not map what was asked */
+	u32 *slot_stalls;		/* replays in a row that did not map what was asked */
 	wait_queue_head_t wq;		/* waiters for fences and ring space */
 	/* sync_files of its batches (gmem_accel_fence.c): its timeline, those not yet signaled */
 	u64 fence_context;
@@ -549,6 +560,7 @@ void gmem_device_reset(struct gmem_accel *g, const char *why);
 int gmem_submit(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
 		bool quiet, u64 *fence, u64 *seq);
 int gmem_fence_wake(struct gmem_ctx *ctx);
+int gmem_queue_notify_after(struct gmem_ctx *ctx, u64 seq);
 void gmem_queue_wake(struct gmem_ctx *ctx);
 
 /*
@@ -574,6 +586,7 @@ s64 gmem_ctx_fence_seq(struct gmem_ctx *ctx, u64 fence);
 /* gmem_accel_fence.c: batches as dma-fences, exported as sync_files */
 void gmem_fences_init(struct gmem_queue *q);
 void gmem_fences_signal(struct gmem_queue *q, int err);
+void gmem_fences_check(struct gmem_queue *q);
 long gmem_fence_export(struct gmem_ctx *ctx, void __user *uarg);
 int gmem_fence_wait_fd(struct gmem_accel *g, int fd);
 

@@ -490,22 +490,45 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 
 /*
  * The rule for replaying: a group whose pages are all mapped as asked is replayed; one that
- * is not (-EAGAIN) is replayed too, as a CPU change may have raced the mapping, but only
- * GMEM_FAULT_STALLS times in a row for one command: then the command fails with EBUSY
- * instead of faulting forever. A group whose faulting step's own page is mapped as asked
- * counts as progress (the command moves on from there), however many of the others it
- * lost again. Any other error cancels at once. The errno is kept in the command's slot,
- * where the reaper finds it with the command's FAULT status.
+ * is not (-EAGAIN) is replayed too, but only GMEM_FAULT_STALLS times in a row for one
+ * command: then the command fails with EBUSY instead of faulting forever (the pages cannot
+ * be mapped as asked). A group whose faulting step's own page is mapped as asked counts as
+ * progress (the command moves on from there), however many of the others it lost again.
+ *
+ * Contention is no failure: a group that lost its pages (-EAGAIN, or -EBUSY from a range
+ * that kept changing) while an invalidation of its context ran (@contended: another
+ * thread's migration, munmap, the CPU's fault) is replayed without counting as a stall; from
+ * the fifth such replay in a row its server naps first, longer each time up to
+ * GMEM_FAULT_NAP_MAX_MS, as UVM throttles a thrashing processor, so the other side's change
+ * can finish. Only GMEM_FAULT_CONTENDED of those in a row fail it (EBUSY). Any other error
+ * cancels at once. The errno is kept in the command's slot, where the reaper finds it with
+ * the command's FAULT status. The nap to take, in ms, to *@nap_ms.
  */
-static int gmem_fault_progress(struct gmem_queue *q, u16 slot, int err)
-{
-	u8 stalls = READ_ONCE(q->slot_stalls[slot]);
+#define GMEM_STALLS_MASK	0xffffu
+#define GMEM_CONTENDED_SHIFT	16
 
-	if (err == -EAGAIN)
+static int gmem_fault_progress(struct gmem_queue *q, u16 slot, int err, bool contended,
+			       unsigned int *nap_ms)
+{
+	u32 packed = READ_ONCE(q->slot_stalls[slot]);
+	u32 stalls = packed & GMEM_STALLS_MASK, busy = packed >> GMEM_CONTENDED_SHIFT;
+
+	*nap_ms = 0;
+	if ((err == -EAGAIN || err == -EBUSY) && contended) {
+		if (++busy >= GMEM_FAULT_CONTENDED)
+			err = -EBUSY;
+		else
+			err = 0;
+		if (busy > 4)
+			*nap_ms = min(1u << min(busy - 5, 4u), GMEM_FAULT_NAP_MAX_MS);
+	} else if (err == -EAGAIN) {
 		err = ++stalls >= GMEM_FAULT_STALLS ? -EBUSY : 0;
-	else if (!err)
+		busy = 0;
+	} else if (!err) {
 		stalls = 0;
-	WRITE_ONCE(q->slot_stalls[slot], stalls);
+		busy = 0;
+	}
+	WRITE_ONCE(q->slot_stalls[slot], stalls | busy << GMEM_CONTENDED_SHIFT);
 	if (err)
 		WRITE_ONCE(q->slot_err[slot], err);
 	return err;
@@ -517,6 +540,8 @@ static int gmem_fault_progress(struct gmem_queue *q, u16 slot, int err)
  */
 static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsigned int n)
 {
+	bool interrupted = false, contended = false;
+	unsigned int nap_ms = 0;
 	struct gmem_ctx *ctx;
 	int err = -ENXIO;
 	u32 resp;
@@ -525,21 +550,39 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 	if (ctx) {
 		/* The device posts the faulting step's fault first; servicing sorts the group. */
 		struct gmem_fault first = f[0];
+		s64 invalidations;
 		int srcu;
 
 		mutex_lock(&ctx->fault_mutex);
 		srcu = gmem_notifiers_enter();
+		invalidations = atomic64_read(&ctx->stats[GMEM_CTX_INVALIDATIONS]);
 		err = gmem_fault_group(ctx, f, n, ctx->fault_req, ctx->fault_pfns);
+		contended = invalidations != atomic64_read(&ctx->stats[GMEM_CTX_INVALIDATIONS]);
 		gmem_notifiers_exit(srcu);
 		if (err == -EAGAIN && gmem_pt_maps_all(ctx, first.va, first.va + PAGE_SIZE,
 						       gmem_fault_writes(&first)))
 			err = 0;
+		/*
+		 * The serving thread's own signal is not the command's failure: only its
+		 * owner's death cancels it. Replayed, the fault comes back, to a fault worker
+		 * (a waiter with a signal pending stops serving), and counts as no stall.
+		 */
+		if ((err == -EINTR || err == -ERESTARTSYS) && !gmem_owner_dying(ctx)) {
+			gmem_dev_count(g, GMEM_DEV_FAULT_GROUPS_INTERRUPTED, 1);
+			interrupted = true;
+			err = 0;
+		}
 		mutex_unlock(&ctx->fault_mutex);
 	}
-	if (f[0].engine < GMEM_NUM_QUEUES && f[0].slot < BIT(GMEM_CQ_LOG2))
-		err = gmem_fault_progress(&g->queue[f[0].engine], f[0].slot, err);
+	if (!interrupted && f[0].engine < GMEM_NUM_QUEUES && f[0].slot < BIT(GMEM_CQ_LOG2))
+		err = gmem_fault_progress(&g->queue[f[0].engine], f[0].slot, err, contended,
+					  &nap_ms);
 	else if (err == -EAGAIN)
 		err = -EBUSY;
+	if (nap_ms) {
+		gmem_dev_count(g, GMEM_DEV_FAULT_THROTTLES, 1);
+		msleep(nap_ms);
+	}
 	resp = f[0].group | (err ? GMEM_RESP_CANCEL : GMEM_RESP_REPLAY) << GMEM_RESP_SHIFT;
 	if (ctx) {
 		gmem_ctx_count(ctx, GMEM_CTX_FAULTS, n);
@@ -868,7 +911,8 @@ static void gmem_wait_serving(struct gmem_ctx *ctx, s64 seq)
 		return;
 	}
 	set_bit(ctx->id, g->ctx_serving);
-	while (!gmem_batch_done(ctx, seq) && !fatal_signal_pending(current) &&
+	/* A signal ends the serving: the wait ends (restartable), the faults go to workers. */
+	while (!gmem_batch_done(ctx, seq) && !signal_pending(current) &&
 	       !READ_ONCE(g->unbinding) && gmem_fault_serve(ctx, ctx->waiter_group)) {
 		if (gmem_batch_done(ctx, seq))
 			goto out;
@@ -897,10 +941,18 @@ int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 {
 	s64 seq = gmem_ctx_fence_seq(ctx, fence);
 
+	int ret;
+
 	if (seq < 0)
 		return seq;
 	gmem_fault_serve_begin(ctx->g);
 	gmem_wait_serving(ctx, seq);
+	/* The batch may be a quiet one another thread serves: its interrupt, if it sleeps. */
+	if (!gmem_batch_done(ctx, seq)) {
+		ret = gmem_queue_notify_after(ctx, seq);
+		if (ret)
+			return ret;
+	}
 	return gmem_wait_seq(ctx, fence, seq, timeout_ms);
 }
 
@@ -928,7 +980,7 @@ static int gmem_submit_serve(struct gmem_ctx *ctx, const struct gmem_accel_cmd *
 	if (gmem_batch_done(ctx, seq))
 		gmem_queue_wake(ctx);
 	else
-		gmem_fence_wake(ctx);	/* fails only on a signal or an unbind: so does the wait */
+		gmem_queue_notify_after(ctx, seq);	/* fails only on a fatal signal or unbind */
 	return gmem_wait_seq(ctx, *fence, seq, timeout_ms);
 }
 

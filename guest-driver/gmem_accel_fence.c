@@ -3,12 +3,15 @@
  * gmem-accel driver: a batch's completion as a dma-fence, handed out as a sync_file (as
  * CUDA's IPC event handles and GPU drivers' out-fences are). Each command queue is a
  * timeline whose seqnos are its ring sequence numbers; the last command of every batch
- * writes that number and raises the queue's interrupt, which signals the fences whose batch
- * has passed. A sync_file polls, and a SUBMIT in any process may wait for one first.
+ * writes that number. Whoever sees a batch pass signals the fences up to it: the queue's
+ * interrupt, the waiter of a quiet batch (SUBMIT_WAIT, no interrupt), a queue reset, a
+ * context's drain, unbind (with -ENODEV). A fence is handed out only with an interrupt to
+ * come after its batch (gmem_queue_notify_after()), and the watchdog signals, and on the
+ * debug kernel reports, any left armed after its batch passed. A sync_file polls, and a
+ * SUBMIT in any process may wait for one first.
  *
  * A fence never touches its queue once signaled; every unsignaled fence is on its queue's
- * armed list, and unbind signals them all (with -ENODEV), so none outlives the device's
- * rings unsignaled. Its ops are this module's code: a fence pins the module until released.
+ * armed list. Its ops are this module's code: a fence pins the module until released.
  */
 #include <linux/module.h>
 #include <linux/dma-fence.h>
@@ -25,6 +28,7 @@ struct gmem_dma_fence {
 	spinlock_t lock;
 	struct list_head link;		/* on gmem_queue.armed until signaled */
 	u64 seq;			/* the batch's ring sequence number */
+	unsigned int late;		/* watchdog passes that found its batch passed */
 };
 
 static const char *gmem_fence_driver_name(struct dma_fence *f)
@@ -80,6 +84,36 @@ void gmem_fences_signal(struct gmem_queue *q, int err)
 	}
 }
 
+/*
+ * Fences whose batch passed GMEM_FENCE_LATE_PASSES watchdog passes ago (seconds) and still
+ * wait for the interrupt: every path that sees a batch finish signals its fences, so this is
+ * a driver bug. The debug kernel WARNs (the suite's kernel_log fails); every kernel signals
+ * them, so none is left waiting for ever.
+ */
+#define GMEM_FENCE_LATE_PASSES	3
+
+void gmem_fences_check(struct gmem_queue *q)
+{
+	struct gmem_dma_fence *f, *n;
+	unsigned long flags;
+	LIST_HEAD(late);
+
+	spin_lock_irqsave(&q->fence_lock, flags);
+	list_for_each_entry_safe(f, n, &q->armed, link)
+		if (READ_ONCE(*q->fence) >= f->seq && ++f->late >= GMEM_FENCE_LATE_PASSES)
+			list_move_tail(&f->link, &late);
+	spin_unlock_irqrestore(&q->fence_lock, flags);
+	list_for_each_entry_safe(f, n, &late, link) {
+		WARN_ONCE(IS_ENABLED(CONFIG_DEBUG_KERNEL),
+			  "gmem_accel: queue %u: the fence of batch %llu was not signaled when its batch passed\n",
+			  q->id, f->seq);
+		gmem_dev_count(q->g, GMEM_DEV_FENCES_LATE, 1);
+		list_del(&f->link);
+		dma_fence_signal(&f->base);
+		dma_fence_put(&f->base);	/* the armed list's */
+	}
+}
+
 /* A fence for ring sequence number @seq of @q (0: long done), signaled already if it passed. */
 static struct dma_fence *gmem_fence_create(struct gmem_accel *g, struct gmem_queue *q, u64 seq)
 {
@@ -112,7 +146,7 @@ long gmem_fence_export(struct gmem_ctx *ctx, void __user *uarg)
 	struct sync_file *sync;
 	struct dma_fence *fence;
 	s64 seq;
-	int fd;
+	int fd, ret;
 
 	if (copy_from_user(&e, uarg, sizeof(e)))
 		return -EFAULT;
@@ -121,6 +155,10 @@ long gmem_fence_export(struct gmem_ctx *ctx, void __user *uarg)
 	seq = gmem_ctx_fence_seq(ctx, e.fence);
 	if (seq < 0)
 		return seq;		/* a fence this file never got */
+	/* Its batch may be quiet (SUBMIT_WAIT): the interrupt that signals the fence first. */
+	ret = seq ? gmem_queue_notify_after(ctx, seq) : 0;
+	if (ret)
+		return ret;
 	fence = gmem_fence_create(ctx->g, &ctx->g->queue[gmem_ctx_queue(ctx)], seq);
 	if (!fence)
 		return -ENOMEM;

@@ -209,9 +209,16 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *de
 		mutex_unlock(&q->lock);
 		if (ctx->id && READ_ONCE(g->unbinding))
 			return -ENODEV;
-		if (ctx->id)
+		/*
+		 * A wake fence (no commands) waits through non-fatal signals: the batch it
+		 * follows must raise its interrupt, or its fences and waiters never hear of it.
+		 */
+		if (ctx->id && count)
 			ret = wait_event_interruptible_timeout(q->wq, gmem_ring_moved(g, q) ||
 							       READ_ONCE(g->unbinding), HZ);
+		else if (ctx->id)
+			ret = wait_event_killable_timeout(q->wq, gmem_ring_moved(g, q) ||
+							  READ_ONCE(g->unbinding), HZ);
 		else
 			ret = wait_event_timeout(q->wq, gmem_ring_moved(g, q), HZ);
 		if (ret < 0)
@@ -246,6 +253,8 @@ static int gmem_submit_desc(struct gmem_ctx *ctx, const struct gmem_cmd_desc *de
 	dma_wmb();
 	gmem_write(g, GMEM_REG_QUEUE(q->id, GMEM_CQ_TAIL),
 		   q->tail | (quiet ? GMEM_CQ_TAIL_FAULT_HOLD : 0));
+	if (!quiet)
+		WRITE_ONCE(q->notify_seq, seq);
 	ctx->last_fence = seq;
 	mutex_unlock(&q->lock);
 	if (seqp)
@@ -301,13 +310,31 @@ int gmem_fence_wake(struct gmem_ctx *ctx)
 	return ret;
 }
 
-/* A quiet batch passed without an interrupt: wake whoever waits for the ring to move. */
+/*
+ * Make sure the queue's interrupt is raised once @ctx's batch of ring sequence number @seq has
+ * passed: a wake fence after it, unless a batch that raises it is queued after it already.
+ * For whoever sleeps on, or hands out, the fence of a batch that may be quiet.
+ */
+int gmem_queue_notify_after(struct gmem_ctx *ctx, u64 seq)
+{
+	struct gmem_queue *q = &ctx->g->queue[gmem_ctx_queue(ctx)];
+
+	if (READ_ONCE(q->notify_seq) >= seq)
+		return 0;
+	return gmem_fence_wake(ctx);
+}
+
+/*
+ * A quiet batch passed without an interrupt: do what the interrupt does, wake whoever waits
+ * for the ring to move and signal the fences handed out meanwhile.
+ */
 void gmem_queue_wake(struct gmem_ctx *ctx)
 {
 	struct gmem_queue *q = &ctx->g->queue[gmem_ctx_queue(ctx)];
 
 	if (wq_has_sleeper(&q->wq))
 		wake_up_all(&q->wq);
+	gmem_fences_signal(q, 0);
 }
 
 /*
@@ -459,6 +486,7 @@ int gmem_ctx_drain(struct gmem_ctx *ctx)
 		return 0;
 	if (!gmem_wait_passed(q, ctx->last_fence, msecs_to_jiffies(READ_ONCE(drain_timeout_ms))))
 		ret = -ETIMEDOUT;
+	gmem_fences_signal(q, 0);	/* its last batches may have been quiet */
 	mutex_lock(&q->lock);
 	gmem_queue_reap(ctx->g, q);
 	for (u32 s = 0; s <= gmem_ring_mask(); s++)

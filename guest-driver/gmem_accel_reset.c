@@ -8,7 +8,8 @@
  *   driver or by it (gmem_device_reset()): contexts, the fault queue and every ring are
  *   programmed again;
  * - a fault group waiting for room in the fault queue (FQ_STATUS OVERFLOW) whose error
- *   interrupt was missed gets the fault worker going.
+ *   interrupt was missed gets the fault worker going;
+ * - a fence left armed after its batch passed is signaled (gmem_fences_check()).
  * Either way each batch that was in a reset ring fails with ECANCELED and its fence passes,
  * so no one waits for ever; the other queues' work goes on. HBM keeps its data.
  */
@@ -164,6 +165,8 @@ void gmem_watchdog(struct work_struct *work)
 	/* In case the FAULT_OVERFLOW error was overwritten by another before it was read. */
 	if (gmem_read(g, GMEM_REG_FQ_STATUS) & GMEM_FQ_STATUS_OVERFLOW)
 		gmem_fault_overflow(g);
+	for (unsigned int i = 0; i < GMEM_NUM_QUEUES; i++)
+		gmem_fences_check(&g->queue[i]);
 	for (unsigned int i = 0; i < GMEM_NUM_QUEUES && READ_ONCE(hang_timeout_ms); i++) {
 		struct gmem_queue *q = &g->queue[i];
 

@@ -976,4 +976,114 @@ TEST_F_TIMEOUT(hostile, dmirror_snapshot_without_buffer, 120)
 	close(dm);
 }
 
+#define CONTENDERS 4
+#define SHARE (1ul << 20)
+
+struct contender {
+	uint8_t *part;		/* its 1 MiB of the shared buffer */
+	uint8_t *out;
+	int fd[GMEM_MAX_TEST_DEVICES], ndev;
+	int rounds;
+	unsigned int seed;
+	/* results */
+	int failed_round, err, wrong_round;
+};
+
+/*
+ * Round after round: move the part to a random device (or home), have a random device FILL a
+ * random piece of it, and another copy it out; every command must succeed and every byte be
+ * right, while the thread sharing its 2 MiB window does the same to the other half.
+ */
+static void *contend(void *arg)
+{
+	struct contender *c = arg;
+
+	for (int r = 0; r < c->rounds && !c->failed_round && !c->wrong_round; r++) {
+		int d = rand_r(&c->seed) % c->ndev, e = rand_r(&c->seed) % c->ndev;
+		int x = rand_r(&c->seed) % c->ndev;
+		size_t off = (rand_r(&c->seed) % 64) * PAGE * 4, len = 64 * PAGE;
+		uint64_t v = 0x0101010101010101ull * (uint8_t)(r * 7 + 1);
+		long moved = dev_migrate(c->fd[d], c->part, SHARE,
+					 rand_r(&c->seed) % 4 ? GMEM_ACCEL_TO_DEVICE :
+								GMEM_ACCEL_TO_SYSTEM);
+		int ret;
+
+		if (moved < 0 && moved != -ENOSPC) {
+			c->err = (int)moved;
+			c->failed_round = r + 1;
+			break;
+		}
+		if (off + len > SHARE)
+			off = SHARE - len;
+		ret = dev_fill(c->fd[e], c->part + off, v, len);
+		if (!ret)
+			ret = dev_copy(c->fd[x], c->out, c->part + off, len);
+		if (ret) {
+			c->err = ret;
+			c->failed_round = r + 1;
+			break;
+		}
+		for (size_t i = 0; i < len; i++)
+			if (c->out[i] != (uint8_t)v || c->part[off + i] != (uint8_t)v) {
+				c->wrong_round = r + 1;
+				break;
+			}
+	}
+	return NULL;
+}
+
+/*
+ * Four threads, each owning 1 MiB of one 4 MiB buffer (two share each 2 MiB window), each with
+ * files on every device: their migrations keep taking each other's pages away under the
+ * faults. That is contention between legitimate users: it throttles the faults (naps), it
+ * never fails a command (EBUSY), and no byte is lost.
+ */
+TEST_F_TIMEOUT(hostile, contention_on_shared_windows_throttles, 1200)
+{
+	uint8_t *buf = mmap(NULL, CONTENDERS * SHARE + HUGE, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct contender c[CONTENDERS];
+	pthread_t t[CONTENDERS];
+	int ndev = 0;
+	int64_t throttles = 0, after = 0;
+	uint8_t *base;
+
+	ASSERT_NE(MAP_FAILED, buf);
+	base = (uint8_t *)(((uintptr_t)buf + HUGE - 1) & ~(HUGE - 1));
+	memset(base, 0, CONTENDERS * SHARE);
+	gmem_debugfs_stat(0, "fault_throttles", &throttles);
+	for (int i = 0; i < CONTENDERS; i++) {
+		c[i] = (struct contender) { .part = base + i * SHARE, .seed = 55 + i,
+					    .rounds = debug_kernel() ? 15 : 40 };
+		c[i].out = map_anon(64 * PAGE, PROT_READ | PROT_WRITE);
+		ASSERT_NE(NULL, c[i].out);
+		for (int d = 0; d < GMEM_MAX_TEST_DEVICES; d++) {
+			int fd = gmem_open(d, O_RDWR);
+
+			if (fd < 0)
+				break;
+			c[i].fd[c[i].ndev++] = fd;
+		}
+		ASSERT_LT(0, c[i].ndev);
+		ndev = c[i].ndev;
+	}
+	for (int i = 0; i < CONTENDERS; i++)
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, contend, &c[i]));
+	for (int i = 0; i < CONTENDERS; i++)
+		ASSERT_EQ(0, pthread_join(t[i], NULL));
+	for (int i = 0; i < CONTENDERS; i++) {
+		EXPECT_EQ(0, c[i].failed_round) TH_LOG("thread %d, round %d: %s", i,
+						       c[i].failed_round - 1, strerror(-c[i].err));
+		EXPECT_EQ(0, c[i].wrong_round) TH_LOG("thread %d, round %d: wrong bytes", i,
+						      c[i].wrong_round - 1);
+		for (int d = 0; d < c[i].ndev; d++)
+			close(c[i].fd[d]);
+		munmap(c[i].out, 64 * PAGE);
+	}
+	gmem_debugfs_stat(0, "fault_throttles", &after);
+	TH_LOG("%d devices, %lld throttled replays on device 0", ndev,
+	       (long long)(after - throttles));
+	munmap(buf, CONTENDERS * SHARE + HUGE);
+}
+
 TEST_HARNESS_MAIN

@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Signals and fences against the blocking calls: a non-fatal signal ends a wait with EINTR
+ * and nothing else (the command runs, its error or success is reported once, to the next
+ * WAIT); a batch's fence signals once the batch is done, whichever path saw it finish,
+ * including a SUBMIT_WAIT batch, which raises no interrupt of its own.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "gmem_accel_uapi.h"
+#include "gmem_test_util.h"
+
+#define PAGE 4096ul
+#define HOLD "/sys/kernel/debug/gmem_accel/gmem_accel0/inject_fault_hold"
+/* Generous: a batch that faults its pages in may take long on a slow or loaded host. */
+#define WAIT_MS 120000
+
+static void on_signal(int sig)
+{
+}
+
+/* SIGUSR1 interrupts system calls: no SA_RESTART, as a careless program installs it. */
+static int interrupting_sigusr1(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	return sigaction(SIGUSR1, &sa, NULL);
+}
+
+static int submit(int fd, struct gmem_accel_cmd *c, unsigned int n, __u32 flags, __u64 *fence)
+{
+	struct gmem_accel_submit s = { .cmds = (uintptr_t)c, .count = n, .flags = flags };
+	int ret = ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &s) ? -errno : 0;
+
+	*fence = s.fence;
+	return ret;
+}
+
+static int wait_fence(int fd, __u64 fence)
+{
+	struct gmem_accel_wait w = { .fence = fence, .timeout_ms = WAIT_MS };
+
+	return ioctl(fd, GMEM_ACCEL_IOC_WAIT, &w) ? -errno : 0;
+}
+
+/* WAIT as a careful program does: again after each EINTR. */
+static int wait_through_signals(int fd, __u64 fence, unsigned int *eintr)
+{
+	int ret;
+
+	while ((ret = wait_fence(fd, fence)) == -EINTR)
+		(*eintr)++;
+	return ret;
+}
+
+static int export_fence(int fd, __u64 fence)
+{
+	struct gmem_accel_fence_export e = { .fence = fence, .flags = O_CLOEXEC };
+
+	return ioctl(fd, GMEM_ACCEL_IOC_FENCE_EXPORT, &e) ? -errno : e.fd;
+}
+
+static uint64_t hold_state(void)
+{
+	uint64_t v = ~0ull;
+
+	read_sysfs_u64(HOLD, &v);
+	return v;
+}
+
+/* Wait for the armed fault hold to hold a group; false after 60 s. */
+static bool hold_taken(void)
+{
+	for (int i = 0; i < 6000; i++) {
+		if (hold_state() == 2)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* The fence number the next batch of @fd gets: one more than a batch run now. */
+static __u64 next_fence(int fd, uint8_t *page)
+{
+	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_FILL, .dst = (uintptr_t)page,
+				    .size = PAGE, .value = 0 };
+	__u64 fence = 0;
+
+	if (submit(fd, &c, 1, 0, &fence) || wait_fence(fd, fence))
+		return 0;
+	return fence + 1;
+}
+
+FIXTURE(signal) {
+	int fd;
+	uint8_t *scratch;
+};
+
+FIXTURE_SETUP(signal)
+{
+	ASSERT_TRUE(gmem_test_begin(_metadata->timeout));
+	ASSERT_EQ(0, interrupting_sigusr1());
+	self->fd = gmem_open(0, O_RDWR);
+	ASSERT_LE(0, self->fd) TH_LOG("open /dev/gmem_accel0: %s", strerror(errno));
+	self->scratch = map_anon(PAGE, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, self->scratch);
+}
+
+FIXTURE_TEARDOWN(signal)
+{
+	write_sysfs(HOLD, "0");
+	munmap(self->scratch, PAGE);
+	close(self->fd);
+}
+
+struct waiter {
+	int fd;
+	uint8_t *dst, *src;
+	size_t len;
+	bool submit_wait;	/* SUBMIT_WAIT, else SUBMIT then WAIT */
+	int rounds;
+	volatile bool done;
+	/* results */
+	int ret, wrong_round;
+	__u64 fence;
+	unsigned int eintr;
+};
+
+/* One COPY that faults: SUBMIT_WAIT (or SUBMIT, WAIT), then WAIT again after an EINTR. */
+static int copy_once(struct waiter *w)
+{
+	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)w->dst,
+				    .src = (uintptr_t)w->src, .size = w->len };
+	int ret;
+
+	w->fence = 0;
+	do
+		ret = submit(w->fd, &c, 1, w->submit_wait ? GMEM_ACCEL_SUBMIT_WAIT : 0,
+			     &w->fence);
+	while (ret == -EINTR && !w->fence);	/* not queued: as SA_RESTART would */
+	if (w->submit_wait && ret != -EINTR)
+		return ret;
+	if (ret == -EINTR)
+		w->eintr++;
+	else if (ret)
+		return ret;
+	return wait_through_signals(w->fd, w->fence, &w->eintr);
+}
+
+static void *held_copy(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->ret = copy_once(w);
+	w->done = true;
+	return NULL;
+}
+
+/*
+ * Rounds of a COPY into fresh (faulting) memory; each round's bytes checked. Stops at the
+ * first wrong round.
+ */
+static void *copy_rounds(void *arg)
+{
+	struct waiter *w = arg;
+
+	for (int r = 0; r < w->rounds && !w->ret && !w->wrong_round; r++) {
+		w->dst = map_anon(w->len, PROT_READ | PROT_WRITE);
+		if (!w->dst) {
+			w->ret = -ENOMEM;
+			break;
+		}
+		pattern(w->src, w->len, r);
+		w->ret = copy_once(w);
+		if (!w->ret && memcmp(w->dst, w->src, w->len))
+			w->wrong_round = r + 1;
+		munmap(w->dst, w->len);
+	}
+	w->done = true;
+	return NULL;
+}
+
+/*
+ * The fault group of a waiting command is held (fault injection) while its thread gets
+ * non-fatal signals: the wait ends with EINTR or completes, never cancels the command. The
+ * next WAIT reports success, once, with every byte copied, and nothing was cancelled.
+ */
+static void held_and_signaled(struct __test_metadata *_metadata, int fd, bool submit_wait)
+{
+	struct waiter w = { .fd = fd, .len = 16 * PAGE, .submit_wait = submit_wait, .ret = 1 };
+	struct gmem_accel_stats before = ctx_stats(fd), after;
+	pthread_t t;
+
+	w.src = map_anon(w.len, PROT_READ | PROT_WRITE);
+	w.dst = map_anon(w.len, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, w.src);
+	ASSERT_NE(NULL, w.dst);
+	pattern(w.src, w.len, 7);
+	ASSERT_EQ(0, write_sysfs(HOLD, "1"));
+	ASSERT_EQ(0, pthread_create(&t, NULL, held_copy, &w));
+	EXPECT_TRUE(hold_taken()) TH_LOG("the command's fault group was never held");
+	for (int i = 0; i < 20; i++) {
+		pthread_kill(t, SIGUSR1);
+		usleep(5000);
+	}
+	ASSERT_EQ(0, write_sysfs(HOLD, "0"));
+	/* A signal after the hold too, while the group is served. */
+	for (int i = 0; i < 2000 && !w.done; i++) {
+		pthread_kill(t, SIGUSR1);
+		usleep(1000);
+	}
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, w.ret) TH_LOG("the command ended with %s", strerror(-w.ret));
+	EXPECT_EQ(0, memcmp(w.dst, w.src, w.len)) TH_LOG("the copy was lost");
+	/* Reported once: a WAIT after the one that reported it finds nothing to report. */
+	EXPECT_EQ(0, wait_fence(fd, w.fence));
+	after = ctx_stats(fd);
+	EXPECT_EQ(before.cancels, after.cancels) TH_LOG("a fault group was cancelled");
+	TH_LOG("%u EINTR seen", w.eintr);
+	munmap(w.src, w.len);
+	munmap(w.dst, w.len);
+}
+
+TEST_F_TIMEOUT(signal, held_fault_submit_wait, 300)
+{
+	held_and_signaled(_metadata, self->fd, true);
+}
+
+TEST_F_TIMEOUT(signal, held_fault_submit_then_wait, 300)
+{
+	held_and_signaled(_metadata, self->fd, false);
+}
+
+/*
+ * A storm of non-fatal signals at a thread copying into fresh memory, round after round, with
+ * SUBMIT_WAIT and with SUBMIT then WAIT: every round's bytes arrive, no fault group is
+ * cancelled, no command fails.
+ */
+static void storm(struct __test_metadata *_metadata, int fd, bool submit_wait)
+{
+	struct waiter w = { .fd = fd, .len = 8 * PAGE, .submit_wait = submit_wait,
+			    .rounds = debug_kernel() ? 40 : 100 };
+	struct gmem_accel_stats before = ctx_stats(fd), after;
+	unsigned long sent = 0;
+	pthread_t t;
+
+	w.src = map_anon(w.len, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, w.src);
+	ASSERT_EQ(0, pthread_create(&t, NULL, copy_rounds, &w));
+	while (!w.done) {
+		pthread_kill(t, SIGUSR1);
+		sent++;
+		usleep(200);
+	}
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, w.ret) TH_LOG("a command failed: %s", strerror(-w.ret));
+	EXPECT_EQ(0, w.wrong_round) TH_LOG("round %d's copy was lost", w.wrong_round - 1);
+	after = ctx_stats(fd);
+	EXPECT_EQ(before.cancels, after.cancels) TH_LOG("a fault group was cancelled");
+	TH_LOG("%lu signals sent, %u EINTR seen, %d rounds", sent, w.eintr, w.rounds);
+	munmap(w.src, w.len);
+}
+
+TEST_F_TIMEOUT(signal, storm_submit_wait, 600)
+{
+	storm(_metadata, self->fd, true);
+}
+
+TEST_F_TIMEOUT(signal, storm_submit_then_wait, 600)
+{
+	storm(_metadata, self->fd, false);
+}
+
+/* A child's SUBMIT that waits for @sync first; exits 0 if its FILL ran. */
+static int in_fence_child(int sync, uint8_t *dst)
+{
+	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_FILL, .dst = (uintptr_t)dst,
+				    .size = PAGE, .value = 0x5a5a5a5a5a5a5a5aull };
+	struct gmem_accel_submit s = { .cmds = (uintptr_t)&c, .count = 1,
+				       .flags = GMEM_ACCEL_SUBMIT_IN_FENCE, .fence = sync };
+	int fd = gmem_open(0, O_RDWR);
+
+	if (fd < 0 || ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &s) || wait_fence(fd, s.fence))
+		return 1;
+	return dst[0] == 0x5a && dst[PAGE - 1] == 0x5a ? 0 : 2;
+}
+
+/* Wait up to @ms for child @pid; its exit status, -1 if it did not end (then killed). */
+static int reap_within(pid_t pid, int ms)
+{
+	int status;
+
+	for (int i = 0; i < ms / 10; i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+/*
+ * The fence of a SUBMIT_WAIT batch exported while the batch runs (its fault held): the
+ * sync_file polls readable once the batch is done, and another process's SUBMIT that waits
+ * for it runs. The batch raises no interrupt of its own; its waiter signals the fence.
+ */
+TEST_F_TIMEOUT(signal, fence_exported_during_submit_wait_signals, 300)
+{
+	struct waiter w = { .fd = self->fd, .len = 4 * PAGE, .submit_wait = true, .ret = 1 };
+	__u64 fence = next_fence(self->fd, self->scratch);
+	struct pollfd p = { .events = POLLIN };
+	uint8_t *shared;
+	pthread_t t;
+	pid_t child;
+	int sync;
+
+	ASSERT_NE(0, fence);
+	shared = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, shared);
+	w.src = map_anon(w.len, PROT_READ | PROT_WRITE);
+	w.dst = map_anon(w.len, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, w.src);
+	ASSERT_NE(NULL, w.dst);
+	pattern(w.src, w.len, 3);
+	ASSERT_EQ(0, write_sysfs(HOLD, "1"));
+	ASSERT_EQ(0, pthread_create(&t, NULL, held_copy, &w));
+	ASSERT_TRUE(hold_taken()) TH_LOG("the command's fault group was never held");
+	sync = export_fence(self->fd, fence);
+	ASSERT_LE(0, sync) TH_LOG("FENCE_EXPORT of the running batch: %s", strerror(-sync));
+	p.fd = sync;
+	EXPECT_EQ(0, poll(&p, 1, 0)) TH_LOG("readable while its batch is held");
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0)
+		_exit(in_fence_child(sync, shared));
+	usleep(100000);
+	EXPECT_NE(0x5a, shared[0]) TH_LOG("the child's batch ran before its in-fence signaled");
+	ASSERT_EQ(0, write_sysfs(HOLD, "0"));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, w.ret);
+	EXPECT_EQ(fence, w.fence) TH_LOG("the exported fence was not the batch's");
+	EXPECT_EQ(0, memcmp(w.dst, w.src, w.len));
+	EXPECT_EQ(1, poll(&p, 1, 60000)) TH_LOG("the sync_file never became readable");
+	EXPECT_TRUE(p.revents & POLLIN);
+	EXPECT_EQ(0, reap_within(child, 120000)) TH_LOG("the child's in-fence SUBMIT never ran");
+	close(sync);
+	munmap(shared, PAGE);
+	munmap(w.src, w.len);
+	munmap(w.dst, w.len);
+}
+
+/*
+ * Fences exported while SUBMIT_WAIT batches run, many times without fault injection: each
+ * sync_file becomes readable once its batch is done.
+ */
+struct exporter {
+	int fd;
+	__u64 first;
+	int rounds;
+	volatile bool stop;
+	int exported, unsignaled;
+};
+
+static void *export_rounds(void *arg)
+{
+	struct exporter *e = arg;
+
+	for (__u64 f = e->first; f < e->first + e->rounds && !e->stop; f++) {
+		struct pollfd p = { .events = POLLIN };
+
+		/* Wait for batch f to be queued (EINVAL until then). */
+		while ((p.fd = export_fence(e->fd, f)) == -EINVAL && !e->stop)
+			sched_yield();
+		if (p.fd < 0)
+			continue;
+		e->exported++;
+		if (poll(&p, 1, 60000) != 1)
+			e->unsignaled++;
+		close(p.fd);
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(signal, fences_exported_during_submit_wait_rounds, 600)
+{
+	struct waiter w = { .fd = self->fd, .len = 2 * PAGE, .submit_wait = true, .rounds = 60 };
+	struct exporter e = { .fd = self->fd, .rounds = 60 };
+	pthread_t te;
+
+	e.first = next_fence(self->fd, self->scratch);
+	ASSERT_NE(0, e.first);
+	w.src = map_anon(w.len, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, w.src);
+	ASSERT_EQ(0, pthread_create(&te, NULL, export_rounds, &e));
+	copy_rounds(&w);
+	e.stop = true;
+	ASSERT_EQ(0, pthread_join(te, NULL));
+	EXPECT_EQ(0, w.ret);
+	EXPECT_EQ(0, w.wrong_round);
+	EXPECT_EQ(0, e.unsignaled) TH_LOG("%d of %d exported fences never signaled",
+					   e.unsignaled, e.exported);
+	TH_LOG("%d fences exported", e.exported);
+	munmap(w.src, w.len);
+}
+
+TEST_HARNESS_MAIN
