@@ -212,6 +212,7 @@ struct gmem_migration {
 	struct gmem_ctx *ctx;			/* the context that asked, if one did */
 	bool no_evict;				/* into free HBM only (gmem_fault_return()) */
 	bool evicted;				/* to make room (gmem_hbm_alloc()) */
+	bool room;				/* an eviction to make room: RAM may refuse */
 	/* moving in from another device's HBM: it, and its BAR2 as this device reaches it */
 	struct gmem_accel *peer;
 	dma_addr_t peer_bar;

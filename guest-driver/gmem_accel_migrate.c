@@ -16,7 +16,8 @@
 #include "gmem_accel.h"
 
 static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
-			     struct gmem_owner *only, struct mm_struct *held, bool ahead);
+			     struct gmem_owner *only, struct mm_struct *held, bool ahead,
+			     bool room);
 static int gmem_pages_to_ram(struct gmem_accel *g, struct gmem_migration *m,
 			     struct vm_area_struct *vma, unsigned long start, unsigned long end,
 			     struct page *fault_page, unsigned long pfn, unsigned long nr,
@@ -68,7 +69,8 @@ static bool gmem_hbm_evict_chunk(struct gmem_accel *g, struct mm_struct *held, b
 	gmem_dev_count(g, GMEM_DEV_EVICTIONS, 1);
 	if (ahead)
 		gmem_dev_count(g, GMEM_DEV_EVICTIONS_AHEAD, 1);
-	gmem_evict_range(g, gmem_chunk_pfn(hbm, victim), GMEM_WINDOW_PAGES, NULL, held, ahead);
+	gmem_evict_range(g, gmem_chunk_pfn(hbm, victim), GMEM_WINDOW_PAGES, NULL, held, ahead,
+			 true);
 	return true;
 }
 
@@ -461,7 +463,8 @@ static bool gmem_sys_dst(struct gmem_migration *m, unsigned long i, struct vm_ar
 			 unsigned long addr, u64 off, unsigned long write, bool huge)
 {
 	unsigned int order = huge ? GMEM_HUGE_SHIFT - PAGE_SHIFT : 0;
-	gfp_t gfp = GFP_HIGHUSER_MOVABLE | (huge ? __GFP_NOWARN | __GFP_NORETRY : 0);
+	gfp_t gfp = GFP_HIGHUSER_MOVABLE | (huge ? __GFP_NOWARN | __GFP_NORETRY :
+					    m->room ? __GFP_NOWARN | __GFP_RETRY_MAYFAIL : 0);
 	struct folio *folio;
 
 	if (huge && gmem_fail_huge(m->ctx))
@@ -740,15 +743,18 @@ static void gmem_evict_owned(struct gmem_migration *m, unsigned long pfn, unsign
 /*
  * Move the HBM pages in [pfn, pfn + npages) home (only @only's, when set), a run of one
  * owner's pages at a time, under that owner's mmap lock (gmem_evict_owned(); @ahead: the
- * eviction worker's way).
+ * eviction worker's way). @room: only to make room in HBM, so a page RAM cannot take stays
+ * in HBM (the allocation that wanted the room goes without) rather than wake the OOM killer.
  */
 static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
-			     struct gmem_owner *only, struct mm_struct *held, bool ahead)
+			     struct gmem_owner *only, struct mm_struct *held, bool ahead,
+			     bool room)
 {
 	struct gmem_migration *m = gmem_migration_get(g);
 
 	if (!m)
 		return;
+	m->room = room;
 	for (unsigned long i = 0, run; i < npages; i += run) {
 		struct gmem_owner *owner;
 
@@ -758,6 +764,7 @@ static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned l
 		gmem_owner_put(owner);
 		cond_resched();
 	}
+	m->room = false;
 	gmem_migration_put(g, m);
 }
 
@@ -1436,7 +1443,7 @@ void gmem_hbm_evict_all(struct gmem_accel *g)
 	for (unsigned int c = 0; c < hbm->nchunks; c++) {
 		if (READ_ONCE(hbm->chunks[c].used))
 			gmem_evict_range(g, gmem_chunk_pfn(hbm, &hbm->chunks[c]),
-					 GMEM_WINDOW_PAGES, NULL, NULL, false);
+					 GMEM_WINDOW_PAGES, NULL, NULL, false, false);
 	}
 }
 
@@ -1456,7 +1463,7 @@ void gmem_hbm_release_ctx(struct gmem_ctx *ctx)
 	for (unsigned int c = 0; c < hbm->nchunks; c++) {
 		if (READ_ONCE(hbm->chunks[c].used))
 			gmem_evict_range(ctx->g, gmem_chunk_pfn(hbm, &hbm->chunks[c]),
-					 GMEM_WINDOW_PAGES, ctx->owner, NULL, false);
+					 GMEM_WINDOW_PAGES, ctx->owner, NULL, false, false);
 	}
 }
 

@@ -393,25 +393,63 @@ static uint32_t obj_flags(int fd, uint32_t handle)
 	return obj_query(fd, handle, &q) ? 0 : q.flags;
 }
 
+/* MemAvailable of /proc/meminfo, in bytes; 0 if unreadable. */
+static uint64_t mem_available(void)
+{
+	char line[128];
+	unsigned long long kb = 0;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kb << 10;
+}
+
+/* Does the device read @len bytes of @value (every byte) at @map? */
+static bool obj_holds_value(int fd, uint8_t *map, uint64_t len, uint8_t value)
+{
+	uint8_t *buf = malloc(len);
+	bool ok = buf && !dev_copy(fd, buf, map, len);
+
+	for (uint64_t i = 0; ok && i < len; i++)
+		ok = buf[i] == value;
+	free(buf);
+	return ok;
+}
+
 /*
  * More objects than HBM holds: the oldest unpinned one moves to system memory with its bytes
  * (for the CPU and the device, at the same addresses); pinned ones never move; when only
- * pinned ones are left, an HBM allocation gets ENOSPC.
+ * pinned ones are left, an HBM allocation gets ENOSPC. The objects are sized by what RAM can
+ * take as well as by HBM (HBM may be larger than RAM): at most four of them are in RAM at once
+ * (two evicted, two buffers to check one), an eighth of the memory available each.
  */
 TEST_F_TIMEOUT(obj, unpinned_objects_evicted_under_oversubscription, 900)
 {
 	struct gmem_accel_info info = { 0 };
 	struct gmem_accel_obj_alloc p, a, b, c, d;
-	uint64_t unit;
+	uint64_t unit, fill, check;
 	int64_t ev0 = stat_of("obj_evictions");
 	uint8_t *mp, *ma, *mb, *mc;
 
 	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_GET_INFO, &info));
-	unit = info.hbm_size * 3 / 8 / M2 * M2;		/* two fit in HBM, three do not */
-	mp = obj_filled(_metadata, self->fd, unit, GMEM_ACCEL_OBJ_HBM | GMEM_ACCEL_OBJ_PINNED, 1,
-			&p);
+	unit = info.hbm_size * 3 / 8;
+	if (mem_available() / 8 < unit)
+		unit = mem_available() / 8;
+	unit = unit / M2 * M2;
+	ASSERT_LE(M2, unit) TH_LOG("%llu bytes of RAM available", (unsigned long long)mem_available());
+	/* P, pinned, leaves room for A and half of another: a third unit evicts. */
+	fill = (info.hbm_size - unit - unit / 2) / M2 * M2;
+	check = fill < unit ? fill : unit;
+	ASSERT_EQ(0, obj_alloc(self->fd, fill, GMEM_ACCEL_OBJ_HBM | GMEM_ACCEL_OBJ_PINNED, &p));
+	mp = obj_map(self->fd, &p, fill, RW);
+	ASSERT_NE(NULL, mp);
+	ASSERT_EQ(0, dev_fill(self->fd, mp, 0x3131313131313131ull, fill));
 	ma = obj_filled(_metadata, self->fd, unit, GMEM_ACCEL_OBJ_HBM, 2, &a);
-	ASSERT_TRUE(mp && ma);
+	ASSERT_NE(NULL, ma);
 	ASSERT_TRUE(obj_holds(self->fd, ma, unit, 2));	/* the device maps it too */
 
 	/* A third: A (unpinned, older than B) goes to system memory, P stays. */
@@ -422,7 +460,7 @@ TEST_F_TIMEOUT(obj, unpinned_objects_evicted_under_oversubscription, 900)
 	EXPECT_TRUE(obj_flags(self->fd, p.handle) & GMEM_ACCEL_OBJ_HBM);
 	EXPECT_TRUE(obj_holds(self->fd, ma, unit, 2));
 	EXPECT_FALSE(page_view(self->fd, ma) & GMEM_ACCEL_PAGE_HBM);
-	EXPECT_TRUE(obj_holds(self->fd, mp, unit, 1));
+	EXPECT_TRUE(obj_holds_value(self->fd, mp, check, 0x31));
 	EXPECT_TRUE(obj_holds(self->fd, mb, unit, 3));
 
 	/* A pinned one now: B goes. Then nothing unpinned is left in HBM: ENOSPC. */
@@ -433,10 +471,10 @@ TEST_F_TIMEOUT(obj, unpinned_objects_evicted_under_oversubscription, 900)
 	EXPECT_TRUE(obj_holds(self->fd, mb, unit, 3));
 	EXPECT_EQ(-ENOSPC, obj_alloc(self->fd, unit, GMEM_ACCEL_OBJ_HBM, &d));
 	EXPECT_EQ(ev0 + 2, stat_of("obj_evictions"));
-	EXPECT_TRUE(obj_holds(self->fd, mp, unit, 1));
+	EXPECT_TRUE(obj_holds_value(self->fd, mp, check, 0x31));
 	EXPECT_TRUE(obj_holds(self->fd, mc, unit, 4));
 
-	EXPECT_EQ(0, munmap(mp, unit));
+	EXPECT_EQ(0, munmap(mp, fill));
 	EXPECT_EQ(0, munmap(ma, unit));
 	EXPECT_EQ(0, munmap(mb, unit));
 	EXPECT_EQ(0, munmap(mc, unit));
