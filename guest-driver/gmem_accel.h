@@ -47,7 +47,7 @@
  *    eviction. A second mm is only ever trylocked. The eviction worker (gmem_evict_work())
  *    takes an owner's for reading with nothing held; it is waited for only where no mmap_lock
  *    is held (a file's release, unbind).
- * 5. gmem_accel.ctx_lock (mutex): the context table and held ids, held only to look up or
+ * 5. gmem_accel.ctx_lock (mutex): the context table and its ids, held only to look up or
  *    change them (nothing is taken under it): a fault server holds a reference on its
  *    context (gmem_ctx_get()), not this lock, so one process's fault servicing never stalls
  *    another's close. A device-to-device migration looks at a peer's table under mmap_lock.
@@ -136,7 +136,6 @@ enum gmem_dev_counter {
 	GMEM_DEV_COMMANDS,
 	GMEM_DEV_CONTEXTS_CREATED,
 	GMEM_DEV_CONTEXTS_NOW,
-	GMEM_DEV_CONTEXT_IDS_HELD_NOW,	/* closed with commands still queued */
 	GMEM_DEV_PT_PAGES_NOW,		/* device page-table pages */
 	GMEM_DEV_DMA_MAPPED_NOW,	/* 4 KiB pages DMA-mapped for device PTEs */
 	GMEM_DEV_HBM_PAGES_NOW,		/* HBM pages holding process data */
@@ -354,13 +353,6 @@ struct gmem_accel {
 	struct gmem_ctx *ctx[GMEM_NUM_CONTEXTS];
 	struct ida ctx_ids;
 
-	/*
-	 * Ids of contexts closed while their commands were still queued, with the fence the id's
-	 * queue must pass before the id may name a new address space (under ctx_lock).
-	 */
-	DECLARE_BITMAP(held_ids, GMEM_NUM_CONTEXTS);
-	u64 held_fence[GMEM_NUM_CONTEXTS];
-
 	struct gmem_ctx *kctx;		/* context 0: the driver's own commands, on queue 0 */
 	struct gmem_hbm hbm;
 	bool thp_migration_off;		/* sysfs thp_migration 0: THPs move page by page */
@@ -460,7 +452,7 @@ struct gmem_owner {
  * @fence_seq: the ring sequence number of fence f, at f % GMEM_CTX_FENCES
  * @stats:     counters for GMEM_ACCEL_IOC_STATS
  * @tgid, @comm: the opening process, for debugfs
- * @busy:      its commands outlived close: the id is held until they pass
+ * @stopped:   its queue was reset at close (gmem_queue_stop()): its fault groups are gone
  * @advice:    GMEM_ACCEL_PREFER_* by page index (absent: NONE)
  * @fault_hook: see gmem_fault_hook_fn; the test_hmm interface's fault-ahead (set at open)
  * @hook_data: the hook's state
@@ -503,7 +495,7 @@ struct gmem_ctx {
 	struct gmem_migration *fault_migration;
 	/* test_hmm's HMM_DMIRROR_FLAG_FAIL_ALLOC: the next 2 MiB folio this context asks fails */
 	bool fail_next_huge;
-	bool busy;
+	bool stopped;
 	bool shut_down;
 };
 
@@ -588,6 +580,7 @@ s64 gmem_ctx_fence_seq(struct gmem_ctx *ctx, u64 fence);
 void gmem_fences_init(struct gmem_queue *q);
 void gmem_fences_signal(struct gmem_queue *q, int err);
 void gmem_fences_check(struct gmem_queue *q);
+void gmem_queue_stop(struct gmem_ctx *ctx);
 long gmem_fence_export(struct gmem_ctx *ctx, void __user *uarg);
 int gmem_fence_wait_fd(struct gmem_accel *g, int fd);
 

@@ -46,11 +46,9 @@ int gmem_file_release(struct file *file)
 	down_read(&g->lock);
 	if (g->pdev) {	/* else unbind took the context off the device already */
 		gmem_hbm_release_ctx(f->ctx);
-		if (gmem_ctx_drain(f->ctx)) {
-			dev_warn(&g->dev, "context %u: commands still queued at close; they will fail and its id is held until they pass\n",
-				 f->ctx->id);
-			f->ctx->busy = true;
-		}
+		/* Commands that outlive the drain are dropped with their queue. */
+		if (gmem_ctx_drain(f->ctx))
+			gmem_queue_stop(f->ctx);
 		gmem_ctx_shutdown(f->ctx);
 	}
 	up_read(&g->lock);

@@ -14,22 +14,6 @@
 #include "gmem_accel.h"
 #include "gmem_accel_trace.h"
 
-/* Give back the held ids whose commands have all passed. Called with g->ctx_lock held. */
-static void gmem_release_held_ids(struct gmem_accel *g)
-{
-	unsigned int id;
-
-	lockdep_assert_held(&g->ctx_lock);
-	for_each_set_bit(id, g->held_ids, GMEM_NUM_CONTEXTS) {
-		/* the id's queue (gmem_ctx_queue()) */
-		if (!gmem_fence_passed(g, id, g->held_fence[id]))
-			continue;
-		clear_bit(id, g->held_ids);
-		ida_free(&g->ctx_ids, id);
-		gmem_dev_count(g, GMEM_DEV_CONTEXT_IDS_HELD_NOW, -1);
-	}
-}
-
 /*
  * Context @id, referenced (gmem_ctx_put()), or NULL: a fault server holds the reference, not
  * g->ctx_lock, while it works for the context, so another context's close never waits for it.
@@ -108,10 +92,6 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 	ctx->tgid = current->tgid;
 	get_task_comm(ctx->comm, current);
 
-	mutex_lock(&g->ctx_lock);
-	gmem_release_held_ids(g);
-	mutex_unlock(&g->ctx_lock);
-
 	/* Context 0 is kept for the driver's own work. */
 	id = ida_alloc_range(&g->ctx_ids, 1, GMEM_NUM_CONTEXTS - 1, GFP_KERNEL);
 	if (id < 0) {
@@ -149,8 +129,8 @@ err_free:
 
 /*
  * Take the context off the device and free its page table. Idempotent: unbind and close both
- * call it. Commands of it still queued (@ctx->busy) find the context disabled and fail; its
- * id is held back until they have passed, so they never run in another process's context.
+ * call it, each after its commands are done or dropped with its queue (gmem_queue_stop()), so
+ * the device is never handed work for a context it no longer has.
  */
 void gmem_ctx_shutdown(struct gmem_ctx *ctx)
 {
@@ -174,13 +154,7 @@ void gmem_ctx_shutdown(struct gmem_ctx *ctx)
 	gmem_pt_fini(ctx);
 	gmem_dev_count(g, GMEM_DEV_CONTEXTS_NOW, -1);
 	mutex_lock(&g->ctx_lock);
-	if (ctx->busy && g->regs) {
-		g->held_fence[ctx->id] = ctx->last_fence;
-		set_bit(ctx->id, g->held_ids);
-		gmem_dev_count(g, GMEM_DEV_CONTEXT_IDS_HELD_NOW, 1);
-	} else {
-		ida_free(&g->ctx_ids, ctx->id);
-	}
+	ida_free(&g->ctx_ids, ctx->id);
 	mutex_unlock(&g->ctx_lock);
 }
 

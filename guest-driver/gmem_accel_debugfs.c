@@ -27,7 +27,6 @@ static const char * const gmem_dev_counter_names[GMEM_DEV_NR_COUNTERS] = {
 	[GMEM_DEV_COMMANDS] = "commands",
 	[GMEM_DEV_CONTEXTS_CREATED] = "contexts_created",
 	[GMEM_DEV_CONTEXTS_NOW] = "contexts_now",
-	[GMEM_DEV_CONTEXT_IDS_HELD_NOW] = "context_ids_held_now",
 	[GMEM_DEV_PT_PAGES_NOW] = "pt_pages_now",
 	[GMEM_DEV_DMA_MAPPED_NOW] = "dma_mapped_pages_now",
 	[GMEM_DEV_HBM_PAGES_NOW] = "hbm_pages_now",

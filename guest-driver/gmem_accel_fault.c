@@ -540,7 +540,7 @@ static int gmem_fault_progress(struct gmem_queue *q, u16 slot, int err, bool con
  */
 static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsigned int n)
 {
-	bool interrupted = false, contended = false;
+	bool interrupted = false, contended = false, gone;
 	unsigned int nap_ms = 0;
 	struct gmem_ctx *ctx;
 	int err = -ENXIO;
@@ -584,6 +584,7 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 		msleep(nap_ms);
 	}
 	resp = f[0].group | (err ? GMEM_RESP_CANCEL : GMEM_RESP_REPLAY) << GMEM_RESP_SHIFT;
+	gone = !ctx || READ_ONCE(ctx->stopped);
 	if (ctx) {
 		gmem_ctx_count(ctx, GMEM_CTX_FAULTS, n);
 		gmem_ctx_count(ctx, GMEM_CTX_FAULT_GROUPS, 1);
@@ -595,6 +596,11 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 	trace_gmem_accel_fault_group(f[0].ctx, f[0].group, n, f[0].va, f[0].access, err);
 	dev_dbg(&g->pdev->dev, "fault group %u: context %u, %u pages from %#llx: %s (%d)\n",
 		f[0].group, f[0].ctx, n, f[0].va, err ? "cancel" : "replay", err);
+	/* The group of a queue dropped at close (gmem_queue_stop()) is the device's no more. */
+	if (gone && (f[0].engine >= GMEM_NUM_QUEUES ||
+		     gmem_read(g, GMEM_REG_QUEUE(f[0].engine, GMEM_CQ_STATE)) !=
+		     GMEM_CQ_STATE_STALLED))
+		return;
 	gmem_write(g, GMEM_REG_FAULT_RESPONSE, resp);
 }
 

@@ -80,6 +80,18 @@ static void gmem_queue_reset(struct gmem_accel *g, struct gmem_queue *q)
 	gmem_fences_signal(q, 0);
 }
 
+/*
+ * Drop what @ctx still has on its queue (close, after the drain's time ran out): the device
+ * forgets the commands and their fault group at once, their batches fail with ECANCELED and
+ * their fences pass. Its fault records still in the fault queue are answered by nobody
+ * (gmem_fault_answer()).
+ */
+void gmem_queue_stop(struct gmem_ctx *ctx)
+{
+	WRITE_ONCE(ctx->stopped, true);
+	gmem_queue_reset(ctx->g, &ctx->g->queue[gmem_ctx_queue(ctx)]);
+}
+
 /* Does @q have batches whose fence has not passed? */
 static bool gmem_queue_pending(struct gmem_queue *q)
 {

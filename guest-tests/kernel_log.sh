@@ -18,7 +18,7 @@ check_absent() {
 	fi
 }
 
-plan 6
+plan 7
 check_absent "no KASAN or UBSAN report" 'BUG: KASAN|UBSAN:'
 check_absent "no lockdep report" \
 	'possible circular locking|possible recursive locking|inconsistent lock state|bad unlock balance|lock held when returning|suspicious RCU usage|held lock freed|possible irq lock inversion|DEBUG_LOCKS_WARN_ON'
@@ -28,6 +28,8 @@ check_absent "no hung task, soft lockup or RCU stall" \
 	'blocked for more than [0-9]+ seconds|soft lockup|hard LOCKUP|rcu_.*detected stall|self-detected stall'
 check_absent "no resource accounting warning" \
 	'Trying to free nonexistent resource|resource sanity check'
+# The device given work for a context the driver had taken down (BAD_CONTEXT): an ordering bug.
+check_absent "no device work for a context taken down" 'gmem_accel.*device error 11,'
 
 kml=/sys/kernel/debug/kmemleak
 if [ -w "$kml" ]; then
