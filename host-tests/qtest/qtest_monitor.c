@@ -8,6 +8,7 @@
  */
 #include "qemu/osdep.h"
 #include <glib/gstdio.h>
+#include "qemu/bswap.h"
 #include "gmem_env.h"
 
 #define VA      0x7f0000000000ull   /* 4 RW pages, 1 RO, 1 malformed */
@@ -275,6 +276,64 @@ static void test_hmp(void)
     env_quit(e);
 }
 
+#define DUMP_MAX_RUNS   16384           /* the device's GMEM_DUMP_MAX_RUNS */
+#define VA_MANY         0x7e0000000000ull
+
+/* @n runs of one 4 KiB page each, all over HBM page 0: one a PTE */
+static void map_runs(Env *e, unsigned n)
+{
+    uint64_t table[GMEM_PT_ENTRIES];
+
+    for (unsigned t = 0; t * GMEM_PT_ENTRIES < n; t++) {
+        uint64_t l1 = pt_alloc(e);
+        unsigned k = MIN(n - t * GMEM_PT_ENTRIES, GMEM_PT_ENTRIES);
+
+        memset(table, 0, sizeof(table));
+        for (unsigned i = 0; i < k; i++) {
+            table[i] = cpu_to_le64(RW | GMEM_PTE_HBM);
+        }
+        qtest_memwrite(e->qt, l1, table, sizeof(table));
+        qtest_writeq(e->qt, pte_slot(e, VA_MANY + t * GMEM_HUGE_SIZE, 2),
+                     l1 | GMEM_PTE_VALID);
+    }
+}
+
+static void check_dump(Env *e, const char *dump, const char *hbm_dump)
+{
+    g_autoptr(JsonNode) pt = qom_get(e->g, "page-table[" G_STRINGIFY(CTX) "]");
+    g_autoptr(JsonNode) map = qom_get(e->g, "hbm-map");
+    JsonObject *o = json_node_get_object(pt);
+
+    g_assert_cmpstr(str(o, "dump"), ==, dump);
+    g_assert_cmpuint(json_array_get_length(
+        json_object_get_array_member(o, "runs")), ==, DUMP_MAX_RUNS);
+    o = json_node_get_object(map);
+    g_assert_cmpstr(str(o, "dump"), ==, hbm_dump);
+    g_assert_cmpuint(json_array_get_length(
+        json_object_get_array_member(o, "mappings")), ==, DUMP_MAX_RUNS);
+}
+
+/*
+ * A dump reports at most 16384 runs: exactly that many is complete (it said
+ * truncated), one more is truncated. The runs are counted as they come:
+ * counting the list for each run made a dump quadratic, under the BQL.
+ */
+static void test_dump_run_limit(void)
+{
+    Env *e = env_start(NULL);
+    g_autofree char *hmp = NULL;
+
+    map_runs(e, DUMP_MAX_RUNS);
+    check_dump(e, "complete", "complete");
+    map4k(e, VA_MANY + DUMP_MAX_RUNS / GMEM_PT_ENTRIES * GMEM_HUGE_SIZE, 0,
+          RW | GMEM_PTE_HBM);
+    check_dump(e, "truncated: more than 16384 runs", "truncated");
+    hmp = gq_hmp(e->g, "info gmem-accel gmem0 " G_STRINGIFY(CTX));
+    g_assert_nonnull(strstr(hmp, "16384 runs, dump truncated: more than "
+                                 "16384 runs\n"));
+    env_quit(e);
+}
+
 /*
  * Stall a copy on a posted fault, migrate to a file, load it into a new
  * QEMU, and finish the copy there: the stall, the fault record, the
@@ -382,6 +441,7 @@ int main(int argc, char **argv)
     g_test_add_func("/gmem-accel/monitor/page-table", test_page_table);
     g_test_add_func("/gmem-accel/monitor/hmp", test_hmp);
     g_test_add_func("/gmem-accel/monitor/hbm-map", test_hbm_map);
+    g_test_add_func("/gmem-accel/monitor/dump-run-limit", test_dump_run_limit);
     g_test_add_func("/gmem-accel/migration/stalled-fault", test_migration);
     g_test_add_func("/gmem-accel/migration/stopped-vm", test_stopped_vm);
     return g_test_run();

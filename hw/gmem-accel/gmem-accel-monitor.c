@@ -173,12 +173,23 @@ static QDict *gmem_run_dict(const GmemPtRange *r)
     return d;
 }
 
+/* The runs of a dump, counted as they come (qlist_size() walks the list) */
+typedef struct GmemRunList {
+    QList *runs;
+    unsigned n;
+} GmemRunList;
+
+/* Take a run; one past GMEM_DUMP_MAX_RUNS stops the dump (truncated). */
 static bool gmem_add_run(void *opaque, const GmemPtRange *r)
 {
-    QList *runs = opaque;
+    GmemRunList *l = opaque;
 
-    qlist_append(runs, gmem_run_dict(r));
-    return qlist_size(runs) < GMEM_DUMP_MAX_RUNS;
+    if (l->n == GMEM_DUMP_MAX_RUNS) {
+        return false;
+    }
+    qlist_append(l->runs, gmem_run_dict(r));
+    l->n++;
+    return true;
 }
 
 /* Context @c's mappings overlapping [va, end), as the device sees them now. */
@@ -193,7 +204,7 @@ static QDict *gmem_page_table_dict(GmemAccelState *s, unsigned c,
                               stringify(GMEM_DUMP_MAX_TABLES) " tables",
     };
     QDict *d = gmem_context_dict(s, c);
-    QList *runs = qlist_new();
+    GmemRunList l = { .runs = qlist_new() };
     GmemPtDumpResult res = GMEM_DUMP_COMPLETE;
 
     /* A context never given a root has no table to read. */
@@ -201,10 +212,10 @@ static QDict *gmem_page_table_dict(GmemAccelState *s, unsigned c,
         res = gmem_pt_dump(gmem_peek_pte, s, s->ctx[c].root,
                            s->ctx[c].ctrl & GMEM_CTX_CTRL_ROOT_HBM,
                            s->hbm_size, va, end, GMEM_DUMP_MAX_TABLES,
-                           gmem_add_run, runs);
+                           gmem_add_run, &l);
     }
     qdict_put_str(d, "dump", results[res]);
-    qdict_put(d, "runs", runs);
+    qdict_put(d, "runs", l.runs);
     return d;
 }
 
@@ -230,10 +241,14 @@ static bool gmem_collect_hbm(void *opaque, const GmemPtRange *r)
         .perms = r->first.perms,
     };
 
-    if (r->status == GMEM_WALK_OK && r->first.target_hbm) {
-        g_array_append_val(col->uses, u);
+    if (r->status != GMEM_WALK_OK || !r->first.target_hbm) {
+        return true;
     }
-    return col->uses->len < GMEM_DUMP_MAX_RUNS;
+    if (col->uses->len == GMEM_DUMP_MAX_RUNS) {
+        return false;   /* one more than fits: truncated */
+    }
+    g_array_append_val(col->uses, u);
+    return true;
 }
 
 static gint gmem_hbm_use_cmp(gconstpointer a, gconstpointer b)
