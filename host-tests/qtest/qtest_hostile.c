@@ -7,6 +7,7 @@
 #include "qemu/osdep.h"
 #include <glib/gstdio.h>
 #include "qemu/bswap.h"
+#include "standard-headers/linux/pci_regs.h"
 #include "gmem_env.h"
 
 /* A migration stream in a temporary file. */
@@ -409,6 +410,214 @@ static void test_page_table_dump_is_bounded(void)
     env_quit(e);
 }
 
+/* Bus mastering of the device on or off (its DMA fails while off). */
+static void bus_master(Env *e, bool on)
+{
+    uint32_t cmd = gq_pci_cfg_readl(e->qt, DEVFN, PCI_COMMAND);
+
+    gq_pci_cfg_writel(e->qt, DEVFN, PCI_COMMAND,
+                      on ? cmd | PCI_COMMAND_MASTER
+                         : cmd & ~PCI_COMMAND_MASTER);
+}
+
+/* ERROR_CODE must be @code with @info; cleared (no MSI: bus mastering off) */
+static void expect_error_quiet(Env *e, uint32_t code, uint32_t info)
+{
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_ERROR_CODE), ==, code);
+    g_assert_cmphex(gq_reg(e->g, GMEM_REG_ERROR_INFO), ==, info);
+    gq_set_reg(e->g, GMEM_REG_ERROR_CODE, 0);
+}
+
+static void inject_fq_full(Env *e)
+{
+    json_node_unref(gq_qmp_return(e->g,
+        "{\"execute\": \"qom-set\", \"arguments\": {\"path\": "
+        "\"/machine/peripheral/gmem0\", \"property\": \"inject\", "
+        "\"value\": \"fq-full\"}}"));
+}
+
+/*
+ * A queue whose status write-back failed broke with its fault group still
+ * in it, a state every destination refused ("queue state against its
+ * command and faults"): the VM could no longer migrate. The guest gets there
+ * by faulting a command, turning bus mastering off and then cancelling the
+ * group (queue 0), or moving FQ_HEAD so that a group that waited for room is
+ * posted (queue 1: its record cannot be written, the command is cancelled).
+ * Breaking a queue drops its group: the VM migrates, the queues arrive
+ * broken with no group, and recover as usual.
+ */
+static void test_broken_queue_migrates(void)
+{
+    Env *e = env_start(NULL);
+    GmemCmd nop = { .opcode = GMEM_OP_NOP };
+    Rec recs[4];
+    uint32_t idx0, idx1;
+    GmemQTest *g;
+    Stream *st;
+    Env d;
+    bool loaded;
+    uint8_t pat[16], *p;
+
+    idx0 = submit(e, 0, copy_cmd(GMEM_ADDR_SYS, SYS_DATA, GMEM_ADDR_VA,
+                                 0x30000000ull, 64));
+    wait_state(e, 0, GMEM_CQ_STATE_STALLED);
+    g_assert_cmpuint(fq_take(e, recs, G_N_ELEMENTS(recs)), ==, 1);
+    inject_fq_full(e);
+    idx1 = submit(e, 1, copy_cmd(GMEM_ADDR_SYS, SYS_DATA, GMEM_ADDR_VA,
+                                 0x31000000ull, 64));
+    wait_state(e, 1, GMEM_CQ_STATE_STALLED);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_ERROR_CODE), ==,
+                     GMEM_ERR_FAULT_OVERFLOW);
+    gq_set_reg(e->g, GMEM_REG_ERROR_CODE, 0);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_STATUS), ==,
+                     GMEM_FQ_STATUS_ENABLED | GMEM_FQ_STATUS_OVERFLOW);
+
+    bus_master(e, false);
+    respond(e, recs[0].group, GMEM_RESP_CANCEL);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(0, GMEM_CQ_STATE)), ==,
+                     GMEM_CQ_STATE_BROKEN);
+    expect_error_quiet(e, GMEM_ERR_DMA, 0);
+    gq_set_reg(e->g, GMEM_REG_FQ_HEAD, e->fq_head);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(1, GMEM_CQ_STATE)), ==,
+                     GMEM_CQ_STATE_BROKEN);
+    expect_error_quiet(e, GMEM_ERR_DMA, 1);
+    bus_master(e, true);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_PENDING), ==, 0);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_STATUS), ==,
+                     GMEM_FQ_STATUS_ENABLED);
+    /* neither status was written: HEAD stays at the command */
+    g_assert_cmpuint(status_of(e, 0, idx0), ==, GMEM_CMD_ST_PENDING);
+    g_assert_cmpuint(status_of(e, 1, idx1), ==, GMEM_CMD_ST_PENDING);
+
+    st = stream_save(e);
+    /* queue 0 broke with no fault group: none is in the stream */
+    stq_be_p(pat, CQ_RING(0));
+    stl_be_p(pat + 8, CQ_LOG2);
+    stl_be_p(pat + 12, GMEM_CQ_CTRL_ENABLE);
+    p = stream_find_last(st, pat, sizeof(pat));
+    /* head, tail, state, completed, busy, raw[64], progress, group */
+    p += 16 + 4 * 4 + 1 + GMEM_CMD_SIZE + 8 + 2;
+    g_assert_cmpuint(p[0], ==, 0);                  /* group_posted */
+    g_assert_cmpuint(ldl_be_p(p + 1), ==, 0);       /* nfaults */
+    g = gq_try_incoming("hbm-size=64M", st->uri, &loaded);
+    g_assert_true(loaded);
+    d = (Env) { .g = g, .qt = g->qt };
+    for (unsigned q = 0; q < 2; q++) {
+        g_assert_cmpuint(gq_reg(g, GMEM_REG_QUEUE(q, GMEM_CQ_STATE)), ==,
+                         GMEM_CQ_STATE_BROKEN);
+        g_assert_cmpuint(gq_reg(g, GMEM_REG_QUEUE(q, GMEM_CQ_HEAD)), ==,
+                         q ? idx1 : idx0);
+        /* disabled and enabled again, it works */
+        gq_set_reg(g, GMEM_REG_QUEUE(q, GMEM_CQ_CTRL), 0);
+        gq_set_reg(g, GMEM_REG_QUEUE(q, GMEM_CQ_CTRL), GMEM_CQ_CTRL_ENABLE);
+        g_assert_cmpuint(run(&d, q, nop), ==, GMEM_CMD_ST_OK);
+    }
+    g_assert_cmpuint(gq_reg(g, GMEM_REG_FQ_PENDING), ==, 0);
+    g_assert_cmphex(gq_reg(g, GMEM_REG_STATUS), ==, GMEM_STATUS_READY);
+    gq_quit(g);
+
+    /*
+     * A stream whose broken queue still holds its group (a device that kept
+     * it) is taken too, the group dropped: queue 0's group number and its
+     * fault are still in the stream, as they were.
+     */
+    p[0] = 1;
+    stl_be_p(p + 1, 1);
+    g_assert_true(stream_load(st));
+    stream_free(st);
+    env_quit(e);
+}
+
+/*
+ * Engine DMA aimed at another gmem-accel's registers: a FILL or a compute
+ * command with stride 0 at its RESET register reset it once per element,
+ * at INV_TRIGGER scanned its whole TLB once per element, and a COPY read its
+ * registers. The device's accesses to system memory reach RAM only: such a
+ * command fails at its first access, BAD_ADDRESS with ERROR_CODE DMA, the
+ * peer untouched; its HBM (BAR2, RAM) is still reachable, peer to peer.
+ */
+#define P_DEVFN     (5 << 3)
+#define P_BAR0      0xe0100000ull
+#define P_BAR2      0x2000000000ull
+#define P_RING      0x00300000ull
+
+static void test_engine_dma_into_peer_registers(void)
+{
+    Env *e = env_start_with(NULL, "-device gmem-accel,id=gmem1,addr=05.0,"
+                                  "hbm-size=64M,tlb-entries=65536");
+    GmemCmd fill = {
+        .opcode = GMEM_OP_FILL, .flags = GMEM_CMD_F_DST(GMEM_ADDR_SYS),
+        .dst = P_BAR0 + GMEM_REG_RESET, .size = 4,
+        .value = GMEM_RESET_MAGIC | (uint64_t)GMEM_RESET_MAGIC << 32,
+    };
+    GmemCmd scale = {
+        .opcode = GMEM_OP_SCALE_ADD,
+        .flags = GMEM_CMD_F_DST(GMEM_ADDR_SYS) | GMEM_CMD_F_SRC(GMEM_ADDR_SYS),
+        .dst = P_BAR0 + GMEM_REG_RESET, .src = SYS_DATA,
+        .size = 4096, .value = 1,
+    };
+    uint8_t buf[64], want[64];
+    uint32_t steps;
+
+    gq_pci_cfg_writel(e->qt, P_DEVFN, PCI_BASE_ADDRESS_0, (uint32_t)P_BAR0);
+    gq_pci_cfg_writel(e->qt, P_DEVFN, PCI_BASE_ADDRESS_1, P_BAR0 >> 32);
+    gq_pci_cfg_writel(e->qt, P_DEVFN, PCI_BASE_ADDRESS_2, (uint32_t)P_BAR2);
+    gq_pci_cfg_writel(e->qt, P_DEVFN, PCI_BASE_ADDRESS_3, P_BAR2 >> 32);
+    gq_pci_cfg_writel(e->qt, P_DEVFN, PCI_COMMAND,
+                      PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+    qtest_writel(e->qt, P_BAR0 + GMEM_REG_SCRATCH, 0x5ca1ab1e);
+    qtest_writel(e->qt, P_BAR0 + GMEM_REG_QUEUE(1, GMEM_CQ_BASE_LO), P_RING);
+    qtest_writel(e->qt, P_BAR0 + GMEM_REG_QUEUE(1, GMEM_CQ_ENTRIES_LOG2),
+                 CQ_LOG2);
+    qtest_writel(e->qt, P_BAR0 + GMEM_REG_QUEUE(1, GMEM_CQ_CTRL),
+                 GMEM_CQ_CTRL_ENABLE);
+    qtest_writel(e->qt, SYS_DATA, GMEM_RESET_MAGIC);
+
+    /* FILL, then SCALE_ADD with stride 0, at the peer's RESET */
+    g_assert_cmpuint(run(e, 0, fill), ==, GMEM_CMD_ST_BAD_ADDRESS);
+    gq_expect_error(e->g, GMEM_ERR_DMA, 0);
+    g_assert_cmpuint(run(e, 0, scale), ==, GMEM_CMD_ST_BAD_ADDRESS);
+    gq_expect_error(e->g, GMEM_ERR_DMA, 0);
+    g_assert_true(gq_log_has(e->g, "not RAM"));
+    /* at its INV_TRIGGER: the first element fails, none is done */
+    scale.dst = P_BAR0 + GMEM_REG_INV_TRIGGER;
+    qtest_writel(e->qt, SYS_DATA, 7);
+    steps = gq_reg(e->g, GMEM_REG_QUEUE(0, GMEM_CQ_STEPS));
+    g_assert_cmpuint(run(e, 0, scale), ==, GMEM_CMD_ST_BAD_ADDRESS);
+    gq_expect_error(e->g, GMEM_ERR_DMA, 0);
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_QUEUE(0, GMEM_CQ_STEPS)), ==, steps);
+    /* a COPY from its registers */
+    g_assert_cmpuint(run(e, 0, copy_cmd(GMEM_ADDR_SYS, SYS_DATA, GMEM_ADDR_SYS,
+                                        P_BAR0, sizeof(buf))), ==,
+                     GMEM_CMD_ST_BAD_ADDRESS);
+    gq_expect_error(e->g, GMEM_ERR_DMA, 0);
+
+    /* The peer saw none of it */
+    g_assert_cmphex(qtest_readl(e->qt, P_BAR0 + GMEM_REG_SCRATCH), ==,
+                    0x5ca1ab1e);
+    g_assert_cmphex(qtest_readl(e->qt, P_BAR0 + GMEM_REG_QUEUE(1,
+                                                              GMEM_CQ_CTRL)),
+                    ==, GMEM_CQ_CTRL_ENABLE);
+    g_assert_cmpuint(qtest_readl(e->qt, P_BAR0 + GMEM_REG_INV_DONE), ==, 0);
+    g_assert_cmphex(qtest_readl(e->qt, P_BAR0 + GMEM_REG_STATUS), ==,
+                    GMEM_STATUS_READY);
+
+    /* Its HBM is memory: a COPY there and back works */
+    pattern(want, sizeof(want), 9);
+    qtest_memwrite(e->qt, SYS_DATA + 0x1000, want, sizeof(want));
+    g_assert_cmpuint(run(e, 0, copy_cmd(GMEM_ADDR_SYS, P_BAR2 + 0x3000,
+                                        GMEM_ADDR_SYS, SYS_DATA + 0x1000,
+                                        sizeof(want))), ==, GMEM_CMD_ST_OK);
+    qtest_memread(e->qt, P_BAR2 + 0x3000, buf, sizeof(buf));
+    g_assert_cmpmem(buf, sizeof(buf), want, sizeof(want));
+    g_assert_cmpuint(run(e, 0, copy_cmd(GMEM_ADDR_HBM, 0, GMEM_ADDR_SYS,
+                                        P_BAR2 + 0x3000, sizeof(want))), ==,
+                     GMEM_CMD_ST_OK);
+    qtest_memread(e->qt, BAR2_ADDR, buf, sizeof(buf));
+    g_assert_cmpmem(buf, sizeof(buf), want, sizeof(want));
+    env_quit(e);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -432,5 +641,9 @@ int main(int argc, char **argv)
                     test_busy_engine_pauses);
     g_test_add_func("/gmem-accel/hostile/page-table-dump-is-bounded",
                     test_page_table_dump_is_bounded);
+    g_test_add_func("/gmem-accel/hostile/broken-queue-migrates",
+                    test_broken_queue_migrates);
+    g_test_add_func("/gmem-accel/hostile/engine-dma-into-peer-registers",
+                    test_engine_dma_into_peer_registers);
     return g_test_run();
 }

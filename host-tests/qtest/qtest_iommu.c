@@ -266,11 +266,85 @@ static void test_atc_off(void)
     env_quit(e);
 }
 
+/*
+ * The device's writes aimed at intel-iommu's registers: an 8-byte write to
+ * FECTL (a FENCE there, a fault record over it) met assert(size == 4) in
+ * vtd_mem_write() and aborted QEMU. The device's accesses to system memory
+ * reach RAM only: the FENCE fails with BAD_ADDRESS, a fault record that
+ * cannot be written cancels its command, a ring there breaks its queue; each
+ * with ERROR_CODE DMA, and the IOMMU's registers as they were.
+ */
+static void test_dma_at_iommu_registers(void)
+{
+    Env *e = env_start_after("-device intel-iommu,intremap=off", NULL, NULL);
+    GmemCmd fence = {
+        .opcode = GMEM_OP_FENCE, .flags = GMEM_CMD_F_DST(GMEM_ADDR_SYS),
+        .dst = VTD + DMAR_FECTL_REG, .value = 1,
+    };
+    uint32_t fectl = qtest_readl(e->qt, VTD + DMAR_FECTL_REG);
+
+    g_assert_cmpuint(run(e, 0, fence), ==, GMEM_CMD_ST_BAD_ADDRESS);
+    gq_expect_error(e->g, GMEM_ERR_DMA, 0);
+    g_assert_true(gq_log_has(e->g, "not RAM"));
+
+    /* fault records at 0x20-0x3f of the registers: over FECTL */
+    gq_set_reg(e->g, GMEM_REG_FQ_CTRL, 0);
+    gq_set_reg64(e->g, GMEM_REG_FQ_BASE_LO, VTD + DMAR_FECTL_REG -
+                 DMAR_FECTL_REG % GMEM_FAULT_RECORD_SIZE);
+    gq_set_reg(e->g, GMEM_REG_FQ_CTRL, GMEM_FQ_CTRL_ENABLE);
+    g_assert_cmpuint(run(e, 1, copy_cmd(GMEM_ADDR_SYS, SYS_DATA, GMEM_ADDR_VA,
+                                        0x30000000ull, 64)), ==,
+                     GMEM_CMD_ST_FAULT);
+    gq_expect_error(e->g, GMEM_ERR_DMA, 1);
+    g_assert_true(gq_log_has(e->g, "cannot write a fault record"));
+    g_assert_cmpuint(gq_reg(e->g, GMEM_REG_FQ_TAIL), ==, 0);
+
+    /* a command ring at them */
+    gq_set_reg(e->g, GMEM_REG_QUEUE(2, GMEM_CQ_CTRL), 0);
+    gq_set_reg64(e->g, GMEM_REG_QUEUE(2, GMEM_CQ_BASE_LO), VTD);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(2, GMEM_CQ_CTRL), GMEM_CQ_CTRL_ENABLE);
+    gq_set_reg(e->g, GMEM_REG_QUEUE(2, GMEM_CQ_TAIL), 1);
+    wait_state(e, 2, GMEM_CQ_STATE_BROKEN);
+    gq_expect_error(e->g, GMEM_ERR_DMA, 2);
+
+    g_assert_cmphex(qtest_readl(e->qt, VTD + DMAR_FECTL_REG), ==, fectl);
+    env_quit(e);
+}
+
+/* The same through a translation: an IOVA the IOMMU maps onto its registers */
+static void test_dma_through_iommu_to_registers(void)
+{
+    Vtd v = vtd_start(NULL);
+    Env *e = v.e;
+    GmemCmd fence = {
+        .opcode = GMEM_OP_FENCE, .flags = GMEM_CMD_F_DST(GMEM_ADDR_SYS),
+        .dst = IOVA + DMAR_FECTL_REG, .value = 1,
+    };
+
+    vtd_map(&v, IOVA, VTD, VTD_SL_R | VTD_SL_W);
+    vtd_invalidate(&v, IOVA);
+    /* twice: the second time the translation is the ATC's */
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(run(e, 0, fence), ==, GMEM_CMD_ST_BAD_ADDRESS);
+        gq_expect_error(e->g, GMEM_ERR_DMA, 0);
+    }
+    /* RAM behind the same IOVA works */
+    vtd_map(&v, IOVA, A_PAGE, VTD_SL_R | VTD_SL_W);
+    vtd_invalidate(&v, IOVA);
+    g_assert_cmpuint(run(e, 0, fence), ==, GMEM_CMD_ST_OK);
+    g_assert_cmphex(qtest_readq(e->qt, A_PAGE + DMAR_FECTL_REG), ==, 1);
+    env_quit(e);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/gmem-accel/iommu/translated-dma", test_translated_dma);
     g_test_add_func("/gmem-accel/iommu/bus-master-off", test_bus_master_off);
     g_test_add_func("/gmem-accel/iommu/atc-off", test_atc_off);
+    g_test_add_func("/gmem-accel/iommu/dma-at-iommu-registers",
+                    test_dma_at_iommu_registers);
+    g_test_add_func("/gmem-accel/iommu/dma-through-iommu-to-registers",
+                    test_dma_through_iommu_to_registers);
     return g_test_run();
 }

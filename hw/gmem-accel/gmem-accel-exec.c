@@ -421,11 +421,11 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget,
         }
         if (st == GMEM_CMD_ST_BAD_ADDRESS) {
             gmem_accel_set_error(s, GMEM_ERR_DMA, qid, tgt[1].addr,
-                                 "queue %u: %s command: memory access failed "
-                                 "(HBM offset or bus address 0x%" PRIx64
-                                 " or 0x%" PRIx64 ")", qid,
-                                 gmem_op_name(q->cmd.opcode), tgt[0].addr,
-                                 tgt[1].addr);
+                                 "queue %u: %s command: memory access failed: "
+                                 "not RAM, or not reachable (HBM offset or "
+                                 "bus address 0x%" PRIx64 " or 0x%" PRIx64
+                                 ")", qid, gmem_op_name(q->cmd.opcode),
+                                 tgt[0].addr, tgt[1].addr);
         }
         if (st != GMEM_CMD_ST_OK) {
             gmem_queue_complete(s, qid, st);

@@ -1,6 +1,6 @@
 /*
  * gmem-accel: the engines' memory access: HBM through its host pointer,
- * system memory through PCI DMA (mapped directly where it is RAM).
+ * system memory through PCI DMA, RAM only (mapped directly where it can be).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -11,47 +11,78 @@
 #include "qemu/rcu.h"
 #include "system/dma.h"
 #include "gmem-accel.h"
+#include "trace.h"
 
 /*
- * @n consecutive PTEs of system memory. Where they are RAM: one (IOMMU)
- * translation for all of them — a walk of 4 KiB pages spent most of its
- * time translating PTE addresses — and each entry one 8-byte load, so an
- * entry software rewrites is never torn. Anything else (MMIO, a hole) entry
- * by entry, with its errors.
+ * Is all of [@at, + @len) of @as RAM the device may access directly: guest
+ * RAM or a RAM-backed BAR such as a peer gmem-accel's HBM (for a write, not
+ * ROM)? The device's accesses to system memory reach nothing else. A register
+ * region would let one command make an access per element to another device
+ * (a reset or a whole-TLB scan each), or write it with a size its model does
+ * not take (intel-iommu asserts on it); a hole fails anyway. Call with the
+ * RCU read lock held.
+ */
+static bool gmem_sys_is_ram(AddressSpace *as, hwaddr at, hwaddr len,
+                            bool write)
+{
+    if (!len || at + len - 1 < at) {
+        return false;
+    }
+    while (len) {
+        hwaddr xlat, l = len;
+        MemoryRegion *mr = address_space_translate(as, at, &xlat, &l, write,
+                                                   MEMTXATTRS_UNSPECIFIED);
+
+        if (!l || !memory_access_is_direct(mr, write,
+                                           MEMTXATTRS_UNSPECIFIED)) {
+            return false;
+        }
+        at += l;
+        len -= l;
+    }
+    return true;
+}
+
+/*
+ * @n consecutive PTEs of system memory, RAM only. One (IOMMU) translation
+ * for all of them where it covers them — a walk of 4 KiB pages spent most of
+ * its time translating PTE addresses — else one per entry; each entry one
+ * 8-byte load, so an entry software rewrites is never torn.
  */
 static bool gmem_sys_read_ptes(GmemAccelState *s, uint64_t addr,
                                uint64_t *pte, unsigned n)
 {
     hwaddr at;
     AddressSpace *as = gmem_atc_lookup(s, addr, n * sizeof(*pte), false, &at);
-    MemTxResult res = MEMTX_OK;
+    MemoryRegion *mr;
+    hwaddr xlat, len;
 
-    if (n > 1) {
-        RCU_READ_LOCK_GUARD();
-        hwaddr xlat, len = n * sizeof(*pte);
-        MemoryRegion *mr = address_space_translate(as, at, &xlat, &len,
-                                                   false,
-                                                   MEMTXATTRS_UNSPECIFIED);
+    RCU_READ_LOCK_GUARD();
+    len = n * sizeof(*pte);
+    mr = address_space_translate(as, at, &xlat, &len, false,
+                                 MEMTXATTRS_UNSPECIFIED);
+    if (len == n * sizeof(*pte) &&
+        memory_access_is_direct(mr, false, MEMTXATTRS_UNSPECIFIED)) {
+        const uint8_t *p = qemu_map_ram_ptr(mr->ram_block, xlat);
 
-        if (len == n * sizeof(*pte) &&
-            memory_access_is_direct(mr, false, MEMTXATTRS_UNSPECIFIED)) {
-            const uint8_t *p = qemu_map_ram_ptr(mr->ram_block, xlat);
-
-            for (unsigned i = 0; i < n; i++) {
-                pte[i] = ldq_le_p(p + i * sizeof(*pte));
-            }
-            return true;
+        for (unsigned i = 0; i < n; i++) {
+            pte[i] = ldq_le_p(p + i * sizeof(*pte));
         }
+        return true;
     }
-    /*
-     * Not ldq_le_pci_dma(): its dma_memory_rw() path made walks cost more
-     * than the copies they serve.
-     */
-    for (unsigned i = 0; i < n && res == MEMTX_OK; i++) {
-        pte[i] = address_space_ldq_le(as, at + i * sizeof(*pte),
-                                      MEMTXATTRS_UNSPECIFIED, &res);
+    for (unsigned i = 0; i < n; i++) {
+        len = sizeof(*pte);
+        mr = address_space_translate(as, at + i * sizeof(*pte), &xlat, &len,
+                                     false, MEMTXATTRS_UNSPECIFIED);
+        if (len != sizeof(*pte) ||
+            !memory_access_is_direct(mr, false, MEMTXATTRS_UNSPECIFIED)) {
+            trace_gmem_accel_dma_not_ram(addr + i * sizeof(*pte),
+                                         sizeof(*pte), false);
+            return false;
+        }
+        pte[i] = ldq_le_p(qemu_map_ram_ptr(mr->ram_block, xlat));
     }
-    return res == MEMTX_OK;
+    return true;
 }
 
 /*
@@ -151,24 +182,35 @@ bool gmem_mem_rw(GmemAccelState *s, bool hbm, uint64_t addr,
     return gmem_sys_rw(s, addr, buf, len, write);
 }
 
-/* System memory at bus address @addr, as pci_dma_rw(), through the ATC */
+/*
+ * System memory at bus address @addr, as pci_dma_rw(), through the ATC; false,
+ * with nothing accessed, unless all of it is RAM (gmem_sys_is_ram()).
+ */
 bool gmem_sys_rw(GmemAccelState *s, uint64_t addr, void *buf, uint64_t len,
                  bool write)
 {
     hwaddr at;
     AddressSpace *as = gmem_atc_lookup(s, addr, len, write, &at);
+    bool ram;
 
-    return dma_memory_rw(as, at, buf, len,
-                         write ? DMA_DIRECTION_FROM_DEVICE
-                               : DMA_DIRECTION_TO_DEVICE,
-                         MEMTXATTRS_UNSPECIFIED) == MEMTX_OK;
+    WITH_RCU_READ_LOCK_GUARD() {
+        ram = gmem_sys_is_ram(as, at, len, write);
+    }
+    if (!ram) {
+        trace_gmem_accel_dma_not_ram(addr, len, write);
+    }
+    return ram && dma_memory_rw(as, at, buf, len,
+                                write ? DMA_DIRECTION_FROM_DEVICE
+                                      : DMA_DIRECTION_TO_DEVICE,
+                                MEMTXATTRS_UNSPECIFIED) == MEMTX_OK;
 }
 
 /*
  * A host pointer to @len bytes of system memory at bus address @addr, mapped
- * with pci_dma_map(), if all of them are RAM the device may access directly;
- * NULL for anything else (MMIO, holes, ROM for writes, bus mastering off),
- * which then goes through pci_dma_rw() and its error reporting.
+ * with pci_dma_map(), if all of them are one RAM region the device may access
+ * directly; NULL for anything else (MMIO, holes, ROM for writes, bus mastering
+ * off, RAM in more than one piece), which then goes through gmem_sys_rw(): RAM
+ * in pieces works there, the rest fails.
  */
 static void *gmem_sys_map(GmemAccelState *s, uint64_t addr, uint64_t len,
                           bool write)

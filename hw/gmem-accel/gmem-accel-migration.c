@@ -54,6 +54,7 @@ static const char *gmem_queue_check(GmemAccelState *s, GmemQueue *q)
         (q->state == GMEM_CQ_STATE_STALLED &&
          (!q->busy || !q->nfaults)) ||
         (q->state != GMEM_CQ_STATE_STALLED &&
+         q->state != GMEM_CQ_STATE_BROKEN &&
          (q->nfaults || q->group_posted)) ||
         q->nfaults > GMEM_FAULT_GROUP_MAX) {
         return "queue state against its command and faults";
@@ -170,6 +171,19 @@ static int gmem_accel_post_load(void *opaque, int version_id)
         error_report("%s %s: incoming state rejected: %s", TYPE_GMEM_ACCEL,
                      DEVICE(s)->id ?: "", why);
         return -EINVAL;
+    }
+    /*
+     * A broken queue holds no fault group (gmem_queue_break()), but a device
+     * that kept it there may have sent one: nothing can answer or retry it,
+     * so it is dropped rather than the stream refused.
+     */
+    for (unsigned qid = 0; qid < GMEM_NUM_QUEUES; qid++) {
+        GmemQueue *q = &s->queue[qid];
+
+        if (q->state == GMEM_CQ_STATE_BROKEN) {
+            q->nfaults = 0;
+            q->group_posted = false;
+        }
     }
     gmem_engine_post_load(s);
     return 0;

@@ -15,10 +15,21 @@ static uint64_t gmem_desc_addr(GmemQueue *q)
     return q->base + (uint64_t)q->head * GMEM_CMD_SIZE;
 }
 
+/*
+ * The ring cannot be used: the engine stops until the queue is disabled. The
+ * command at HEAD and its fault group are dropped with it, so that a broken
+ * queue holds nothing another path could act on (a response, a retry) and
+ * its state is one a migration stream may carry.
+ */
 void gmem_queue_break(GmemAccelState *s, unsigned qid)
 {
-    s->queue[qid].state = GMEM_CQ_STATE_BROKEN;
-    s->queue[qid].busy = false;
+    GmemQueue *q = &s->queue[qid];
+
+    q->state = GMEM_CQ_STATE_BROKEN;
+    q->busy = false;
+    q->progress = 0;
+    q->nfaults = 0;
+    q->group_posted = false;
     trace_gmem_accel_queue_state(qid, GMEM_CQ_STATE_BROKEN);
 }
 
