@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/klog.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -254,6 +255,22 @@ TEST_F_TIMEOUT(introspect, dynamic_debug, 120)
 	close(fd);
 }
 
+/* Lines of the kernel log with a gmem-accel BAD_CONTEXT device error (-1: unreadable). */
+static int bad_context_errors(void)
+{
+	int len = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0), n = 0;
+	char *buf = len > 0 ? malloc(len + 1) : NULL;
+
+	if (!buf)
+		return -1;
+	len = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, len);
+	buf[len > 0 ? len : 0] = '\0';
+	for (char *p = buf; (p = strstr(p, "device error 11,")); p++)
+		n++;
+	free(buf);
+	return n;
+}
+
 /*
  * close() while a command still runs: with no time to drain, the driver drops the context's
  * queue before it takes the context off the device, so the command never reaches a context
@@ -271,7 +288,7 @@ TEST_F_TIMEOUT(introspect, close_with_queued_command, 120)
 	uint8_t *seen = malloc(len);
 	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)dst,
 				    .src = (uintptr_t)src, .size = len };
-	int fd = gmem_open(0, O_RDWR), fds[63], nfds = 0;
+	int fd = gmem_open(0, O_RDWR), fds[63], nfds = 0, errors = bad_context_errors();
 	unsigned int id;
 	bool saw_id = false;
 	__u64 fence;
@@ -297,6 +314,7 @@ TEST_F_TIMEOUT(introspect, close_with_queued_command, 120)
 	usleep(500 * 1000);
 	EXPECT_EQ(0, memcmp(seen, dst, len)) TH_LOG("the command went on writing after close");
 	EXPECT_NE(0x5c, dst[len - 1]) TH_LOG("the command ran to its end before close");
+	EXPECT_EQ(errors, bad_context_errors()) TH_LOG("the device got work for a closed context");
 
 	/* Every context can be opened, the closed one's id among them. */
 	while (nfds < 63 && (fds[nfds] = gmem_open(0, O_RDWR)) >= 0) {

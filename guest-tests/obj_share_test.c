@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/dma-heap.h>
 
@@ -615,11 +616,12 @@ static bool device_reads(int fd, const uint8_t *src, const uint8_t *want, size_t
  */
 TEST_F_TIMEOUT(share, peer_import_races_eviction, 900)
 {
-	const size_t len = 8ul << 20, blen = 4ul << 20;
+	const size_t len = 32ul << 20, blen = 4ul << 20;
 	uint64_t hbm = gmem_expect("hbm_size", 256ul << 20);
 	int fd0 = gmem_open(0, O_RDWR), fd1 = gmem_open(1, O_RDWR);
 	uint8_t *want = map_anon(len, RW), *out = map_anon(len, RW), *zero = map_anon(len, RW);
 	int rounds = 12, evicted = 0, blocked = 0;
+	long span_us = 0;	/* how long B's allocation takes: the import lands inside it */
 
 	ASSERT_GE(fd0, 0);
 	if (fd1 < 0)
@@ -627,7 +629,7 @@ TEST_F_TIMEOUT(share, peer_import_races_eviction, 900)
 	ASSERT_TRUE(want && out && zero);
 	memset(want, 0x6b, len);
 	srand(55);
-	for (int r = 0; r < rounds; r++) {
+	for (int r = -1; r < rounds; r++) {
 		/* HBM held but for A and one chunk: B's allocation must evict A. */
 		struct gmem_accel_obj_alloc p = {
 			.size = hbm - len - M2,
@@ -650,8 +652,25 @@ TEST_F_TIMEOUT(share, peer_import_races_eviction, 900)
 		buf = obj_export(fd0, a.handle, 0);
 		ASSERT_GE(buf, 0);
 
+		if (r < 0) {
+			/* Round -1 measures B's allocation, which evicts A, without a peer. */
+			struct timespec t0, t1;
+
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			alloc_object(&b);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			ASSERT_EQ(0, b.ret);
+			span_us = (t1.tv_sec - t0.tv_sec) * 1000000 +
+				  (t1.tv_nsec - t0.tv_nsec) / 1000 + 1;
+			EXPECT_EQ(0, obj_free_handle(fd0, b.a.handle));
+			EXPECT_EQ(0, obj_free_handle(fd0, a.handle));
+			EXPECT_EQ(0, obj_free_handle(fd0, p.handle));
+			EXPECT_EQ(0, munmap(map0, len));
+			close(buf);
+			continue;
+		}
 		ASSERT_EQ(0, pthread_create(&t, NULL, alloc_object, &b));
-		usleep(rand() % 40000);
+		usleep(rand() % span_us);
 		ASSERT_EQ(0, obj_import(fd1, buf, &im)) TH_LOG("import: %s", strerror(errno));
 		map1 = mmap(NULL, len, RW, MAP_SHARED, fd1, im.mmap_offset);
 		ASSERT_NE(MAP_FAILED, map1);
@@ -681,8 +700,8 @@ TEST_F_TIMEOUT(share, peer_import_races_eviction, 900)
 		EXPECT_EQ(0, obj_free_handle(fd0, p.handle));
 		close(buf);
 	}
-	TH_LOG("%d rounds: the object evicted first in %d, its peer first in %d", rounds, evicted,
-	       blocked);
+	TH_LOG("%d rounds: the object evicted first in %d, its peer first in %d (eviction %ld us)",
+	       rounds, evicted, blocked, span_us);
 	close(fd1);
 	close(fd0);
 	munmap(want, len);

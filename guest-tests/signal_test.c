@@ -419,4 +419,52 @@ TEST_F_TIMEOUT(signal, fences_exported_during_submit_wait_rounds, 600)
 	munmap(w.src, w.len);
 }
 
+static int64_t stat_of(const char *name)
+{
+	int64_t v = INT64_MIN;
+
+	gmem_debugfs_stat(0, name, &v);
+	return v;
+}
+
+/*
+ * A process killed while its SUBMIT_WAIT's fault group is held: the command ends with its
+ * owner, the held server lets go, and every gauge of the device is back where it was.
+ */
+TEST_F_TIMEOUT(signal, killed_during_held_submit_wait, 300)
+{
+	static const char *const gauges[] = { "contexts_now", "pt_pages_now",
+					      "dma_mapped_pages_now", "notifiers_now" };
+	int64_t before[4];
+	int status;
+	pid_t pid;
+
+	for (int i = 0; i < 4; i++)
+		before[i] = stat_of(gauges[i]);
+	ASSERT_EQ(0, write_sysfs(HOLD, "1"));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct waiter w = { .fd = gmem_open(0, O_RDWR), .len = 16 * PAGE,
+				    .submit_wait = true };
+
+		w.src = map_anon(w.len, PROT_READ | PROT_WRITE);
+		w.dst = map_anon(w.len, PROT_READ | PROT_WRITE);
+		if (w.fd < 0 || !w.src || !w.dst)
+			_exit(1);
+		copy_once(&w);
+		_exit(2);	/* not reached: killed while held */
+	}
+	EXPECT_TRUE(hold_taken()) TH_LOG("the child's fault group was never held");
+	kill(pid, SIGKILL);
+	EXPECT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	ASSERT_EQ(0, write_sysfs(HOLD, "0"));
+	for (int i = 0; i < 4; i++) {
+		int64_t now = gmem_wait_stat(0, gauges[i], before[i], 30000);
+
+		EXPECT_EQ(before[i], now) TH_LOG("%s", gauges[i]);
+	}
+}
+
 TEST_HARNESS_MAIN
