@@ -8,6 +8,7 @@
 #include <linux/hmm.h>
 #include <linux/migrate.h>
 #include <linux/mm.h>
+#include <linux/mmu_notifier.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 
@@ -60,6 +61,17 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 
 	if (!current->mm)
 		return ERR_PTR(-EINVAL);
+	/*
+	 * The mm's notifier subscriptions, once: their first registration takes every lock of
+	 * the mm and gives up on any signal pending (mm_take_all_locks()). Here that is a
+	 * restartable open; later, inserting a window's notifier would fail a fault or a
+	 * MIGRATE for a signal that should only end a wait.
+	 */
+	if (!READ_ONCE(current->mm->notifier_subscriptions)) {
+		ret = mmu_notifier_register(NULL, current->mm);
+		if (ret)
+			return ERR_PTR(ret == -EINTR ? -ERESTARTSYS : ret);
+	}
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
 	if (!ctx)
 		return ERR_PTR(-ENOMEM);

@@ -467,4 +467,125 @@ TEST_F_TIMEOUT(signal, killed_during_held_submit_wait, 300)
 	}
 }
 
+struct migrater {
+	int fd;
+	uint8_t *buf;
+	size_t len;
+	volatile bool done;
+	long moved;
+};
+
+static void *migrate_all(void *arg)
+{
+	struct migrater *m = arg;
+
+	m->moved = dev_migrate(m->fd, m->buf, m->len, GMEM_ACCEL_TO_DEVICE);
+	m->done = true;
+	return NULL;
+}
+
+/*
+ * MIGRATE under a storm of non-fatal signals is not interrupted: every page moves, the bytes
+ * with them.
+ */
+TEST_F_TIMEOUT(signal, migrate_runs_through_signals, 600)
+{
+	struct migrater m = { .fd = self->fd, .len = 16ul << 20 };
+	uint8_t *want;
+	pthread_t t;
+	unsigned long sent = 0;
+
+	m.buf = map_anon(m.len, PROT_READ | PROT_WRITE);
+	want = map_anon(m.len, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, m.buf);
+	ASSERT_NE(NULL, want);
+	ASSERT_EQ(0, no_numa_scan(m.buf, m.len));
+	pattern(want, m.len, 9);
+	memcpy(m.buf, want, m.len);
+	ASSERT_EQ(0, pthread_create(&t, NULL, migrate_all, &m));
+	while (!m.done) {
+		pthread_kill(t, SIGUSR1);
+		sent++;
+		usleep(500);
+	}
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ((long)(m.len / PAGE), m.moved) TH_LOG("%lu signals sent", sent);
+	EXPECT_EQ(0, memcmp(m.buf, want, m.len));
+	munmap(m.buf, m.len);
+	munmap(want, m.len);
+}
+
+struct in_fence_submit {
+	int fd, sync;
+	uint8_t *dst;
+	int ret;
+	__u64 fence;
+	volatile bool done;
+};
+
+static void *submit_after(void *arg)
+{
+	struct in_fence_submit *s = arg;
+	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_FILL, .dst = (uintptr_t)s->dst,
+				    .size = PAGE, .value = 0x4242424242424242ull };
+	struct gmem_accel_submit sub = { .cmds = (uintptr_t)&c, .count = 1,
+					 .flags = GMEM_ACCEL_SUBMIT_IN_FENCE, .fence = s->sync };
+
+	s->ret = ioctl(s->fd, GMEM_ACCEL_IOC_SUBMIT, &sub) ? -errno : 0;
+	s->fence = sub.fence;
+	s->done = true;
+	return NULL;
+}
+
+/*
+ * A SUBMIT waiting for its in-fence (a SUBMIT_WAIT batch whose fault is held) gets a
+ * non-fatal signal: EINTR, nothing queued (the FILL did not run, and ran not later either;
+ * `fence` still holds the in-fence); submitted again once the fence signaled, it runs.
+ */
+TEST_F_TIMEOUT(signal, in_fence_wait_interrupted_queues_nothing, 300)
+{
+	struct waiter w = { .fd = self->fd, .len = 4 * PAGE, .submit_wait = true, .ret = 1 };
+	struct in_fence_submit s = { .fd = gmem_open(0, O_RDWR) };
+	__u64 fence = next_fence(self->fd, self->scratch);
+	pthread_t tw, ts;
+
+	ASSERT_LE(0, s.fd);
+	ASSERT_NE(0, fence);
+	s.dst = map_anon(PAGE, PROT_READ | PROT_WRITE);
+	w.src = map_anon(w.len, PROT_READ | PROT_WRITE);
+	w.dst = map_anon(w.len, PROT_READ | PROT_WRITE);
+	ASSERT_TRUE(s.dst && w.src && w.dst);
+	s.dst[0] = 1;
+	ASSERT_EQ(0, write_sysfs(HOLD, "1"));
+	ASSERT_EQ(0, pthread_create(&tw, NULL, held_copy, &w));
+	ASSERT_TRUE(hold_taken());
+	s.sync = export_fence(self->fd, fence);
+	ASSERT_LE(0, s.sync);
+	ASSERT_EQ(0, pthread_create(&ts, NULL, submit_after, &s));
+	usleep(100000);
+	for (int i = 0; i < 600 && !s.done; i++) {
+		pthread_kill(ts, SIGUSR1);
+		usleep(10000);
+	}
+	ASSERT_EQ(0, pthread_join(ts, NULL));
+	EXPECT_EQ(-EINTR, s.ret);
+	EXPECT_EQ(s.sync, s.fence) TH_LOG("a fence for a batch that was not queued");
+	ASSERT_EQ(0, write_sysfs(HOLD, "0"));
+	ASSERT_EQ(0, pthread_join(tw, NULL));
+	EXPECT_EQ(0, w.ret);
+	usleep(200000);
+	EXPECT_EQ(1, s.dst[0]) TH_LOG("the interrupted SUBMIT's FILL ran");
+	/* Again, the fence signaled now: it runs. */
+	s.done = false;
+	submit_after(&s);
+	EXPECT_EQ(0, s.ret);
+	EXPECT_EQ(0, wait_fence(s.fd, s.fence));
+	EXPECT_EQ(0x42, s.dst[0]);
+	close(s.sync);
+	close(s.fd);
+	munmap(s.dst, PAGE);
+	munmap(w.src, w.len);
+	munmap(w.dst, w.len);
+}
+
 TEST_HARNESS_MAIN
