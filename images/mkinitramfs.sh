@@ -1,7 +1,8 @@
 #!/bin/bash
 # Pack the guest initramfs (newc cpio, uncompressed):
 #   mkinitramfs.sh OUTPUT INIT BUSYBOX -KERNEL MODULE... -- TEST... [-- HELPER...]
-# Every file loses the kernel's suffix (-7.3, -7.3-debug: the build names one file per kernel):
+# Every file loses the kernel's suffix (-7.3, -7.3-debug, -7.3-kcsan: the build names one file
+# per kernel and variant):
 # modules go to /lib/modules, tests to /tests (the suite runs every one of them), helpers
 # (programs the tests run) to /usr/libexec/gmem-accel.
 set -euo pipefail
@@ -20,11 +21,12 @@ mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,usr/libexec/gmem-accel,dev,proc,sys
 mkdir -p "$stage"/{lib/modules,tests,extra}
 install -m 0755 "$init" "$stage/init"
 install -m 0755 "$busybox" "$stage/bin/busybox"
-# NAME-7.3-debug.ko, NAME-7.3.ko, NAME-7.3 -> NAME.ko, NAME.ko, NAME
+# NAME-7.3-debug.ko, NAME-7.3-kcsan.ko, NAME-7.3.ko, NAME-7.3 -> NAME.ko, NAME.ko, NAME.ko, NAME
 plain() {
 	local n=${1##*/} ext=""
 	case "$n" in *.ko) n=${n%.ko} ext=.ko ;; esac
 	n=${n%-debug}
+	n=${n%-kcsan}
 	echo "${n%"$ksfx"}$ext"
 }
 for m in "${modules[@]}"; do install -m 0644 "$m" "$stage/lib/modules/$(plain "$m")"; done

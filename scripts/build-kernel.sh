@@ -3,9 +3,10 @@
 # images/kernel-VERSION.config, what that version needs besides).
 #   --kernel 6.12|7.3 (first): which kernel (default 7.3). Source: $GMEM_KERNEL_SRC if it is a
 #   tree of that version, else Debian's linux-source-VERSION.
-#   --variant debug: also merge images/kernel-debug.config (KASAN, lockdep, kmemleak...).
-#   Outputs are named bzImage-VERSION[-debug], test_hmm-VERSION[-debug].ko and
-#   kernel-build-dir-VERSION[-debug].
+#   --variant debug: also merge images/kernel-debug.config (KASAN, lockdep, kmemleak...);
+#   --variant kcsan: images/kernel-kcsan.config (the data-race detector).
+#   Outputs are named bzImage-VERSION[-VARIANT], test_hmm-VERSION[-VARIANT].ko and
+#   kernel-build-dir-VERSION[-VARIANT].
 #   --print-source: prepare the source tree and print its path (meson uses it at setup);
 #   --print-uapi: the same for the kernel's uAPI headers (make headers; an include directory).
 #   --install DIR: copy bzImage and test_hmm.ko into DIR and write DIR/kernel-build-dir-... (the
@@ -29,8 +30,8 @@ fragments=("$repo/images/kernel.config")
 variant=""
 if [ "${1:-}" = --variant ]; then
 	case "${2:-}" in
-	debug) fragments+=("$repo/images/kernel-debug.config") variant=debug ;;
-	*) die "build-kernel.sh: --variant '${2:-}': the only variant is 'debug'" ;;
+	debug | kcsan) variant=$2 fragments+=("$repo/images/kernel-$2.config") ;;
+	*) die "build-kernel.sh: --variant '${2:-}': give debug or kcsan" ;;
 	esac
 	shift 2
 fi

@@ -37,11 +37,14 @@ Options:
   --debug-kernel       boot the debug kernel variant (KASAN, lockdep, DEBUG_VM, kmemleak...:
                        images/kernel-debug.config); the suite's kernel_log test fails on
                        any report it makes
+  --kcsan-kernel       boot the KCSAN kernel variant (the data-race detector:
+                       images/kernel-kcsan.config); kernel_log fails on a race it reports
+                       in gmem_accel (run it by hand when a change touches locking)
   --qemu-args "ARGS"   extra QEMU arguments, split on spaces (e.g. "-trace gmem_accel_*")
   --append "ARGS"      extra guest kernel command-line arguments (e.g. a test's setting:
                        "gmemtest.fuzz_seed=42")
   --timeout SEC        power the VM off after SEC seconds, 0 = never (default 1800, 5400
-                       with --debug-kernel, shell 0)
+                       with a debug or KCSAN kernel, shell 0)
   --boot-timeout SEC   a guest that has not reached its init after SEC seconds is stopped and
                        booted once more (TCG now and then hangs a boot); 0 = never (default
                        300; boot to init takes ~6 s)
@@ -94,6 +97,7 @@ while [ $# -gt 0 ]; do
 	--no-iommu) iommu=0 ;;
 	--prealloc) prealloc=on ;;
 	--debug-kernel) variant=debug ;;
+	--kcsan-kernel) variant=kcsan ;;
 	--qemu-args) need_arg "$@"; qemu_args=$2; shift ;;
 	--append) need_arg "$@"; append_extra=$2; shift ;;
 	--timeout) need_arg "$@"; timeout=$2; shift ;;
@@ -163,7 +167,7 @@ fi
 qemu="$GMEM_BUILD/qemu-system-x86_64"
 kernel="$GMEM_BUILD/bzImage$sfx"
 for f in "$qemu" "$kernel" "$GMEM_BUILD/initramfs$sfx.cpio"; do
-	[ -e "$f" ] || die "$f is missing: run scripts/run-vm.sh --kernel $kver${variant:+ --debug-kernel} without --no-build."
+	[ -e "$f" ] || die "$f is missing: run scripts/run-vm.sh --kernel $kver${variant:+ --$variant-kernel} without --no-build."
 done
 
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/gmem-accel-vm.XXXXXX")

@@ -7,12 +7,14 @@ GMEM_KERNELS=(7.3 6.12)
 # gmem_build [VERSION...] [debug] [debug-VERSION...] [sanitize]: QEMU and, for each guest
 # kernel VERSION (none given: all of them), its kernel, module, tests and initramfs; with
 # "debug", each one's debug variant (KASAN, lockdep, kmemleak...) too, with "debug-VERSION"
-# that one's; with "sanitize", the ASan+UBSan QEMU the fuzzer runs.
+# that one's; with "kcsan", each one's KCSAN variant (the data-race detector); with
+# "sanitize", the ASan+UBSan QEMU the fuzzer runs.
 gmem_build() {
-	local a k kernels=() targets=() srcs=() dbg=() debug=0 sanitize=0 want have
+	local a k kernels=() targets=() srcs=() dbg=() debug=0 kcsan=0 sanitize=0 want have
 	for a in "$@"; do
 		case "$a" in
 		debug) debug=1 ;;
+		kcsan) kcsan=1 ;;
 		debug-*) dbg+=("${a#debug-}") ;;
 		sanitize) sanitize=1 ;;
 		*) kernels+=("$a") ;;
@@ -51,10 +53,11 @@ gmem_build() {
 	for k in "${kernels[@]}"; do
 		targets+=("initramfs-$k.cpio")
 		[ "$debug" = 0 ] || targets+=("initramfs-$k-debug.cpio")
+		[ "$kcsan" = 0 ] || targets+=("initramfs-$k-kcsan.cpio")
 	done
 	for k in "${dbg[@]}"; do targets+=("initramfs-$k-debug.cpio"); done
 	[ "$sanitize" = 0 ] || targets+=(qemu-san)
-	step "building QEMU$([ "$sanitize" = 1 ] && echo " (and its ASan+UBSan variant, ~7 min cold)"), guest kernel(s) ${kernels[*]}$([ "$debug" = 1 ] && echo " with their debug variants (KASAN, lockdep, kmemleak...)")${dbg[*]:+, debug kernel(s) ${dbg[*]}}, driver, guest tests, initramfs; only what changed"
+	step "building QEMU$([ "$sanitize" = 1 ] && echo " (and its ASan+UBSan variant, ~7 min cold)"), guest kernel(s) ${kernels[*]}$([ "$debug" = 1 ] && echo " with their debug variants (KASAN, lockdep, kmemleak...)")$([ "$kcsan" = 1 ] && echo " with their KCSAN variants")${dbg[*]:+, debug kernel(s) ${dbg[*]}}, driver, guest tests, initramfs; only what changed"
 	meson compile -C "$GMEM_BUILD" || die "build failed; the messages above name the step."
 	meson compile -C "$GMEM_BUILD" "${targets[@]}" || die "build failed; the messages above name the step."
 }
