@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/klog.h>
 #include <sys/mman.h>
 #include <poll.h>
 #include <sys/stat.h>
@@ -540,4 +541,19 @@ int gmem_inject(int n, const char *what)
 	if (ret == -EINVAL)
 		fprintf(stderr, "# inject %s into gmem_accel%d: %s\n", what, n, reply);
 	return ret;
+}
+
+int gmem_kernel_log_count(const char *needle)
+{
+	int len = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0), n = 0;
+	char *buf = len > 0 ? malloc(len + 1) : NULL;
+
+	if (!buf)
+		return -1;
+	len = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, len);
+	buf[len > 0 ? len : 0] = '\0';
+	for (char *p = buf; (p = strstr(p, needle)); p++)
+		n++;
+	free(buf);
+	return n;
 }

@@ -113,6 +113,9 @@ struct gmem_hbm_use {
  */
 int gmem_monitor_hbm_users(int n, uint64_t hbm, struct gmem_hbm_use *out, int max);
 
+/* How many times @needle occurs in the kernel log (klogctl); -1 if it cannot be read. */
+int gmem_kernel_log_count(const char *needle);
+
 /* Does a path exist? */
 bool path_exists(const char *path);
 

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/klog.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -255,20 +254,10 @@ TEST_F_TIMEOUT(introspect, dynamic_debug, 120)
 	close(fd);
 }
 
-/* Lines of the kernel log with a gmem-accel BAD_CONTEXT device error (-1: unreadable). */
+/* BAD_CONTEXT device errors in the kernel log. */
 static int bad_context_errors(void)
 {
-	int len = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0), n = 0;
-	char *buf = len > 0 ? malloc(len + 1) : NULL;
-
-	if (!buf)
-		return -1;
-	len = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, len);
-	buf[len > 0 ? len : 0] = '\0';
-	for (char *p = buf; (p = strstr(p, "device error 11,")); p++)
-		n++;
-	free(buf);
-	return n;
+	return gmem_kernel_log_count("device error 11,");
 }
 
 /*

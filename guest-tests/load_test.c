@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/klog.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -41,20 +40,10 @@ static int64_t gauge(int dev, const char *name)
 	return v;
 }
 
-/* How many lines of the kernel log name a gmem-accel device error. */
+/* gmem-accel device errors in the kernel log. */
 static int device_errors(void)
 {
-	int len = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0), n = 0;
-	char *buf = len > 0 ? malloc(len + 1) : NULL;
-
-	if (!buf)
-		return -1;
-	len = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, len);
-	buf[len > 0 ? len : 0] = '\0';
-	for (char *p = buf; (p = strstr(p, "device error")); p++)
-		n++;
-	free(buf);
-	return n;
+	return gmem_kernel_log_count("device error");
 }
 
 /* A barrier for processes, in shared memory: arrive, then wait for all @n (up to 60 s). */
