@@ -588,4 +588,68 @@ TEST_F_TIMEOUT(signal, in_fence_wait_interrupted_queues_nothing, 300)
 	munmap(w.dst, w.len);
 }
 
+struct allocation {
+	int fd;
+	struct gmem_accel_obj_alloc a;
+	int ret;
+	volatile bool done;
+};
+
+static void *alloc_obj(void *arg)
+{
+	struct allocation *al = arg;
+
+	al->ret = ioctl(al->fd, GMEM_ACCEL_IOC_OBJ_ALLOC, &al->a) ? -errno : 0;
+	al->done = true;
+	return NULL;
+}
+
+/*
+ * An HBM allocation that has to evict another object to make room, under a storm of
+ * non-fatal signals: it succeeds (or restarts unseen), the evicted object keeps its bytes.
+ */
+TEST_F_TIMEOUT(signal, obj_alloc_evicting_through_signals, 600)
+{
+	uint64_t hbm = gmem_expect("hbm_size", 256ul << 20);
+	struct allocation first = { .fd = self->fd,
+				    .a = { .size = hbm / 4 * 3, .flags = GMEM_ACCEL_OBJ_HBM } };
+	struct allocation second = { .fd = self->fd,
+				     .a = { .size = hbm / 2, .flags = GMEM_ACCEL_OBJ_HBM } };
+	struct gmem_accel_obj_free fr = { 0 };
+	struct gmem_accel_obj_query q = { 0 };
+	uint8_t *map, *out = map_anon(PAGE, PROT_READ | PROT_WRITE);
+	unsigned long sent = 0;
+	pthread_t t;
+
+	ASSERT_NE(NULL, out);
+	alloc_obj(&first);
+	ASSERT_EQ(0, first.ret);
+	map = mmap(NULL, first.a.size, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
+		   first.a.mmap_offset);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(0, dev_fill(self->fd, map, 0x2727272727272727ull, first.a.size));
+	ASSERT_EQ(0, pthread_create(&t, NULL, alloc_obj, &second));
+	while (!second.done) {
+		pthread_kill(t, SIGUSR1);
+		sent++;
+		usleep(500);
+	}
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, second.ret) TH_LOG("%lu signals sent", sent);
+	q.handle = first.a.handle;
+	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_OBJ_QUERY, &q));
+	EXPECT_TRUE(q.flags & GMEM_ACCEL_OBJ_SYSTEM) TH_LOG("the first object was not evicted");
+	for (uint64_t off = 0; off < first.a.size; off += first.a.size / 8) {
+		ASSERT_EQ(0, dev_copy(self->fd, out, map + off, PAGE));
+		EXPECT_EQ(0x27, out[0]);
+		EXPECT_EQ(0x27, map[off + PAGE - 1]);
+	}
+	munmap(map, first.a.size);
+	fr.handle = first.a.handle;
+	EXPECT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_OBJ_FREE, &fr));
+	fr.handle = second.a.handle;
+	EXPECT_EQ(0, second.ret ? 0 : ioctl(self->fd, GMEM_ACCEL_IOC_OBJ_FREE, &fr));
+	munmap(out, PAGE);
+}
+
 TEST_HARNESS_MAIN
