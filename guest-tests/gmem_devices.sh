@@ -16,10 +16,11 @@ gmem_devices() {
 	return 0
 }
 
-# The debug kernel (KASAN, lockdep...: images/kernel-debug.config) is the one with kmemleak
-# (the C tests' debug_kernel(), gmem_test_util.c, asks the same).
+# A checking kernel, several times slower: the debug one (KASAN, lockdep...:
+# images/kernel-debug.config) has kmemleak, the KCSAN one (images/kernel-kcsan.config) KCSAN's
+# debugfs file (the C tests' debug_kernel(), gmem_test_util.c, asks the same).
 debug_kernel() {
-	[ -e /sys/kernel/debug/kmemleak ]
+	[ -e /sys/kernel/debug/kmemleak ] || [ -e /sys/kernel/debug/kcsan ]
 }
 
 # On the debug kernel every page moves ~5x slower, and benchmark_thp_migration's page-by-page

@@ -160,7 +160,7 @@ bool have_swap(void)
 
 bool debug_kernel(void)
 {
-	return path_exists("/sys/kernel/debug/kmemleak");
+	return path_exists("/sys/kernel/debug/kmemleak") || path_exists("/sys/kernel/debug/kcsan");
 }
 
 uint64_t pagemap(void *addr)

@@ -122,8 +122,9 @@ bool path_exists(const char *path);
 /* Is there swap (the guest sets up zram0)? */
 bool have_swap(void);
 /*
- * Is this the debug kernel (images/kernel-debug.config: it has kmemleak)? Under TCG it runs
- * reclaim and migration 10-20x slower, so tests that only need volume use less there.
+ * Is this a checking kernel: the debug one (images/kernel-debug.config: it has kmemleak) or the
+ * KCSAN one (images/kernel-kcsan.config)? Under TCG they run reclaim and migration 10-20x
+ * slower, so tests that only need volume use less there.
  */
 bool debug_kernel(void);
 /* /proc/self/pagemap's entry for @addr's page: swapped out (bit 62) or present (bit 63)? */
