@@ -652,4 +652,58 @@ TEST_F_TIMEOUT(signal, obj_alloc_evicting_through_signals, 600)
 	munmap(out, PAGE);
 }
 
+struct adviser {
+	int fd;
+	uint8_t *buf;
+	size_t len;
+	volatile bool done;
+	int ret;
+};
+
+static void *advise_home(void *arg)
+{
+	struct adviser *a = arg;
+	struct gmem_accel_advise adv = { .addr = (uintptr_t)a->buf, .size = a->len,
+					 .location = GMEM_ACCEL_PREFER_SYSTEM };
+
+	a->ret = ioctl(a->fd, GMEM_ACCEL_IOC_ADVISE, &adv) ? -errno : 0;
+	a->done = true;
+	return NULL;
+}
+
+/*
+ * ADVISE PREFER_SYSTEM brings a range's HBM pages home at once; under a storm of non-fatal
+ * signals it is not interrupted: it succeeds, every page is home, every byte with it.
+ */
+TEST_F_TIMEOUT(signal, advise_home_runs_through_signals, 600)
+{
+	struct adviser a = { .fd = self->fd, .len = 16ul << 20 };
+	unsigned long sent = 0, in_hbm = 0;
+	uint8_t *want;
+	pthread_t t;
+
+	a.buf = map_anon(a.len, PROT_READ | PROT_WRITE);
+	want = map_anon(a.len, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, a.buf);
+	ASSERT_NE(NULL, want);
+	ASSERT_EQ(0, no_numa_scan(a.buf, a.len));
+	pattern(want, a.len, 5);
+	memcpy(a.buf, want, a.len);
+	ASSERT_EQ((long)(a.len / PAGE), dev_migrate(self->fd, a.buf, a.len, GMEM_ACCEL_TO_DEVICE));
+	ASSERT_EQ(0, pthread_create(&t, NULL, advise_home, &a));
+	while (!a.done) {
+		pthread_kill(t, SIGUSR1);
+		sent++;
+		usleep(500);
+	}
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, a.ret) TH_LOG("%lu signals sent", sent);
+	for (size_t off = 0; off < a.len; off += PAGE)
+		in_hbm += !!(page_view(self->fd, a.buf + off) & GMEM_ACCEL_PAGE_HBM);
+	EXPECT_EQ(0, in_hbm) TH_LOG("pages left in HBM");
+	EXPECT_EQ(0, memcmp(a.buf, want, a.len));
+	munmap(a.buf, a.len);
+	munmap(want, a.len);
+}
+
 TEST_HARNESS_MAIN
