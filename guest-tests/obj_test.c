@@ -10,6 +10,7 @@
 #define _GNU_SOURCE	/* mremap */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -482,6 +483,70 @@ TEST_F_TIMEOUT(obj, unpinned_objects_evicted_under_oversubscription, 900)
 	EXPECT_EQ(0, obj_free(self->fd, a.handle));
 	EXPECT_EQ(0, obj_free(self->fd, b.handle));
 	EXPECT_EQ(0, obj_free(self->fd, c.handle));
+}
+
+struct obj_user {
+	int fd;
+	uint8_t *map;
+	size_t len;
+	volatile bool stop;
+	volatile int ok, efault, other;
+	int last_other;
+};
+
+/* FILL the mapping round after round until told to stop; count how each command ended. */
+static void *fill_rounds(void *arg)
+{
+	struct obj_user *u = arg;
+
+	for (unsigned int r = 1; !u->stop; r++) {
+		int ret = dev_fill(u->fd, u->map, 0x0101010101010101ull * (uint8_t)r, u->len);
+
+		if (!ret) {
+			u->ok++;
+		} else if (ret == -EFAULT) {
+			u->efault++;
+		} else {
+			u->other++;
+			u->last_other = ret;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * An object's handle freed and its mapping unmapped by one thread while another has the device
+ * write it: the device's commands succeed while the mapping is there and fail with EFAULT once
+ * it is gone (nothing else, nothing written elsewhere), and the object goes with its last
+ * reference: the counters are back where they started.
+ */
+TEST_F_TIMEOUT(obj, free_and_munmap_race_device_use, 300)
+{
+	struct gmem_accel_obj_alloc a;
+	struct obj_user u = { .fd = self->fd, .len = K64 };
+	pthread_t t;
+	int before;
+
+	for (int round = 0; round < 8; round++) {
+		u.stop = false;
+		ASSERT_EQ(0, obj_alloc(self->fd, K64, round % 2 ? GMEM_ACCEL_OBJ_SYSTEM : 0, &a));
+		u.map = obj_map(self->fd, &a, K64, RW);
+		ASSERT_NE(NULL, u.map);
+		ASSERT_EQ(0, pthread_create(&t, NULL, fill_rounds, &u));
+		usleep(1000 * (round + 1));
+		EXPECT_EQ(0, obj_free(self->fd, a.handle));
+		usleep(1000 * (round + 1));
+		before = u.efault;
+		EXPECT_EQ(0, munmap(u.map, K64));
+		/* Until a command has found the mapping gone (10 s at most). */
+		for (int i = 0; i < 1000 && u.efault == before && !u.other; i++)
+			usleep(10000);
+		u.stop = true;
+		ASSERT_EQ(0, pthread_join(t, NULL));
+		EXPECT_LT(before, u.efault) TH_LOG("round %d: no command ran after munmap", round);
+	}
+	EXPECT_EQ(0, u.other) TH_LOG("a command ended with %s", strerror(-u.last_other));
+	TH_LOG("%d commands ran, %d found the mapping gone", u.ok, u.efault);
 }
 
 TEST_F_TIMEOUT(obj, bad_input_gets_its_errno, 300)
