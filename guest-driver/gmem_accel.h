@@ -715,6 +715,7 @@ int gmem_dmirror_take_exclusive(struct gmem_ctx *ctx, u64 start, u64 end);
 /* gmem_accel_obj.c: device memory objects: allocation, mmap, device faults on them */
 int gmem_obj_dev_init(struct gmem_accel *g);
 void gmem_obj_dev_fini(struct gmem_accel *g);
+void gmem_obj_dev_unbind(struct gmem_accel *g);
 void gmem_obj_file_init(struct gmem_file *f, struct file *file);
 void gmem_obj_file_fini(struct gmem_file *f);
 long gmem_obj_ioctl(struct gmem_file *f, unsigned int cmd, void __user *uarg);

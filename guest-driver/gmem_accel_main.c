@@ -191,6 +191,8 @@ static void gmem_accel_remove(struct pci_dev *pdev)
 	cancel_delayed_work_sync(&g->watchdog);
 	for (unsigned int i = 0; i < GMEM_NUM_QUEUES; i++)
 		wake_up_all(&g->queue[i].wq);
+	/* No CPU or device mapping reaches its HBM objects any more. */
+	gmem_obj_dev_unbind(g);
 	gmem_dmirror_remove(g);
 	cdev_device_del(&g->cdev, &g->dev);
 	gmem_debugfs_remove(g);

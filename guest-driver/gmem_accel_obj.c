@@ -71,6 +71,28 @@ int gmem_obj_dev_init(struct gmem_accel *g)
 	return 0;
 }
 
+static int gmem_obj_zap_mappings(struct device *dev, void *unused)
+{
+	struct gmem_accel *g = to_gmem_accel(dev);
+
+	if (g->obj_inode)
+		unmap_mapping_range(g->obj_inode->i_mapping, 0, 0, 1);
+	return 0;
+}
+
+/*
+ * Device @g is being unbound (g->unbinding set): its HBM is about to be no one's, though BAR2
+ * still answers. Take every CPU mapping of objects away, on every gmem-accel device (a peer
+ * maps @g's objects through its own file), so that no page-table entry, the CPU's or,
+ * through the MMU notifiers, a device's, still reaches it: the next CPU touch of an HBM
+ * object of @g gets SIGBUS, a peer's device fault EFAULT (gmem_obj_fault()), and the
+ * others refault as before.
+ */
+void gmem_obj_dev_unbind(struct gmem_accel *g)
+{
+	gmem_walk_devices(NULL, gmem_obj_zap_mappings);
+}
+
 /* The device's last reference is gone: no file, mapping or object refers to it. */
 void gmem_obj_dev_fini(struct gmem_accel *g)
 {
@@ -797,6 +819,12 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 		}
 		/* Where it is now: an eviction holds this while it moves it (then zaps). */
 		mutex_lock(&obj->lock);
+		if (peer && gmem_obj_in_hbm(obj) &&
+		    (READ_ONCE(obj->g->unbinding) || !READ_ONCE(obj->g->pdev))) {
+			mutex_unlock(&obj->lock);
+			gmem_obj_put(obj);
+			return -EFAULT;	/* its HBM went with its device (gmem_obj_dev_unbind()) */
+		}
 		addr = peer ? peer->addr : obj->addr;
 		hbm = !peer && gmem_obj_in_hbm(obj);
 		mutex_lock(&ctx->lock);

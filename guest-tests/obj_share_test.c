@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -707,6 +709,94 @@ TEST_F_TIMEOUT(share, peer_import_races_eviction, 900)
 	munmap(want, len);
 	munmap(out, len);
 	munmap(zero, len);
+}
+
+static sigjmp_buf bus_jmp;
+
+static void on_sigbus(int sig)
+{
+	siglongjmp(bus_jmp, 1);
+}
+
+/* Read @p's first byte: 0 if it reads, 1 on SIGBUS. */
+static int reads_or_sigbus(const volatile uint8_t *p)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	int bus;
+
+	sigaction(SIGBUS, &sa, &old);
+	bus = sigsetjmp(bus_jmp, 1);
+	if (!bus)
+		(void)*p;
+	sigaction(SIGBUS, &old, NULL);
+	return bus;
+}
+
+/* Wait (60 s at most) until @n gmem-accel devices have their nodes again. */
+static bool devices_back(int n)
+{
+	char path[64];
+
+	for (int i = 0; i < 6000; i++) {
+		int k = 0;
+
+		for (; k < n; k++) {
+			snprintf(path, sizeof(path), "/dev/gmem_accel%d", k);
+			if (!path_exists(path))
+				break;
+		}
+		if (k == n)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * The device that holds an HBM object is unbound while another device reaches the object peer
+ * to peer and processes map it: the peer's commands on it fail with EFAULT and the CPU's
+ * touch gets SIGBUS, through either device's mapping; nothing reaches the unbound device's
+ * HBM any more, which its next binding hands to others.
+ */
+TEST_F_TIMEOUT(share, exporter_unbound_under_its_peer, 300)
+{
+	const size_t len = M2;
+	char addr[GMEM_MAX_TEST_DEVICES][32];
+	int n = gmem_pci_devices(addr, GMEM_MAX_TEST_DEVICES);
+	struct gmem_accel_obj_alloc a = { .size = len, .flags = GMEM_ACCEL_OBJ_HBM };
+	struct gmem_accel_obj_import im;
+	int fd0 = gmem_open(0, O_RDWR), fd1 = gmem_open(1, O_RDWR), buf;
+	uint8_t *map0, *map1;
+
+	ASSERT_GE(fd0, 0);
+	if (fd1 < 0)
+		SKIP(return, "no second gmem-accel device");
+	ASSERT_LT(1, n);
+	ASSERT_EQ(0, ioctl(fd0, GMEM_ACCEL_IOC_OBJ_ALLOC, &a));
+	map0 = mmap(NULL, len, RW, MAP_SHARED, fd0, a.mmap_offset);
+	ASSERT_NE(MAP_FAILED, map0);
+	buf = obj_export(fd0, a.handle, 0);
+	ASSERT_GE(buf, 0);
+	ASSERT_EQ(0, obj_import(fd1, buf, &im));
+	map1 = mmap(NULL, len, RW, MAP_SHARED, fd1, im.mmap_offset);
+	ASSERT_NE(MAP_FAILED, map1);
+	ASSERT_EQ(0, dev_fill(fd1, map1, 0x3333333333333333ull, len));
+	EXPECT_EQ(0x33, map0[0]);
+	EXPECT_EQ(0x33, map1[len - 1]);
+
+	ASSERT_EQ(0, write_sysfs("/sys/bus/pci/drivers/gmem_accel/unbind", addr[0]));
+	EXPECT_EQ(-EFAULT, dev_fill(fd1, map1, 0x4444444444444444ull, len))
+		TH_LOG("device 1 still reached the unbound device's HBM");
+	EXPECT_EQ(1, reads_or_sigbus(map1)) TH_LOG("the CPU still reads it through device 1");
+	EXPECT_EQ(1, reads_or_sigbus(map0 + PAGE)) TH_LOG("the CPU still reads it through device 0");
+
+	EXPECT_EQ(0, munmap(map1, len));
+	EXPECT_EQ(0, munmap(map0, len));
+	close(buf);
+	close(fd1);
+	close(fd0);
+	ASSERT_EQ(0, write_sysfs("/sys/bus/pci/drivers/gmem_accel/bind", addr[0]));
+	EXPECT_TRUE(devices_back(n));
 }
 
 TEST_HARNESS_MAIN
