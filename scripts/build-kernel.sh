@@ -1,8 +1,8 @@
 #!/bin/bash
 # Build a guest kernel (bzImage + lib/test_hmm.ko) from tinyconfig + images/kernel.config (+
 # images/kernel-VERSION.config, what that version needs besides).
-#   --kernel 6.12|7.3 (first): which kernel (default 7.3). Source: $GMEM_KERNEL_SRC if it is a
-#   tree of that version, else Debian's linux-source-VERSION.
+#   --kernel VERSION (first): which kernel, one of images/kernels (default: its first). Source:
+#   $GMEM_KERNEL_SRC if it is a tree of that version, else Debian's linux-source-VERSION.
 #   --variant debug: also merge images/kernel-debug.config (KASAN, lockdep, kmemleak...);
 #   --variant kcsan: images/kernel-kcsan.config (the data-race detector).
 #   Outputs are named bzImage-VERSION[-VARIANT], test_hmm-VERSION[-VARIANT].ko and
@@ -16,13 +16,12 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$repo/scripts/lib/log.sh"
 . "$repo/scripts/lib/cache.sh"
-# The guest kernels gmem-accel supports, newest first (the default).
-KERNELS=(7.3 6.12)
-kver=${KERNELS[0]}
+. "$repo/scripts/lib/kernels.sh"
+kver=${GMEM_KERNELS[0]}
 if [ "${1:-}" = --kernel ]; then
 	kver=${2:-}
-	[[ " ${KERNELS[*]} " == *" $kver "* ]] ||
-		die "build-kernel.sh: --kernel '$kver': give one of ${KERNELS[*]}"
+	[[ " ${GMEM_KERNELS[*]} " == *" $kver "* ]] ||
+		die "build-kernel.sh: --kernel '$kver': give one of ${GMEM_KERNELS[*]}"
 	shift 2
 fi
 fragments=("$repo/images/kernel.config")
@@ -63,7 +62,7 @@ debian_source() {
 	local tarball=/usr/src/linux-source-$kver.tar.xz dir="$GMEM_CACHE/src/linux" p
 	local patches=("$repo/images/patches/linux-$kver/"*.patch)
 	[ -f "${patches[0]}" ] || patches=()
-	[ -f "$tarball" ] || die "$tarball is missing: apt-get install linux-source-$kver (scripts/lib/host-deps.sh does), or set GMEM_KERNEL_SRC."
+	[ -f "$tarball" ] || die "$tarball is missing: apt-get install linux-source-$kver (scripts/setup-host.sh does), or set GMEM_KERNEL_SRC."
 	pkgver=$(dpkg-query -W -f='${Version}' "linux-source-$kver")
 	[ ${#patches[@]} = 0 ] || pkgver="$pkgver+gmem$(hash_of "${patches[@]}")"
 	if [ "$(cat "$dir/linux-source-$kver/.gmem-unpacked" 2>/dev/null)" != "$pkgver" ]; then

@@ -4,7 +4,7 @@
 # the ioctl fuzzer and the multi-process and race tests round after round for MINUTES, then
 # check every device is back at baseline and the kernel log is clean. Not part of the test
 # command (it takes as long as it is told).
-#   scripts/run-soak.sh [--minutes N] [--normal-kernel|--kcsan] [--kernel 7.3|6.12]
+#   scripts/run-soak.sh [--minutes N] [--normal-kernel|--kcsan] [--kernel VERSION]
 #                       [run-vm.sh options]
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
 		minutes=$2; shift ;;
 	--normal-kernel) variant="" ;;
 	--kcsan) variant=kcsan ;;
-	--kernel) [ $# -ge 2 ] || die "--kernel needs a value: 7.3 or 6.12"; kver=$2; args+=("$1" "$2"); shift ;;
+	--kernel) [ $# -ge 2 ] || die "--kernel needs a value: $GMEM_KERNEL_CHOICES"; kver=$2; args+=("$1" "$2"); shift ;;
 	*) args+=("$1") ;;
 	esac
 	shift

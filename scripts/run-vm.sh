@@ -8,7 +8,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$repo/scripts/lib/build.sh"
 
 usage() {
-	cat <<'TXT'
+	sed "s/@KERNELS@/$GMEM_KERNEL_CHOICES/; s/@KERNEL@/${GMEM_KERNELS[0]}/" <<'TXT'
 Usage: scripts/run-vm.sh [OPTIONS]
 
 Builds what is missing, boots a q35 VM with gmem-accel devices, loads the driver and runs the
@@ -18,7 +18,7 @@ Modes (default: the guest test suite):
   --shell              interactive shell on the guest console; 'exit' powers off
   --run CMD            run CMD in the guest (sh -c) and return its exit status
 Options:
-  --kernel 7.3|6.12    guest kernel (default 7.3, today's; 6.12 is the LTS one)
+  --kernel @KERNELS@    guest kernel, one of images/kernels (default @KERNEL@, the newest)
   --extra DIR          add DIR's files to the guest under /extra (which is on PATH)
   --devices N          number of gmem-accel devices, 1-16 (default 4: hmm-tests wants two
                        device-private and two coherent ones)
@@ -51,8 +51,9 @@ Options:
   --results FILE       keep the guest's TAP results in FILE (suite mode)
   --no-build           boot what was built last, do not build
   -h, --help           this text
-Environment: GMEM_QEMU_SRC (your QEMU 10.0 tree), GMEM_KERNEL_SRC (your Linux 7.3 or 6.12 tree),
-GMEM_CACHE (build cache, default ~/.cache/gmem-accel), GMEM_BUILD_DIR (default ./build).
+Environment: GMEM_QEMU_SRC (your QEMU 10.0 tree), GMEM_KERNEL_SRC (your tree of a guest
+kernel's version), GMEM_CACHE (build cache, default ~/.cache/gmem-accel), GMEM_BUILD_DIR
+(default ./build).
 While the VM runs, its QMP and HMP monitor sockets are printed; connect with e.g.
   socat - UNIX-CONNECT:<hmp socket>
 TXT

@@ -1,8 +1,7 @@
 # Build everything the VM needs through the top-level meson.build (sourced by run-vm.sh,
 # run-tests.sh and run-bench.sh). Sets GMEM_BUILD (the meson build directory).
 GMEM_BUILD=${GMEM_BUILD_DIR:-$repo/build}
-# The guest kernels (scripts/build-kernel.sh's KERNELS), newest first: the default.
-GMEM_KERNELS=(7.3 6.12)
+. "$repo/scripts/lib/kernels.sh"
 
 # gmem_build [VERSION...] [debug] [debug-VERSION...] [sanitize]: QEMU and, for each guest
 # kernel VERSION (none given: all of them), its kernel, module, tests and initramfs; with
@@ -21,7 +20,7 @@ gmem_build() {
 		esac
 	done
 	[ ${#kernels[@]} -gt 0 ] || kernels=("${GMEM_KERNELS[@]}")
-	"$repo/scripts/lib/host-deps.sh"
+	"$repo/scripts/setup-host.sh"
 	# Each kernel's source, and its uAPI headers when meson setup is to ask for them, the
 	# kernels side by side: on a cold machine each is a single-threaded unpack (~12 s) and
 	# make headers (~10 s).
