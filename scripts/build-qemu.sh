@@ -48,8 +48,9 @@ fetch_debian_source() {
 	mkdir -p "$GMEM_CACHE/src"
 	# A tree without the marker is a partial unpack from an interrupted run: start over.
 	[ -n "$dir" ] && rm -rf "$dir"
+	"$repo/scripts/setup-host.sh" --sources >&2
 	(cd "$GMEM_CACHE/src" && apt-get source -q qemu/trixie >apt-source-qemu.log 2>&1) ||
-		die "apt-get source qemu/trixie failed (log: $GMEM_CACHE/src/apt-source-qemu.log): run scripts/lib/apt-sources.sh && apt-get update (needs deb-src for trixie), or set GMEM_QEMU_SRC to a QEMU 10.0 tree."
+		die "apt-get source qemu/trixie failed (log: $GMEM_CACHE/src/apt-source-qemu.log): it needs trixie's deb-src entry (scripts/setup-host.sh --sources adds it), or set GMEM_QEMU_SRC to a QEMU 10.0 tree."
 	dir=$(find "$GMEM_CACHE/src" -maxdepth 1 -type d -name 'qemu-10.0.*' | sort -V | tail -n 1)
 	[ -n "$dir" ] || die "apt-get source did not unpack a qemu-10.0.* tree into $GMEM_CACHE/src."
 	touch "$dir/.gmem-unpacked"
@@ -113,8 +114,10 @@ if [ "$(cat "$build/.gmem-overlay-src" 2>/dev/null)" != "$repo" ]; then
 fi
 step "building $target $version with gmem-accel${sanitize:+ ($sanitize)} (incremental; a cold build takes ~5-10 min on 2 cores)"
 set -o pipefail
-qtests=(gmem-accel-qtest-registers gmem-accel-qtest-engine gmem-accel-qtest-monitor
-	gmem-accel-qtest-hostile gmem-accel-qtest-fuzz gmem-accel-qtest-iommu)
+qtests=()    # host-tests/qtest/qtests names them
+while read -r t; do
+	case "$t" in '' | '#'*) ;; *) qtests+=("gmem-accel-qtest-$t") ;; esac
+done <"$repo/host-tests/qtest/qtests"
 [ -z "$sanitize" ] || qtests=()
 ninja -C "$build" "$target" "${qtests[@]/#/tests/qtest/gmem-accel/}" 2>&1 |
 	tee "$build/ninja.log" | progress_filter "qemu" ||

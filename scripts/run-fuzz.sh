@@ -27,7 +27,7 @@ seconds=${1:-600} seed=${2:-}
 [ -z "$seed" ] || [[ "$seed" =~ ^[0-9]+$ ]] || die "SEED must be a number (the one a run printed)"
 mkdir -p "$GMEM_CACHE/fuzz"
 if [ -n "$generic" ]; then
-	"$repo/scripts/lib/host-deps.sh"
+	"$repo/scripts/setup-host.sh"
 	bin=$("$repo/scripts/build-qemu.sh" --libfuzzer | tail -n 1)
 	mkdir -p "$GMEM_CACHE/fuzz/generic-corpus" "$GMEM_CACHE/fuzz/generic-found"
 	step "QEMU's generic-fuzz on gmem-accel for $seconds s (corpus: $GMEM_CACHE/fuzz/generic-corpus)"
