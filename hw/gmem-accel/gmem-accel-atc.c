@@ -1,11 +1,11 @@
 /*
  * gmem-accel: the address-translation cache (ATC) of a device behind an
- * IOMMU. Each system-memory access of the engines went through the IOMMU's
- * translation (intel-iommu: a lock and two hash lookups), nine of them in a
- * one-page copy; the ATC keeps the last translations, as a PCIe device keeps
- * those ATS gave it, and drops them when the IOMMU says a mapping went away:
- * its unmap notifications, which an IOTLB invalidation of the guest sends,
- * as vhost keeps its device IOTLB. A MemoryListener on the device's
+ * IOMMU. Each system-memory access of the engines is otherwise a
+ * translation by the IOMMU (intel-iommu: a lock and two hash lookups), nine
+ * of them in a one-page copy; the ATC keeps the last translations, as a PCIe
+ * device keeps those ATS gave it, and drops them when the IOMMU says a
+ * mapping went away: its unmap notifications, which an IOTLB invalidation of
+ * the guest sends, as vhost keeps its device IOTLB. A MemoryListener on the device's
  * bus-master address space registers the notifiers where an IOMMU region
  * is, and its changes (translation off, bus mastering off) empty the cache.
  *

@@ -23,8 +23,8 @@
  * quarter of the turn's time (at least GMEM_ENGINE_MIN_PAUSE_NS) rather than
  * at once: bottom halves back to back hold the BQL all but a few
  * microseconds, and a vCPU that needs it to take an interrupt or reach a
- * device waits for the whole batch (a 10 s batch froze the guest's timers
- * for 8 s). The engine keeps four fifths of the main loop.
+ * device would wait for the whole batch, the guest's timers with it. The
+ * engine keeps four fifths of the main loop.
  */
 #define GMEM_ENGINE_SHARE       4
 #define GMEM_ENGINE_MIN_PAUSE_NS (20 * SCALE_US)
@@ -45,8 +45,7 @@
 /*
  * A COPY with less than this left copies in the engine: for the short
  * commands of a migration (a page or a run of pages each) a batch's two
- * thread hand-offs cost more than the copy (hbm_test's oversubscription and
- * hmm-tests' benchmark_thp_migration took 1.5-2x as long).
+ * thread hand-offs cost more than the copy.
  */
 #define GMEM_MOVER_MIN_LEFT     (4 * MiB)
 /* And a TLB_INV, which scans the whole TLB, per entry */
@@ -55,8 +54,9 @@
 /*
  * Engines running now, of any gmem-accel device (all under the BQL). A
  * doorbell or fault response written by an engine (device A's MSI-X aimed
- * at device B's registers) does not run B inline within A's work, which
- * multiplied one vCPU write into minutes: B's bottom half runs it.
+ * at device B's registers) does not run B inline within A's work, where
+ * engines could nest without bound behind one vCPU write: B's bottom half
+ * runs it.
  */
 static unsigned gmem_engines_running;
 
@@ -511,9 +511,10 @@ static void gmem_engine_pause_end(void *opaque)
 
 /*
  * Run queue @qid now, on the thread that wrote the doorbell or the fault
- * response, and leave what is left to the bottom half. Handing every command
- * to the main loop cost a thread wake-up each way (tens of microseconds
- * under TCG), which dominated a short command's latency.
+ * response, and leave what is left to the bottom half: handing a command to
+ * the main loop costs a thread wake-up each way, more than a short command's
+ * own work, so a short command completes (or posts its fault) before the
+ * MMIO write returns.
  */
 void gmem_engine_kick(GmemAccelState *s, unsigned qid)
 {

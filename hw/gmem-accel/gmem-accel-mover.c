@@ -2,17 +2,17 @@
  * gmem-accel: the data mover. The engines translate, map and account a
  * COPY's steps under the BQL; the bytes themselves move on worker threads
  * without it, a batch of runs split between up to 'movers' threads, as a
- * real engine's data path runs beside its command processor. The copy under
- * the BQL was half of a 64 MiB copy's time, and the pauses the engine took
- * so that vCPUs could get the lock (exec.c) the other half.
+ * real engine's data path runs beside its command processor. The bytes
+ * never need the BQL; copied under it, they would hold it for the copy's
+ * whole time, less the pauses the engine takes so that vCPUs get the lock
+ * (exec.c).
  *
- * A batch (up to 16 MiB: with 4 MiB batches, and four times the hand-offs
- * between threads, 64 MiB copies ran 1.3x as long) is one queue's (the
- * queue waits for it); its runs were translated
- * before, so anything that may take a translation away — a TLB invalidation,
- * a context or queue change, a reset, a stopped VM — waits for the batch
- * first (gmem_mover_finish()), as an ATS invalidation completes only after
- * the accesses that used the old translation.
+ * A batch (up to 16 MiB: each batch costs two thread hand-offs, so batches
+ * are large) is one queue's (the queue waits for it); its runs were
+ * translated before, so anything that may take a translation away — a TLB
+ * invalidation, a context or queue change, a reset, a stopped VM — waits for
+ * the batch first (gmem_mover_finish()), as an ATS invalidation completes
+ * only after the accesses that used the old translation.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

@@ -122,8 +122,8 @@ static void gmem_accel_realize(PCIDevice *pdev, Error **errp)
     }
     /*
      * A real device's HBM is there from the start; QEMU's RAM is allocated
-     * as it is first written, a host page fault per 2 MiB (the first 256 MiB
-     * a migration moves then take ~7x as long).
+     * as it is first written, a host page fault per 2 MiB that the first
+     * migrations into fresh HBM would pay.
      */
     if (s->hbm_prealloc &&
         !qemu_prealloc_mem(-1, memory_region_get_ram_ptr(&s->hbm), s->hbm_size,

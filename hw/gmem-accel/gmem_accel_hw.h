@@ -133,7 +133,7 @@
 
 /*
  * MSI-X vectors (numbered so from 0.9). The 64 queues share six: a vector each
- * would take 66 of a CPU's ~200, and a guest with 16 devices ran out.
+ * would take 66 of a CPU's ~200, too many for a guest with 16 devices.
  */
 #define GMEM_MSIX_VECTORS           8
 #define GMEM_VEC_FAULT              0   /* fault records posted */
@@ -191,7 +191,7 @@
  * system memory, one engine each. The driver writes descriptors, then the
  * index past the last one to TAIL (doorbell); the device consumes at HEAD
  * and writes each descriptor's status word back when it is done with it.
- * As many as there are contexts (from 0.9; 4 at 0x200 before), so that a
+ * As many as there are contexts (from 0.9), so that a
  * driver can give each context its own, as a GPU gives each its channel: a
  * queue stalled on one context's faults holds up no other context.
  */
@@ -327,7 +327,7 @@ GMEM_LE16 reserved;     /* 0 */
 #define GMEM_FAULT_NOT_PRESENT      1   /* an entry on the walk is invalid */
 #define GMEM_FAULT_PERMISSION       2   /* leaf lacks the access's bits */
 #define GMEM_FAULT_F_LAST           (1u << 0)   /* last record of its group */
-/* (page, access) pairs coalesced into one group (16 before 0.7) */
+/* (page, access) pairs coalesced into one group, as a UVM fault batch */
 #define GMEM_FAULT_GROUP_MAX        256
 
 /*
