@@ -623,6 +623,17 @@ void gmem_pt_map_migrated(struct gmem_ctx *ctx, struct mmu_interval_notifier *mn
 int gmem_pt_map_obj(struct gmem_ctx *ctx, u64 va, u64 target, u64 page_size, bool hbm,
 		    bool write);
 
+/* The device a context's page-table pages and leaves are DMA-mapped for. */
+static inline struct device *gmem_dma_dev(struct gmem_ctx *ctx)
+{
+	return &ctx->g->pdev->dev;
+}
+
+u64 gmem_leaf_size(int level);
+void gmem_leaf_release(struct gmem_ctx *ctx, u64 *pte, int level);
+struct gmem_pt *gmem_pt_table(struct gmem_ctx *ctx, u64 va, int level, bool create);
+bool gmem_pt_drop_table(struct gmem_ctx *ctx, struct gmem_pt *pt, unsigned int idx, u64 va);
+
 /* gmem_accel_hbm.c: HBM as device memory: its pages, chunks and owners */
 int gmem_hbm_init(struct gmem_accel *g);
 void gmem_hbm_fini(struct gmem_accel *g);
@@ -677,6 +688,35 @@ void gmem_hbm_evict_all(struct gmem_accel *g);
 bool gmem_hbm_evict_lru(struct gmem_accel *g);
 void gmem_evict_work(struct work_struct *work);
 
+/* gmem_accel_migrate.c: a window at a time, both ways */
+int gmem_pages_to_ram(struct gmem_accel *g, struct gmem_migration *m,
+		      struct vm_area_struct *vma, unsigned long start, unsigned long end,
+		      struct page *fault_page, unsigned long pfn, unsigned long nr,
+		      unsigned long *moved);
+int gmem_window_to_ram(struct gmem_accel *g, struct gmem_migration *m,
+		       struct vm_area_struct *vma, unsigned long start, unsigned long end,
+		       struct page *fault_page, unsigned long *moved);
+void gmem_migrate_lock(struct gmem_ctx *ctx, bool evict);
+
+/* gmem_accel_copy.c: a window's copies and DMA mappings */
+struct gmem_migration *gmem_migration_get(struct gmem_accel *g);
+void gmem_migration_put(struct gmem_accel *g, struct gmem_migration *m);
+void gmem_map_sys_window(struct gmem_migration *m, unsigned long npages,
+			 const unsigned long *pfns);
+int gmem_migration_wait(struct gmem_migration *m, unsigned long npages, bool out);
+void gmem_copy_to_ram_begin(struct gmem_migration *m, unsigned long npages,
+			    struct vm_area_struct *vma, unsigned long start, void *owner);
+int gmem_copy_to_ram(struct gmem_migration *m, unsigned long npages,
+		     struct vm_area_struct *vma, unsigned long start, void *owner);
+unsigned long gmem_count_migrated(struct gmem_migration *m, unsigned long npages);
+bool gmem_hbm_dst(struct gmem_ctx *ctx, struct gmem_migration *m, unsigned long i,
+		  unsigned long va, struct page *spage, unsigned long write, bool huge);
+
+/* gmem_accel_evict.c: eviction */
+void gmem_evict_ahead(struct gmem_accel *g, u64 bytes);
+struct page *gmem_hbm_alloc(struct gmem_ctx *ctx, struct gmem_migration *m, bool huge);
+void gmem_mmap_lock_settled(struct mm_struct *mm);
+
 /* gmem_accel_fault.c: fault queue servicing; waits that serve faults meanwhile */
 int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
 int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
@@ -696,6 +736,10 @@ bool gmem_owner_dying(struct gmem_ctx *ctx);
 int gmem_fault_window(struct gmem_ctx *ctx, u64 va, u64 *start, u64 *end);
 int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long first,
 		     unsigned long last, unsigned long *req, unsigned long *pfns);
+
+bool gmem_fault_serve(struct gmem_ctx *ctx, struct gmem_fault *group);
+bool gmem_fault_left_unserved(struct gmem_accel *g);
+bool gmem_prefers_device(struct gmem_ctx *ctx, u64 va);
 
 /* gmem_accel_chardev.c: file life cycle shared by both nodes */
 int gmem_file_open(struct gmem_accel *g, struct file *file);

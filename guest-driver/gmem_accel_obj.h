@@ -5,6 +5,11 @@
 
 #include "gmem_accel.h"
 
+/* mmap offset of object id i: i << 36 (an object is at most GMEM_ACCEL_OBJ_MAX_SIZE) */
+#define GMEM_OBJ_OFFSET_SHIFT	36
+#define GMEM_OBJ_PGOFF_SHIFT	(GMEM_OBJ_OFFSET_SHIFT - PAGE_SHIFT)
+#define GMEM_OBJ_PGOFF_MASK	((1ul << GMEM_OBJ_PGOFF_SHIFT) - 1)
+
 /**
  * struct gmem_obj - a device memory object
  * @ref:       one per handle, per VMA mapping it and per dma-buf
@@ -64,6 +69,8 @@ void gmem_obj_put(struct gmem_obj *obj);
 /* A new handle on @f for @obj (which gains a reference); 0 or -errno. */
 int gmem_obj_add_handle(struct gmem_file *f, struct gmem_obj *obj, u32 *handle);
 struct gmem_obj *gmem_obj_lookup(struct gmem_file *f, u32 handle);
+struct gmem_obj *gmem_obj_lookup_id(struct gmem_file *f, unsigned long id);
+struct gmem_obj_peer *gmem_obj_peer_of(struct gmem_obj *obj, struct gmem_accel *g);
 u64 gmem_obj_mmap_offset(const struct gmem_obj *obj);
 int gmem_obj_add_peer(struct gmem_obj *obj, struct gmem_accel *g);
 
