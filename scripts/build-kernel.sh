@@ -167,7 +167,7 @@ child=$make_pid
 count_file="$GMEM_CACHE/linux-$version${variant:+-$variant}.files"
 total=$(cat "$count_file" 2>/dev/null || true)
 [[ "$total" =~ ^[0-9]+$ ]] || total=""
-# A progress line every 20 s; the make's end ends the wait at once (it took up to 20 s more).
+# A progress line every 20 s; the make's end ends the wait at once, not at the next line.
 st=""
 while [ -z "$st" ]; do
 	sleep 20 &

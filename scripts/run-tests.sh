@@ -3,8 +3,8 @@
 # parser, qtests, the fuzz smoke, and VMs booted for the monitor cross-check, hotplug and HBM
 # sizes on each guest kernel) and the guest suite in a booted VM on each guest kernel (7.3,
 # 6.12), and on the debug variant (KASAN, lockdep, DEBUG_VM, kmemleak: any report fails the
-# suite's kernel_log test) of those in GMEM_DEBUG_KERNELS (default: 7.3, the default kernel; a
-# cold build of a debug kernel and its suite cost ~17 min each, so CI's 90 min hold one:
+# suite's kernel_log test) of those in GMEM_DEBUG_KERNELS (default: the default kernel; a
+# debug kernel's build and suite are the longest step, so CI's 90 min hold one:
 # GMEM_DEBUG_KERNELS="7.3 6.12" runs both). The debug suites run beside the rest. Installs the
 # Debian packages it needs and builds what is missing. Ends with "N passed, N failed"; non-zero
 # on any failure.
@@ -28,7 +28,7 @@ vm_args=("$@")
 
 # suite K [debug]: the guest suite on kernel K (its debug variant), results in
 # $results/guest-K[-debug].log. run-vm.sh's own guest-only counts are relabelled: the last line
-# is the combined one. Each suite has a time limit (~3-4x its time here alone; options given to
+# is the combined one. Each suite has a time limit (several times its time alone; options given to
 # this script come after, and win) so that a wedged guest fails its suite, not the whole run.
 suite() {
 	local k=$1 debug=${2:-} label="Linux $1${2:+, debug kernel}"
@@ -40,9 +40,9 @@ suite() {
 }
 
 gmem_build "${GMEM_KERNELS[@]}" "${debug_kernels[@]/#/debug-}" sanitize
-# The debug suites (~17 min each, the longest) run beside the host tests and the other suites:
-# one TCG guest leaves part of the host's two cores idle, and two lanes finish in ~0.7 of the
-# time one takes (docs/performance.md, "Two lanes"). Every test is made to pass on a loaded
+# The debug suites (the longest) run beside the host tests and the other suites: one TCG
+# guest leaves part of the host's two cores idle, so two lanes finish sooner than one
+# (docs/performance.md, "Two lanes"). Every test is made to pass on a loaded
 # host. The lane's output is printed when it ends.
 if [ ${#debug_kernels[@]} -gt 0 ]; then
 	step "starting the debug kernel's suite (${debug_kernels[*]}) beside the others; its output comes when it ends"

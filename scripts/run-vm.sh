@@ -140,8 +140,8 @@ case "$accel" in
 # those two bits they take REP STOSQ or wider stores (docs/performance.md, "The guest CPU").
 # The guest's TSC is the host's (QEMU's RDTSC reads it), but the guest, shown no invariant-TSC
 # bit (TCG has none) on an AMD model with two CPUs, marks it unstable and keeps time with the
-# ACPI PM timer, a port read under QEMU's big lock: clock_gettime() 0.94 us instead of 0.11
-# (docs/performance.md, "The guest's clock"). A host TSC that is constant and does not stop
+# ACPI PM timer, a port read under QEMU's big lock for every clock read (docs/performance.md,
+# "The guest's clock"). A host TSC that is constant and does not stop
 # makes the guest's reliable.
 tcg)
 	accel_args=(-accel tcg -cpu "max,erms=off,fsrm=off")

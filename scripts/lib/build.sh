@@ -22,8 +22,8 @@ gmem_build() {
 	[ ${#kernels[@]} -gt 0 ] || kernels=("${GMEM_KERNELS[@]}")
 	"$repo/scripts/setup-host.sh"
 	# Each kernel's source, and its uAPI headers when meson setup is to ask for them, the
-	# kernels side by side: on a cold machine each is a single-threaded unpack (~12 s) and
-	# make headers (~10 s).
+	# kernels side by side: on a cold machine each is a single-threaded unpack and make
+	# headers.
 	local prep pids=() p
 	prep=$(mktemp -d)
 	for k in "${GMEM_KERNELS[@]}"; do
