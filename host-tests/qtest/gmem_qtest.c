@@ -55,9 +55,9 @@ void gq_pci_cfg_writel(QTestState *qt, int devfn, int reg, uint32_t val)
 
 /*
  * qtest_quit(), without its wait: after its SIGTERM it polls for QEMU's exit
- * every 100 ms, which made these tests six times slower than with a
- * hand-written client (each starts QEMU several times). QEMU quits on QMP's
- * "quit" at once; reap it here, then qtest_quit() only checks the status.
+ * every 100 ms, and these tests start QEMU several times each, so the polls
+ * would be most of their time. QEMU quits on QMP's "quit" at once; reap it
+ * here, then qtest_quit() only checks the status.
  */
 void gq_qtest_quit(QTestState *qt)
 {

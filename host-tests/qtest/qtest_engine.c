@@ -490,7 +490,7 @@ static void test_fault_irq_hold(void)
     gq_set_reg(e->g, GMEM_REG_FQ_IRQ_HOLD, 0);
     g_assert_false(gq_msi_fired(e->g, GMEM_VEC_FAULT));
 
-    /* Not held: each group interrupts, as before 0.8. */
+    /* Not held: each group interrupts. */
     respond(e, r[0].group, GMEM_RESP_REPLAY);
     wait_state(e, 1, GMEM_CQ_STATE_STALLED);
     g_assert_true(gq_msi_fired(e->g, GMEM_VEC_FAULT));

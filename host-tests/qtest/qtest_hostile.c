@@ -1,6 +1,8 @@
 /*
- * gmem-accel against a hostile guest and a hostile migration stream
- * (issue 17): each test reproduces one defect the device had.
+ * gmem-accel against a hostile guest and a hostile migration stream: each
+ * test drives the device into a state a careless device mishandles (a crash,
+ * a hang, a VM that cannot migrate, an access it must not make) and checks
+ * that the device refuses it or comes through.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -66,9 +68,9 @@ static void stream_free(Stream *st)
 }
 
 /*
- * A stream whose in-flight command names context 65535 (or 64): loaded, it
- * indexed the 64-entry context array on the next step (SIGSEGV, or a
- * command ring walked as a page table). It must be refused.
+ * A stream whose in-flight command names context 65535 (or 64) must be
+ * refused: loaded, the next step would index the 64-entry context array out
+ * of bounds (a crash, or a command ring walked as a page table).
  */
 static void test_stream_in_flight_context(void)
 {
@@ -119,8 +121,9 @@ static void test_stream_queue_size(void)
 
 /*
  * FQ_ENTRIES_LOG2 written out of range while the fault queue is disabled
- * was stored, and made the VM unmigratable (the destination refused it).
- * It is refused at write time now, and the VM migrates.
+ * is refused at write time and the register keeps its value: stored, the
+ * value would make every destination refuse the stream, and the VM could not
+ * migrate. The test checks the error, the value and the migration.
  */
 static void test_fq_size_keeps_vm_migratable(void)
 {
@@ -140,8 +143,9 @@ static void test_fq_size_keeps_vm_migratable(void)
 }
 
 /*
- * ATOMIC_ADD to something that is not RAM was applied to a zeroed bounce
- * buffer and reported OK. It fails with BAD_ADDRESS, as COPY does.
+ * ATOMIC_ADD to something that is not RAM fails with BAD_ADDRESS, as COPY
+ * does: mapped, such a target is a zeroed bounce buffer, and the add would be
+ * reported OK without reaching anything.
  */
 static void test_atomic_add_not_ram(void)
 {
@@ -161,9 +165,9 @@ static void test_atomic_add_not_ram(void)
 }
 
 /*
- * Group numbers are 16 bits: after 65536 groups on queue 1 the number queue
- * 0 still waits on came round again, and a response meant for one queue
- * could reach the other. Queue 1 now never gets a number queue 0 holds.
+ * Group numbers are 16 bits and wrap: after 65536 groups on queue 1 the
+ * number queue 0 still waits on comes round again. Queue 1 must never get
+ * it, or a response meant for one queue could reach the other.
  */
 static void test_group_numbers_wrap(void)
 {
@@ -213,8 +217,8 @@ static void test_group_numbers_wrap(void)
 }
 
 /*
- * A doorbell of malformed descriptors logged one line each (megabytes per
- * ring); the log is limited per device now, the error registers are not.
+ * A doorbell of malformed descriptors would log one line each (megabytes per
+ * ring): the log is limited per device, the error registers are not.
  */
 static void test_guest_error_log_is_limited(void)
 {
@@ -264,10 +268,10 @@ static void ring_of(Env *e, unsigned q, uint64_t ring_addr, unsigned log2,
 }
 
 /*
- * One doorbell ran a whole ring inline when its commands did no data work:
- * 4095 NOPs, or TLB_INVs that each scan a 64 Ki-entry TLB. Every command
- * costs budget now: one MMIO write starts at most 1024 NOPs and a handful of
- * such TLB_INVs; the bottom half does the rest.
+ * One doorbell must not run a whole ring inline when its commands do no
+ * data work (4095 NOPs, or TLB_INVs that each scan a 64 Ki-entry TLB): every
+ * command costs budget, so one MMIO write starts at most 1024 NOPs and a
+ * handful of such TLB_INVs; the bottom half does the rest.
  */
 static void test_doorbell_work_is_bounded(void)
 {
@@ -290,8 +294,9 @@ static void test_doorbell_work_is_bounded(void)
 }
 
 /*
- * Device A's MSI-X vector aimed at device B's doorbell: B ran its ring
- * inline inside A's work, once per A command. B's bottom half runs it now.
+ * Device A's MSI-X vector aimed at device B's doorbell: B must not run its
+ * ring inline inside A's work, once per A command (engines nested behind one
+ * vCPU write); B's bottom half runs it.
  */
 #define B_DEVFN     (5 << 3)
 #define B_BAR0      0xe0100000ull
@@ -350,11 +355,11 @@ static void test_msi_into_another_device(void)
 }
 
 /*
- * A long command ran in bottom halves back to back, which left the BQL free
- * for microseconds at a time: a vCPU that needed it (an interrupt, a register
- * read) waited for the whole batch, and a guest froze for minutes. Each turn
- * with work left is now followed by a pause, so 32 MiB of FILL (32 turns of
- * 1 MiB after the inline start) makes about 31 pauses, and still completes.
+ * A long command runs in bottom-half turns, each with work left followed by
+ * a pause: turns back to back would leave the BQL free for microseconds at a
+ * time, and a vCPU that needs it (an interrupt, a register read) would wait
+ * for the whole batch, the guest frozen meanwhile. 32 MiB of FILL (32 turns
+ * of 1 MiB after the inline start) makes about 31 pauses, and completes.
  */
 static void test_busy_engine_pauses(void)
 {
@@ -437,14 +442,15 @@ static void inject_fq_full(Env *e)
 }
 
 /*
- * A queue whose status write-back failed broke with its fault group still
- * in it, a state every destination refused ("queue state against its
- * command and faults"): the VM could no longer migrate. The guest gets there
- * by faulting a command, turning bus mastering off and then cancelling the
- * group (queue 0), or moving FQ_HEAD so that a group that waited for room is
- * posted (queue 1: its record cannot be written, the command is cancelled).
- * Breaking a queue drops its group: the VM migrates, the queues arrive
- * broken with no group, and recover as usual.
+ * A queue whose status write-back fails breaks, and must drop its fault
+ * group with it: a broken queue holding a group is a state every
+ * destination refuses ("queue state against its command and faults"), and
+ * the VM could not migrate. The guest gets there by faulting a command,
+ * turning bus mastering off and then cancelling the group (queue 0), or
+ * moving FQ_HEAD so that a group that waited for room is posted (queue 1:
+ * its record cannot be written, the command is cancelled). Breaking a queue
+ * drops its group: the VM migrates, the queues arrive broken with no group,
+ * and recover as usual.
  */
 static void test_broken_queue_migrates(void)
 {
@@ -530,11 +536,12 @@ static void test_broken_queue_migrates(void)
 
 /*
  * Engine DMA aimed at another gmem-accel's registers: a FILL or a compute
- * command with stride 0 at its RESET register reset it once per element,
- * at INV_TRIGGER scanned its whole TLB once per element, and a COPY read its
- * registers. The device's accesses to system memory reach RAM only: such a
- * command fails at its first access, BAD_ADDRESS with ERROR_CODE DMA, the
- * peer untouched; its HBM (BAR2, RAM) is still reachable, peer to peer.
+ * command with stride 0 at its RESET register would reset it once per
+ * element, at INV_TRIGGER scan its whole TLB once per element, and a COPY
+ * would read its registers. The device's accesses to system memory reach
+ * RAM only: such a command fails at its first access, BAD_ADDRESS with
+ * ERROR_CODE DMA, the peer untouched; its HBM (BAR2, RAM) is still
+ * reachable, peer to peer.
  */
 #define P_DEVFN     (5 << 3)
 #define P_BAR0      0xe0100000ull
