@@ -45,8 +45,9 @@ trap 'rmmod test_hmm; mm_scanners_restore' EXIT
 "$bench" test_hmm /dev/hmm_dmirror0 - $most || exit 1
 has_thp_bench && thp_bench test_hmm
 # The single-page latencies last, the two drivers' runs taking turns: under TCG a stretch of
-# a second or more runs every guest path ~1.8x slower (both drivers, pinned to a vCPU or not;
-# docs/performance.md), and one run of each, minutes apart, compared whichever it hit.
+# a second or more runs every guest path about twice as slow (both drivers, pinned to a vCPU
+# or not; docs/performance.md, "The machine the figures come from"), and one run of each,
+# minutes apart, would compare whichever stretch each hit.
 for round in 1 2 3 4 5 6 7; do
 	"$bench" gmem-accel /dev/gmem_dmirror"$dev" "$dev" latency || exit 1
 	"$bench" test_hmm /dev/hmm_dmirror0 - latency || exit 1

@@ -23,10 +23,10 @@ debug_kernel() {
 	[ -e /sys/kernel/debug/kmemleak ] || [ -e /sys/kernel/debug/kcsan ]
 }
 
-# On the debug kernel every page moves ~5x slower, and benchmark_thp_migration's page-by-page
-# half of 256 MiB, 12 moves, outlasts the 120 s it gives itself (seen: gmem-accel's coherent
-# variant), and test_hmm.ko's own migrations there fail with -ENOENT now and then (seen twice
-# in a row). Its figures mean nothing there, and what it does is covered by the
+# On the debug kernel every page moves several times slower, and benchmark_thp_migration's
+# page-by-page half of 256 MiB, 12 moves, outlasts the 120 s it gives itself (gmem-accel's
+# coherent variant moves THPs page by page too), and test_hmm.ko's own migrations there fail
+# with -ENOENT now and then. Its figures mean nothing there, and what it does is covered by the
 # migrate_anon_huge_* tests; it runs on the kernel as built, and run-bench.sh reports its
 # figures. hmm_tests_filter prints the options that leave it out there.
 hmm_tests_filter() {
@@ -38,10 +38,9 @@ hmm_tests_filter() {
 
 # hmm-tests count fault rounds exactly (anon_write_prot, anon_write_child: faults == 1), and
 # whatever invalidates a device mapping while the command runs adds a round. Two kernel
-# scanners do that at random moments: automatic NUMA balancing's hinting scan (seen once,
-# anon_write_prot, debug kernel) and khugepaged, collapsing the 4 KiB pages a child has just
-# copied on write back into a THP (anon_write_child on the debug kernel, 1 run in 2: traced,
-# khugepaged zapped the 512 device PTEs of each of its two windows mid-command). While hmm-tests
+# scanners do that at random moments: automatic NUMA balancing's hinting scan, and khugepaged,
+# collapsing the 4 KiB pages a child has just copied on write back into a THP (which zaps the
+# 512 device PTEs of each window it collapses, mid-command). While hmm-tests
 # run, NUMA balancing is off and khugepaged scans one page a pass, hourly; the rest of the
 # suite runs with both as configured.
 mm_scanners_quiet() {

@@ -347,8 +347,8 @@ int host_qmp(const char *json, char *reply, size_t len)
 	}
 	/*
 	 * A loaded host answers in milliseconds; 60 s means nobody is there. Read what the tty
-	 * has, not a byte at a time: a page-table dump is ~100 KiB, which byte-sized reads
-	 * made take 30 s on the debug kernel. The reply is the only line in flight.
+	 * has, not a byte at a time: a page-table dump can be ~100 KiB, and a read() and a
+	 * poll() per byte would take most of a test's time. The reply is the only line in flight.
 	 */
 	while (got < len - 1) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };

@@ -581,8 +581,8 @@ TEST_F_TIMEOUT(hbm, fork_of_hbm_memory, 120)
 
 /*
  * A device write to pages in HBM that the CPU maps read-only: after mprotect(PROT_READ) the
- * write fails with EPERM (it used to fault forever: hmm_range_fault reports the driver's own
- * HBM pages as they are, read-only); once writable again, and after fork made them
+ * write fails with EPERM, not a fault forever (hmm_range_fault reports the driver's own HBM
+ * pages as they are, read-only); once writable again, and after fork made them
  * copy-on-write while a child still shares them, the write lands in the parent's copy only.
  */
 TEST_F_TIMEOUT(hbm, device_write_to_readonly_hbm, 120)
@@ -727,9 +727,8 @@ TEST_F_TIMEOUT(hbm, device_write_with_hbm_full_evicts_nothing, 600)
 
 /*
  * A working set 4x the HBM: chunks are evicted to make room, and no byte is lost. On the
- * debug kernel 2x (there the private and coherent variants took 160 + 183 s at 4x, 84 + 67 at
- * 2x): every eviction path still runs, with KASAN and lockdep watching; the other kernels
- * move the whole 4x.
+ * debug kernel 2x, which halves the test's time there: every eviction path still runs, with
+ * KASAN and lockdep watching; the other kernels move the whole 4x.
  */
 TEST_F_TIMEOUT(hbm, oversubscription, 1500)
 {
@@ -850,7 +849,7 @@ TEST_F_TIMEOUT(hbm, eviction_spares_recently_used_chunk, 300)
  */
 /*
  * Evicting a chunk moves its pages home by the addresses they came from, a range at a time:
- * the context hears of it in a few invalidations, not one per page (512 before).
+ * the context hears of it in a few invalidations, not one per page (512 a chunk).
  */
 TEST_F_TIMEOUT(hbm, eviction_invalidates_ranges_not_pages, 300)
 {

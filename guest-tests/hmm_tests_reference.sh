@@ -35,13 +35,12 @@ sed 's/^/# ref: /' $out
 
 others=$(grep '^not ok' $out | grep -vE "\.($(echo $exclusive | tr ' ' '|'))\$")
 passed=$(grep -c '^ok' $out)
-# The reference is not ours to fix: a test of it that fails once (seen: migrate_multiple -ENOENT
-# on the debug kernel pinned to one host core) runs once more, alone, and counts if it fails
+# The reference is not ours to fix: a test of it that fails once (test_hmm's migrations fail
+# with -ENOENT now and then on the debug kernel) runs once more, alone, and counts if it fails
 # again. Both runs are printed. A test that outlasts the harness's fixed timeout both times
-# does not count: test_hmm copies on the CPU, 2-3x slower on a loaded host (seen: on the debug
-# kernel migrate_remap_fault, 24 moves of 2 MiB, under its 30 s in one CI and over it twice
-# the next day, gmem-accel's 8 s; on 7.3 with the debug suite beside it, benchmark_thp_migration
-# over its 120 s twice, gmem-accel's 29 s).
+# does not count: test_hmm copies on the CPU, so its time grows with the host's load, and
+# tests with a fixed timeout (migrate_remap_fault's 30 s, benchmark_thp_migration's 120 s)
+# can outlast it where gmem-accel's device copies stay well inside.
 slow=""
 if [ -n "$others" ]; then
 	again=""

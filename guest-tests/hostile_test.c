@@ -492,10 +492,10 @@ TEST_F_TIMEOUT(hostile, release_races_munmap, 600)
 
 /*
  * The same race through eviction: this thread moves two buffers as large as HBM in by turns,
- * each evicting every chunk in use, the other thread's too, while it unmaps it. (Not seen to
- * fail before the fix, unlike release_races_munmap: the eviction runs under the mmap lock of
- * the same process, and only a munmap() past its downgrade can overlap it. It keeps the
- * eviction's locking honest: lockdep, and data intact.)
+ * each evicting every chunk in use, the other thread's too, while it unmaps it. (The eviction
+ * runs under the mmap lock of the same process, and only a munmap() past its downgrade can
+ * overlap it, so the race is narrower than release_races_munmap's. It keeps the eviction's
+ * locking honest: lockdep, and data intact.)
  */
 TEST_F_TIMEOUT(hostile, eviction_races_munmap, 1200)
 {
@@ -702,7 +702,7 @@ TEST_F_TIMEOUT(hostile, threads_waiting_on_one_file, 300)
 	ASSERT_EQ(0, gmem_debugfs_stat(0, "fault_groups", &groups));
 	/*
 	 * Faults were served. (Not one a remap each: a thread's fault maps the pages around
-	 * it, which may be another thread's new buffer. 39 groups for 40 remaps seen.)
+	 * it, which may be another thread's new buffer, so a few remaps fault nothing.)
 	 */
 	EXPECT_LT(groups0, groups);
 }
@@ -920,10 +920,10 @@ TEST_F_TIMEOUT(hostile, killed_during_a_huge_fault_ahead, 600)
 /*
  * test_hmm's SNAPSHOT of 64 GiB where nothing is mapped: every page reads back as an error
  * (hmm_range_fault's HMM_PFN_ERROR for a hole, as test_hmm reports it), no page table is
- * built for the holes, and the CPU is not held. (The ioctl fuzzer's seed 1795456081 held a
- * CPU of the debug kernel for minutes this way: every 2 MiB window went through the mirror
- * path, with no reschedule; the kernel_log test fails on the soft lockup. On the normal
- * kernel this test passed before the fix too.)
+ * built for the holes, and the CPU is not held: every 2 MiB window goes through the mirror
+ * path, so the walk must reschedule between windows, or the debug kernel reports a soft
+ * lockup (which fails the kernel_log test). The normal kernel is fast enough that only the
+ * debug kernel shows it.
  */
 TEST_F_TIMEOUT(hostile, dmirror_snapshot_of_a_huge_hole, 300)
 {
@@ -955,8 +955,8 @@ TEST_F_TIMEOUT(hostile, dmirror_snapshot_of_a_huge_hole, 300)
 
 /*
  * test_hmm's SNAPSHOT with no buffer (ptr 0) over 128 TiB: EFAULT at once, as test_hmm's
- * first copy_to_user() fails. (The ioctl fuzzer's seed 1795461979 on device 1: the driver took
- * a NULL buffer for "no output" and walked 2^26 windows, over a minute under TCG.)
+ * first copy_to_user() fails. A NULL buffer is not "no output": taken so, the call would walk
+ * 2^26 windows before it returned.
  */
 TEST_F_TIMEOUT(hostile, dmirror_snapshot_without_buffer, 120)
 {

@@ -481,10 +481,10 @@ TEST_F_TIMEOUT(svm, submit_that_waits, 120)
 }
 
 /*
- * A SUBMIT_WAIT's doorbell holds the fault interrupt for its queue (device 0.10), the waiter
- * serving the batch's faults. One that stops serving before its batch is done (the doorbell
- * ran 256 KiB of a 32 MiB fill; the rest runs in QEMU's main loop) rings again without the
- * hold and sleeps: a fault the batch raises after that interrupts and a worker serves it.
+ * A SUBMIT_WAIT's doorbell holds the fault interrupt for its queue (CQ_TAIL_FAULT_HOLD), the
+ * waiter serving the batch's faults. One that stops serving before its batch is done (the
+ * doorbell ran 256 KiB of a 32 MiB fill; the rest runs in QEMU's main loop) rings again
+ * without the hold and sleeps: a fault the batch raises after that interrupts and a worker serves it.
  * Were the hold kept, nobody would look and the batch would never end.
  */
 TEST_F_TIMEOUT(svm, sleeping_waiter_hands_its_faults_back, 120)
@@ -595,9 +595,10 @@ TEST_F_TIMEOUT(svm_proc, quiet_fences_interrupt_only_a_sleeper, 300)
 }
 
 /*
- * The waiter serves its batch's faults itself, holding the fault interrupt meanwhile (device
- * 0.8, FQ_IRQ_HOLD): 100 single-page faults, each one fault its waiter served, raise (almost)
- * no fault interrupt; without the hold, each raised one.
+ * The waiter serves its batch's faults itself, and the doorbell of its quiet batch holds the
+ * fault interrupt for its queue's groups meanwhile (bit 31, GMEM_CQ_TAIL_FAULT_HOLD, sets the
+ * queue's FAULT_HOLD): 100 single-page faults, each one fault its waiter served, raise (almost)
+ * no fault interrupt; without the hold, each would raise one.
  */
 TEST_F_TIMEOUT(svm_proc, served_faults_raise_no_interrupt, 120)
 {
@@ -644,9 +645,9 @@ TEST_F_TIMEOUT(svm_proc, served_faults_raise_no_interrupt, 120)
 /*
  * Coherent HBM taken exclusively by the device (test_hmm's EXCLUSIVE), then every HBM page
  * evicted (RELEASE, migrate_device_range): the exclusive pages stay as they are, and when the
- * process exits they are freed. 6.12's migrate_device_finalize() turned such a page's
- * device-exclusive entry into a mapping with a reference never dropped: the pages outlived
- * their process (found by the ioctl fuzzer).
+ * process exits they are freed. On 6.12, migrate_device_finalize() would turn such a page's
+ * device-exclusive entry into a mapping with a reference never dropped, so eviction gives
+ * back every page someone else still holds: otherwise the pages outlive their process.
  */
 TEST_F_TIMEOUT(svm_proc, exclusive_coherent_pages_survive_release, 120)
 {

@@ -178,13 +178,13 @@ TEST_F_TIMEOUT(mm, invalidations_elsewhere_pass_the_device_by, 180)
 	ASSERT_NE(NULL, raw);
 	/*
 	 * The device's reads land in a window of their own, kept: a buffer freed after them
-	 * would have its window's notifier go later, in the collector's own time (seen once:
-	 * between the last two counts below, the 6.12 suite beside the debug one).
+	 * would have its window's notifier go later, in the collector's own time, possibly
+	 * between the last two counts below on a loaded host.
 	 */
 	out = (uint8_t *)(((uintptr_t)raw + HUGE - 1) & ~(HUGE - 1));
 	/*
-	 * A NUMA balancing scan of @dev invalidates its windows (protection_vma; seen: 16 in the
-	 * loop below, debug kernel, host loaded): not a change elsewhere.
+	 * A NUMA balancing scan of @dev invalidates its windows (protection_vma), more of them
+	 * the longer the loop below takes on a loaded host: not a change elsewhere.
 	 */
 	ASSERT_EQ(0, no_numa_scan(dev, len));
 	/* A whole window of @cpu's: no window of @dev's can share it. */
@@ -338,10 +338,10 @@ static pid_t migrate_forever(void)
 /*
  * A window unmapped and mapped again while the notifier collector still waits for the readers
  * of its old notifier (others' migrations) keeps what the device maps there afterwards: the
- * collector drops a window's mappings only when no new notifier covers it. (It dropped them
- * regardless: the device's next access there faulted again; seen as hmm-tests'
- * anon_read_multiple counting two faults for one read, on 6.12, in CI.) A round is telling when
- * the new notifier came in before the old one left (notifiers_now one higher).
+ * collector drops a window's mappings only when no new notifier covers it: dropped regardless,
+ * the device's next access there would fault again (hmm-tests' anon_read_multiple would count
+ * two faults for one read). A round is telling when the new notifier came in before the old
+ * one left (notifiers_now one higher).
  */
 TEST_F_TIMEOUT(mm, window_mapped_again_keeps_its_device_mappings, 600)
 {
@@ -443,7 +443,7 @@ TEST_F_TIMEOUT(mm, pageout_swaps_out_device_mapped_pages, 180)
 TEST_F_TIMEOUT(mm, memcg_reclaim_under_device_mappings, 900)
 {
 	const char *cg = "/sys/fs/cgroup/gmem_mm_test";
-	/* 32 MiB in a 12 MiB limit (64 in 24 took 380 s on the debug kernel; same ratio) */
+	/* 32 MiB in a 12 MiB limit: the ratio is what matters, the volume only costs time */
 	size_t npages = 32 << 8, len = npages * PAGE;
 	int status;
 	pid_t pid;

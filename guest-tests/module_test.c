@@ -183,9 +183,9 @@ static bool sleeping(pid_t tid)
 /*
  * Unbind while a thread sleeps in WAIT for a long batch (a billion atomic adds, minutes of
  * device time): its WAIT ends with ENODEV, without waiting for the batch or the sleep, and the
- * device binds again and works. Before, unbind waited for the whole batch and the WAIT
- * returned 0. (So did it while the busy device starved the guest of the BQL: the batch ended
- * before the guest reached its unbind.)
+ * device binds again and works: unbind must not wait for the whole batch, nor the WAIT
+ * return 0. (The device leaves the guest the BQL between its turns, so the guest reaches its
+ * unbind while the batch runs.)
  */
 TEST_F_TIMEOUT(module, unbind_ends_a_sleeping_wait, 600)
 {
