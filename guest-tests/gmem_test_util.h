@@ -123,8 +123,8 @@ bool path_exists(const char *path);
 bool have_swap(void);
 /*
  * Is this a checking kernel: the debug one (images/kernel-debug.config: it has kmemleak) or the
- * KCSAN one (images/kernel-kcsan.config)? Under TCG they run reclaim and migration 10-20x
- * slower, so tests that only need volume use less there.
+ * KCSAN one (images/kernel-kcsan.config)? Under TCG they run reclaim and migration
+ * many times slower, so tests that only need volume use less there.
  */
 bool debug_kernel(void);
 /* /proc/self/pagemap's entry for @addr's page: swapped out (bit 62) or present (bit 63)? */

@@ -236,7 +236,7 @@ gmemError_t gmemScaleAddAsync(void *dst, const void *src, uint64_t scale, uint64
 			      size_t n, gmemDataType_t type, gmemStream_t stream);
 /*
  * y[i] += x[i] * a for i < n, wrapping (the device's AXPY, BLAS's axpy on integers): with a = 1
- * the element-wise add c = a + b. gmemErrorNotSupported on a device older than spec 0.6.
+ * the element-wise add c = a + b.
  */
 gmemError_t gmemAxpyAsync(void *y, const void *x, uint64_t a, size_t n, gmemDataType_t type,
 			  gmemStream_t stream);

@@ -1,5 +1,5 @@
 /*
- * A structure-aware fuzzer of gmem-accel over qtest (issue 17): each case
+ * A structure-aware fuzzer of gmem-accel over qtest: each case
  * starts QEMU with a random device (and sometimes a peer device), then runs
  * random but well-shaped guest actions: register writes (known registers
  * with edge values, and anywhere), descriptors in rings (valid templates
