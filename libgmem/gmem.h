@@ -244,7 +244,8 @@ gmemError_t gmemAxpyAsync(void *y, const void *x, uint64_t a, size_t n, gmemData
 /*
  * IPC: an allocation or an event as a handle another process can open. A handle holds a file
  * descriptor (a dma-buf, a sync_file): send it over a Unix socket with gmemIpcSend*(), or pass
- * it to a child across fork(). gmemIpcCloseHandle() closes the sender's copy.
+ * it to a child across fork(). gmemIpcCloseMemHandleFd() and
+ * gmemIpcCloseEventHandleFd() close the sender's copy.
  */
 typedef struct gmemIpcMemHandle {
 	int fd;
