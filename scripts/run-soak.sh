@@ -22,6 +22,7 @@ while [ $# -gt 0 ]; do
 		minutes=$2; shift ;;
 	--normal-kernel) variant="" ;;
 	--kcsan) variant=kcsan ;;
+	-h | --help) sed -n '2,8s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	--kernel) [ $# -ge 2 ] || die "--kernel needs a value: $GMEM_KERNEL_CHOICES"; kver=$2; args+=("$1" "$2"); shift ;;
 	*) args+=("$1") ;;
 	esac
