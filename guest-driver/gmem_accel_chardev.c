@@ -8,6 +8,11 @@
 #include <linux/uaccess.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_queue.h"
+#include "gmem_accel_ctx.h"
+#include "gmem_accel_pt.h"
+#include "gmem_accel_migrate.h"
+#include "gmem_accel_obj.h"
 
 /* Bind a new context of @g to the opening process; the file's private_data is a gmem_file. */
 int gmem_file_open(struct gmem_accel *g, struct file *file)

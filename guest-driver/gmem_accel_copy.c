@@ -14,7 +14,9 @@
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 
-#include "gmem_accel.h"
+#include "gmem_accel_queue.h"
+#include "gmem_accel_hbm.h"
+#include "gmem_accel_migrate.h"
 
 /*
  * Grow the last descriptor by @size if it is an @op with @flags that ends just before @dst

@@ -12,7 +12,10 @@
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 
-#include "gmem_accel.h"
+#include "gmem_accel_queue.h"
+#include "gmem_accel_ctx.h"
+#include "gmem_accel_pt.h"
+#include "gmem_accel_hbm.h"
 #include "gmem_accel_trace.h"
 
 /*

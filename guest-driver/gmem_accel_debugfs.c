@@ -9,6 +9,9 @@
 #include <linux/seq_file.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_ctx.h"
+#include "gmem_accel_hbm.h"
+#include "gmem_accel_obj.h"
 
 static struct dentry *gmem_debugfs_root;
 

@@ -13,7 +13,6 @@
 #include <linux/module.h>
 #include <linux/uaccess.h>
 
-#include "gmem_accel.h"
 #include "gmem_accel_obj.h"
 
 GMEM_MODULE_IMPORT_NS_DMA_BUF;

@@ -26,6 +26,11 @@
 #include <lib/test_hmm_uapi.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_queue.h"
+#include "gmem_accel_pt.h"
+#include "gmem_accel_migrate.h"
+#include "gmem_accel_fault.h"
+#include "gmem_accel_dmirror.h"
 
 static char *dmirror_name = "gmem_dmirror";
 module_param(dmirror_name, charp, 0444);

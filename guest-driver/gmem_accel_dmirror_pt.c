@@ -15,6 +15,10 @@
 #include <lib/test_hmm_uapi.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_ctx.h"
+#include "gmem_accel_pt.h"
+#include "gmem_accel_fault.h"
+#include "gmem_accel_dmirror.h"
 
 static_assert((GMEM_PTE_SW_EXCLUSIVE & GMEM_PTE_SW_HOOK_MASK) == GMEM_PTE_SW_EXCLUSIVE);
 

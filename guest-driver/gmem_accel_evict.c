@@ -13,7 +13,8 @@
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 
-#include "gmem_accel.h"
+#include "gmem_accel_hbm.h"
+#include "gmem_accel_migrate.h"
 
 static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
 			     struct gmem_owner *only, struct mm_struct *held, bool ahead,

@@ -15,7 +15,10 @@
 #include <linux/sched/signal.h>
 #include <linux/sort.h>
 
-#include "gmem_accel.h"
+#include "gmem_accel_ctx.h"
+#include "gmem_accel_pt.h"
+#include "gmem_accel_fault.h"
+#include "gmem_accel_obj.h"
 #include "gmem_accel_trace.h"
 
 static void gmem_fault_read(struct gmem_accel *g, u32 idx, struct gmem_fault *f)

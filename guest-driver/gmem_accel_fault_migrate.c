@@ -9,7 +9,9 @@
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 
-#include "gmem_accel.h"
+#include "gmem_accel_ctx.h"
+#include "gmem_accel_migrate.h"
+#include "gmem_accel_fault.h"
 
 /* Did the process advise that @va should live in HBM (GMEM_ACCEL_IOC_ADVISE)? */
 bool gmem_prefers_device(struct gmem_ctx *ctx, u64 va)

@@ -21,7 +21,7 @@
 #include <linux/sync_file.h>
 #include <linux/uaccess.h>
 
-#include "gmem_accel.h"
+#include "gmem_accel_queue.h"
 
 struct gmem_dma_fence {
 	struct dma_fence base;

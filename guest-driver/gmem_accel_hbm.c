@@ -14,7 +14,8 @@
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 
-#include "gmem_accel.h"
+#include "gmem_accel_hbm.h"
+#include "gmem_accel_migrate.h"
 
 struct gmem_accel *gmem_hbm_owner(struct page *page)
 {

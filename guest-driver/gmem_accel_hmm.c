@@ -10,6 +10,10 @@
 #include <linux/sched/mm.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_ctx.h"
+#include "gmem_accel_pt.h"
+#include "gmem_accel_hbm.h"
+#include "gmem_accel_fault.h"
 #include "gmem_accel_trace.h"
 
 /* Present pages around a fault are mapped with it, a block of this size (a THP: all of it). */

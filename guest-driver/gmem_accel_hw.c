@@ -9,6 +9,8 @@
 #include <linux/iopoll.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_queue.h"
+#include "gmem_accel_fault.h"
 #include "gmem_accel_trace.h"
 
 #define GMEM_CQ_BYTES	((1u << GMEM_CQ_LOG2) * GMEM_CMD_SIZE)

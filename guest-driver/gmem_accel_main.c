@@ -8,6 +8,11 @@
 #include <linux/slab.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_ctx.h"
+#include "gmem_accel_hbm.h"
+#include "gmem_accel_migrate.h"
+#include "gmem_accel_dmirror.h"
+#include "gmem_accel_obj.h"
 #define CREATE_TRACE_POINTS
 #include "gmem_accel_trace.h"
 

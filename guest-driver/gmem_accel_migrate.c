@@ -14,7 +14,12 @@
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 
-#include "gmem_accel.h"
+#include "gmem_accel_queue.h"
+#include "gmem_accel_ctx.h"
+#include "gmem_accel_pt.h"
+#include "gmem_accel_hbm.h"
+#include "gmem_accel_migrate.h"
+#include "gmem_accel_fault.h"
 
 /*
  * Can a THP move whole into @g's HBM and back (7.3; never on 6.12)? Into private HBM only: 7.3

@@ -21,7 +21,8 @@
 #include <linux/slab.h>
 #include <linux/srcu.h>
 
-#include "gmem_accel.h"
+#include "gmem_accel_ctx.h"
+#include "gmem_accel_pt.h"
 #include "gmem_accel_trace.h"
 
 struct gmem_notifier {

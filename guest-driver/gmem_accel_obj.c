@@ -16,7 +16,9 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
-#include "gmem_accel.h"
+#include "gmem_accel_queue.h"
+#include "gmem_accel_hbm.h"
+#include "gmem_accel_migrate.h"
 #include "gmem_accel_obj.h"
 
 #define GMEM_OBJ_MAX_HANDLE	((1u << 20) - 1)

@@ -3,7 +3,7 @@
 #ifndef GMEM_ACCEL_OBJ_H
 #define GMEM_ACCEL_OBJ_H
 
-#include "gmem_accel.h"
+#include "gmem_accel_types.h"
 
 /* mmap offset of object id i: i << 36 (an object is at most GMEM_ACCEL_OBJ_MAX_SIZE) */
 #define GMEM_OBJ_OFFSET_SHIFT	36
@@ -64,6 +64,20 @@ static inline bool gmem_obj_in_hbm(const struct gmem_obj *obj)
 {
 	return obj->flags & GMEM_ACCEL_OBJ_HBM;
 }
+
+/* gmem_accel_obj.c: device memory objects: allocation, mmap, device faults on them */
+int gmem_obj_dev_init(struct gmem_accel *g);
+void gmem_obj_dev_fini(struct gmem_accel *g);
+void gmem_obj_dev_unbind(struct gmem_accel *g);
+void gmem_obj_file_init(struct gmem_file *f, struct file *file);
+void gmem_obj_file_fini(struct gmem_file *f);
+long gmem_obj_ioctl(struct gmem_file *f, unsigned int cmd, void __user *uarg);
+int gmem_obj_mmap(struct file *file, struct vm_area_struct *vma);
+unsigned long gmem_obj_get_unmapped_area(struct file *file, unsigned long addr,
+					 unsigned long len, unsigned long pgoff,
+					 unsigned long flags);
+int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *end);
+void gmem_obj_debugfs_show(struct gmem_accel *g, struct seq_file *m);
 
 void gmem_obj_put(struct gmem_obj *obj);
 /* A new handle on @f for @obj (which gains a reference); 0 or -errno. */

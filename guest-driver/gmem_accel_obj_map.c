@@ -15,6 +15,8 @@
 #include <linux/sched/mm.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_ctx.h"
+#include "gmem_accel_pt.h"
 #include "gmem_accel_obj.h"
 
 /*

@@ -14,6 +14,7 @@
 #include <linux/mm.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_migrate.h"
 #include "gmem_accel_trace.h"
 
 struct gmem_peer_walk {

@@ -10,6 +10,7 @@
 #include <linux/slab.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_pt.h"
 #include "gmem_accel_trace.h"
 
 /*

@@ -12,7 +12,8 @@
 #include <linux/migrate.h>
 #include <linux/mm.h>
 
-#include "gmem_accel.h"
+#include "gmem_accel_pt.h"
+#include "gmem_accel_hbm.h"
 
 /* A leaf for bus address (or, @hbm, HBM offset) @addr. */
 static u64 gmem_leaf_pte(u64 addr, bool write, bool hbm)

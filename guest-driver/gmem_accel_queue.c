@@ -11,7 +11,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 
-#include "gmem_accel.h"
+#include "gmem_accel_queue.h"
 #include "gmem_accel_trace.h"
 
 static unsigned int drain_timeout_ms = 10000;

@@ -17,6 +17,8 @@
 #include <linux/workqueue.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_queue.h"
+#include "gmem_accel_fault.h"
 #include "gmem_accel_trace.h"
 
 static unsigned int hang_timeout_ms = 5000;

@@ -5,6 +5,7 @@
 #include <linux/sysfs.h>
 
 #include "gmem_accel.h"
+#include "gmem_accel_migrate.h"
 
 static ssize_t hbm_size_show(struct device *dev, struct device_attribute *attr, char *buf)
 {

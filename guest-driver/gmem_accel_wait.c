@@ -6,7 +6,8 @@
  */
 #include <linux/sched/signal.h>
 
-#include "gmem_accel.h"
+#include "gmem_accel_queue.h"
+#include "gmem_accel_fault.h"
 
 /*
  * Has @ctx's batch of ring sequence number @seq passed (0: long ago)? Without the queue's

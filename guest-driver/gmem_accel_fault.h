@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * gmem-accel driver: device faults: the fault queue and its servers (gmem_accel_fault.c),
+ * faulting pages in and mapping them (gmem_accel_hmm.c), and the fault server's migration
+ * policy (gmem_accel_fault_migrate.c).
+ */
+#ifndef GMEM_ACCEL_FAULT_H
+#define GMEM_ACCEL_FAULT_H
+
+#include "gmem_accel_types.h"
+
+struct hmm_range;
+
+/* gmem_accel_fault.c: the fault queue and its servers */
+void gmem_fault_work(struct work_struct *work);
+bool gmem_fault_pending(struct gmem_accel *g);
+void gmem_fault_kick(struct gmem_accel *g);
+void gmem_fault_overflow(struct gmem_accel *g);
+void gmem_fault_serve_begin(struct gmem_accel *g);
+void gmem_fault_serve_end(struct gmem_accel *g);
+bool gmem_fault_writes(const struct gmem_fault *f);
+bool gmem_owner_dying(struct gmem_ctx *ctx);
+bool gmem_fault_serve(struct gmem_ctx *ctx, struct gmem_fault *group);
+bool gmem_fault_left_unserved(struct gmem_accel *g);
+
+/* gmem_accel_hmm.c: faulting a window in with hmm_range_fault() and mapping it */
+int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
+			  const unsigned long *req, unsigned long npages);
+int gmem_fault_window(struct gmem_ctx *ctx, u64 va, u64 *start, u64 *end);
+int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long first,
+		     unsigned long last, unsigned long *req, unsigned long *pfns);
+int gmem_map_window(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
+		    unsigned long *pfns);
+
+/* gmem_accel_fault_migrate.c: the fault server's migration policy */
+bool gmem_prefers_device(struct gmem_ctx *ctx, u64 va);
+void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end);
+void gmem_fault_return(struct gmem_ctx *ctx, u64 start, u64 end);
+void gmem_fault_unshare(struct gmem_ctx *ctx, u64 start, u64 end);
+
+#endif /* GMEM_ACCEL_FAULT_H */

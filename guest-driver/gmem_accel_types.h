@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * gmem-accel driver: the structures and constants the driver's components share (the
+ * device, its queues, HBM and fault queue; a context and its page table), with their
+ * counters and register accessors. What each lock guards and their order: DOC: Locking in
+ * gmem_accel.h.
+ */
+#ifndef GMEM_ACCEL_TYPES_H
+#define GMEM_ACCEL_TYPES_H
+
+#include <linux/atomic.h>
+#include <linux/cdev.h>
+#include <linux/completion.h>
+#include <linux/kref.h>
+#include <linux/device.h>
+#include <linux/maple_tree.h>
+#include <linux/idr.h>
+#include <linux/memremap.h>
+#include <linux/migrate.h>
+#include <linux/mmu_notifier.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+#include <linux/rwsem.h>
+#include <linux/scatterlist.h>
+#include <linux/sched.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+
+#include "gmem_accel_compat.h"
+#include "gmem_accel_hw.h"
+#include "gmem_accel_uapi.h"
+
+#define GMEM_ACCEL_NAME "gmem_accel"
+/* What the driver keeps in SCRATCH: a reset clears it (gmem_accel_reset.c). */
+#define GMEM_DRIVER_COOKIE	0x676d656d	/* "gmem" */
+#define GMEM_ACCEL_MAX_DEVICES 64
+
+#define GMEM_CQ_LOG2	8	/* 256 commands per ring */
+/* Fault records: room for every user context's largest group at once (63 x 256). */
+#define GMEM_FQ_LOG2	14
+/*
+ * A context remembers the ring sequence number of its last GMEM_CTX_FENCES batches: more than
+ * a ring holds at once (each batch takes two slots or more), so an older one has completed.
+ */
+#define GMEM_CTX_FENCES	(1u << (GMEM_CQ_LOG2 - 1))
+/* Replays in a row that leave a command's faults unmapped before it fails (EBUSY). */
+#define GMEM_FAULT_STALLS	16
+/*
+ * Replays in a row whose pages another's change took while they were served (contention,
+ * gmem_fault_progress()): throttled, each after a nap that grows to GMEM_FAULT_NAP_MAX_MS,
+ * up to this many (about half a minute of pages that kept moving) before EBUSY.
+ */
+#define GMEM_FAULT_CONTENDED	2048
+#define GMEM_FAULT_NAP_MAX_MS	16
+/*
+ * Fault workers. Each context's queue can have a group outstanding (64); a process that waits
+ * serves its own, so the workers take the others' and those nobody waits for.
+ */
+#define GMEM_FAULT_WORKERS	4
+/*
+ * A window: the 2 MiB block (inside a VMA) the driver works in. A migration moves one, a fault
+ * maps at most one, HBM is allocated and evicted a chunk of one at a time.
+ */
+#define GMEM_WINDOW_PAGES	(GMEM_HUGE_SIZE / PAGE_SIZE)
+
+/* The window around @va: its 2 MiB-aligned block, clipped to @vma. */
+static inline void gmem_window(const struct vm_area_struct *vma, u64 va, u64 *start, u64 *end)
+{
+	*start = max_t(u64, ALIGN_DOWN(va, GMEM_HUGE_SIZE), vma->vm_start);
+	*end = min_t(u64, ALIGN(va + 1, GMEM_HUGE_SIZE), vma->vm_end);
+}
+
+struct gmem_ctx;
+struct gmem_migration;
+
+/* Device-wide counters (debugfs "stats"); the *_NOW ones are gauges, the rest only grow. */
+enum gmem_dev_counter {
+	GMEM_DEV_FAULT_IRQS,
+	GMEM_DEV_FAULT_RECORDS,
+	GMEM_DEV_FAULT_RECORDS_DROPPED,	/* beyond GMEM_FAULT_GROUP_MAX in one group */
+	GMEM_DEV_FAULT_GROUPS,
+	GMEM_DEV_FAULT_GROUPS_BY_WAITER,	/* of those, served by a waiting process */
+	GMEM_DEV_REPLAYS,
+	GMEM_DEV_CANCELS,
+	GMEM_DEV_INVALIDATIONS,
+	GMEM_DEV_TLB_INVALIDATIONS,
+	GMEM_DEV_TLB_INVALIDATION_TIMEOUTS,
+	GMEM_DEV_BATCHES,
+	GMEM_DEV_COMMANDS,
+	GMEM_DEV_CONTEXTS_CREATED,
+	GMEM_DEV_CONTEXTS_NOW,
+	GMEM_DEV_PT_PAGES_NOW,		/* device page-table pages */
+	GMEM_DEV_DMA_MAPPED_NOW,	/* 4 KiB pages DMA-mapped for device PTEs */
+	GMEM_DEV_HBM_PAGES_NOW,		/* HBM pages holding process data */
+	GMEM_DEV_HBM_CHUNKS_NOW,	/* 2 MiB chunks with at least one such page */
+	GMEM_DEV_MIGRATED_TO_DEVICE,	/* pages */
+	GMEM_DEV_MIGRATED_TO_SYSTEM,	/* pages, all causes */
+	GMEM_DEV_CPU_FAULTS,		/* migrate_to_ram calls */
+	GMEM_DEV_EVICTIONS,		/* chunks evicted to make room */
+	GMEM_DEV_EVICTIONS_AHEAD,	/* of those, by the eviction worker (gmem_evict_ahead()) */
+	GMEM_DEV_ENGINE_RESETS,		/* hung engines the watchdog reset */
+	GMEM_DEV_DEVICE_RESETS,		/* resets under the driver it recovered from */
+	GMEM_DEV_FAULT_QUEUE_OVERFLOWS,	/* groups that waited for room */
+	GMEM_DEV_HBM_PAGES_POISONED,	/* HBM pages the device cannot read any more */
+	GMEM_DEV_OBJECTS_NOW,		/* device memory objects (gmem_accel_obj.c) */
+	GMEM_DEV_OBJ_HBM_PAGES_NOW,	/* 4 KiB pages of HBM they hold */
+	GMEM_DEV_OBJ_SYSTEM_PAGES_NOW,	/* 4 KiB pages of system memory they hold */
+	GMEM_DEV_OBJ_EVICTIONS,		/* objects moved from HBM to system memory */
+	GMEM_DEV_MIGRATED_FROM_PEER,	/* pages moved in from another device's HBM */
+	GMEM_DEV_NOTIFIERS_NOW,		/* MMU notifiers of contexts (one per 2 MiB window) */
+	GMEM_DEV_NOTIFIERS_FREED,	/* of unmapped windows, while their context lives */
+	GMEM_DEV_QUEUE_IRQS,		/* command queues' interrupts (a batch's fence) */
+	GMEM_DEV_WAKE_FENCES,		/* fences added for a quiet batch's waiter to sleep on */
+	GMEM_DEV_FAULT_GROUPS_INTERRUPTED, /* replayed: their server's signal, not their failure */
+	GMEM_DEV_FENCES_LATE,		/* fences signaled by the watchdog, not their interrupt */
+	GMEM_DEV_FAULT_THROTTLES,	/* contended groups answered after a nap */
+	GMEM_DEV_NR_COUNTERS
+};
+
+/* Per-context counters: GMEM_ACCEL_IOC_STATS and debugfs "contexts". */
+enum gmem_ctx_counter {
+	GMEM_CTX_FAULTS,
+	GMEM_CTX_FAULT_GROUPS,
+	GMEM_CTX_REPLAYS,
+	GMEM_CTX_CANCELS,
+	GMEM_CTX_PAGES_MAPPED,
+	GMEM_CTX_PAGES_ZAPPED,
+	GMEM_CTX_INVALIDATIONS,
+	GMEM_CTX_COMMANDS,
+	GMEM_CTX_MIGRATED_TO_DEVICE,
+	GMEM_CTX_MIGRATED_TO_SYSTEM,
+	GMEM_CTX_NR_COUNTERS
+};
+
+/* 2 MiB of HBM: the unit the allocator hands out and evicts. */
+struct gmem_chunk {
+	struct list_head link;		/* on gmem_hbm.free or gmem_hbm.lru */
+	unsigned int used;		/* pages holding data (busy, not poisoned) */
+	DECLARE_BITMAP(busy, GMEM_WINDOW_PAGES);	/* in use, or poisoned */
+	DECLARE_BITMAP(poisoned, GMEM_WINDOW_PAGES);	/* never handed out again */
+	bool huge;			/* handed out whole, one 2 MiB folio (7.3) */
+	unsigned int obj_pages;		/* pages objects hold: then on gmem_hbm.objs */
+	/* Where each page's data lives in its owner's address space (gmem_hbm_set_va()). */
+	unsigned long va[GMEM_WINDOW_PAGES];
+};
+
+/* Migrations kept for reuse between uses (gmem_migration_get()), ~80 KiB each. */
+#define GMEM_SPARE_MIGRATIONS	4
+
+/*
+ * HBM as device-private memory: one struct page per 4 KiB of HBM (pfn_first + offset / 4K),
+ * a migrated page's data at that offset in the device's HBM.
+ */
+struct gmem_hbm {
+	struct dev_pagemap pgmap;
+	struct resource *res;		/* its physical addresses, as requested */
+	unsigned long pfn_first;
+	spinlock_t lock;		/* chunks, lists, fill */
+	struct gmem_chunk *chunks;
+	unsigned int nchunks;
+	struct list_head free;		/* chunks with no page in use */
+	struct list_head lru;		/* chunks in use, least recently used first */
+	struct list_head objs;		/* chunks holding objects' pages (never evicted) */
+	struct gmem_chunk *fill;	/* where the next pages come from */
+	bool mapped;
+};
+
+/*
+ * One command ring. Slots carry the context of the command in them, its batch's fence (the
+ * context's count) and the errno the driver cancelled it with.
+ */
+struct gmem_queue {
+	struct gmem_accel *g;
+	unsigned int id;
+	struct mutex lock;		/* submission: tail, next_seq, slot info */
+	struct gmem_cmd_desc *ring;	/* DMA coherent */
+	dma_addr_t ring_dma;
+	u32 tail;			/* next free slot (driver's copy of TAIL) */
+	u32 reaped;			/* next slot whose status was not yet looked at */
+	u64 next_seq;			/* sequence number of the next batch */
+	u64 notify_seq;			/* the last batch queued to raise the interrupt */
+	u64 *fence;			/* the device writes completed batch seqs here */
+	u64 irq_fence;			/* *fence as its interrupt last saw it */
+	dma_addr_t fence_dma;
+	u64 reaped_seq;			/* batches whose statuses have been collected */
+	struct gmem_ctx **slot_ctx;
+	u64 *slot_fence;
+	int *slot_err;			/* set by the fault server, before its CANCEL */
+	u32 *slot_stalls;		/* replays in a row that did not map what was asked */
+	wait_queue_head_t wq;		/* waiters for fences and ring space */
+	/* sync_files of its batches (gmem_accel_fence.c): its timeline, those not yet signaled */
+	u64 fence_context;
+	spinlock_t fence_lock;
+	struct list_head armed;
+	/* the watchdog's (gmem_accel_reset.c): HEAD and STEPS as last seen, and since when */
+	u32 wd_head;
+	u32 wd_steps;
+	unsigned long wd_since;
+};
+
+/* One fault record, decoded (gmem_accel_fault.c). */
+struct gmem_fault {
+	u64 va;
+	u16 ctx;
+	u16 group;
+	u16 slot;
+	u8 access;
+	u8 engine;
+	u8 flags;
+};
+
+/**
+ * struct gmem_accel - one bound device
+ * @dev:        the class device behind /dev/gmem_accelN; its refcount owns this struct
+ * @cdev:       character device
+ * @pdev:       PCI device, NULL once unbound (open files then get -ENODEV)
+ * @regs:       BAR0 registers, valid while @pdev is set
+ * @lock:       taken for read by file operations, for write by unbind
+ * @unbinding:  set (and every waiter woken) before unbind takes @lock: what a file operation
+ *              waits for ends at once with -ENODEV, so unbind does not wait for user sleeps
+ * @info:       identity read from the registers at probe
+ */
+struct gmem_accel {
+	struct device dev;
+	struct cdev cdev;
+	struct pci_dev *pdev;
+	void __iomem *regs;
+	struct rw_semaphore lock;
+	bool unbinding;
+	struct gmem_accel_info info;
+	/* the shared zero page, mapped for the device to read once (gmem_pt_map()) */
+	dma_addr_t zero_dma;
+	/* DMA goes through an IOMMU's translation: each mapping costs (gmem_fault_thin()) */
+	bool dma_translated;
+
+	struct gmem_queue queue[GMEM_NUM_QUEUES];
+
+	/* fault queue, drained by the fault workers and waiting processes, a group at a time */
+	struct mutex fault_lock;
+	atomic_t fault_servers;		/* processes that will drain it before they sleep */
+	bool fault_irq_left;		/* the fault interrupt left records to them */
+	/* contexts whose waiting process serves their groups itself (gmem_wait_serving()) */
+	DECLARE_BITMAP(ctx_serving, GMEM_NUM_CONTEXTS);
+	struct gmem_fault_record *fq;
+	dma_addr_t fq_dma;
+	u32 fq_head;			/* its record is not taken, unless it is the tail */
+	/* records of groups taken out of order, past fq_head (gmem_fault_take()) */
+	DECLARE_BITMAP(fq_taken, 1u << GMEM_FQ_LOG2);
+	bool fq_overflowed;		/* a group waits for room: write FQ_HEAD again */
+	/* fault workers: one takes a group, another the next meanwhile (gmem_fault_kick()) */
+	struct gmem_fault_worker {
+		struct work_struct work;
+		struct gmem_accel *g;
+		struct gmem_fault *group;	/* the group it services (GMEM_FAULT_GROUP_MAX) */
+	} fault_worker[GMEM_FAULT_WORKERS];
+	unsigned long fault_workers_busy;	/* bit per worker at work */
+	atomic_t inject_fault_hold;	/* debugfs inject_fault_hold: 1 armed, 2 holding */
+	struct workqueue_struct *wq;
+
+	/* contexts: ids 1..63 (0 is the driver's own), looked up by fault servicing */
+	struct mutex ctx_lock;
+	struct gmem_ctx *ctx[GMEM_NUM_CONTEXTS];
+	struct ida ctx_ids;
+
+	struct gmem_ctx *kctx;		/* context 0: the driver's own commands, on queue 0 */
+	struct gmem_hbm hbm;
+	bool thp_migration_off;		/* sysfs thp_migration 0: THPs move page by page */
+	struct work_struct evict_work;	/* makes room ahead of a migration (gmem_evict_ahead()) */
+	unsigned long evict_ahead;	/* free pages it keeps meanwhile */
+
+	struct mutex inv_lock;		/* the TLB invalidation registers */
+	u32 inv_seq;
+
+	struct delayed_work watchdog;	/* hung engines, resets under the driver */
+	bool reset_requested;		/* by the driver itself: gmem_device_reset() */
+
+	atomic64_t stats[GMEM_DEV_NR_COUNTERS];
+	struct dentry *debugfs;
+	atomic_t inject_stalls;		/* debugfs inject_stalled_faults */
+
+	struct mutex obj_lock;		/* objs */
+	struct list_head objs;		/* every device memory object, oldest first */
+	struct inode *obj_inode;	/* its address_space holds the objects' CPU mappings */
+	u64 hbm_bar;			/* BAR2's physical address: objects' CPU mappings */
+
+	struct cdev dmirror_cdev;	/* the test_hmm-compatible node (gmem_accel_dmirror.c) */
+	struct device *dmirror_dev;
+
+	/* migrations' scratch between uses (gmem_migration_get()), each slot taken by xchg() */
+	struct gmem_migration *spare_migrations[GMEM_SPARE_MIGRATIONS];
+};
+
+/* A device page-table page and, above level 1, the tables it points to. */
+struct gmem_pt {
+	u64 *pte;			/* 512 entries, DMA coherent */
+	dma_addr_t dma;
+	struct gmem_pt **child;		/* levels 2-4 */
+};
+
+/*
+ * Page-table pages allocated before ctx->lock is taken (gmem_pt_reserve), for gmem_pt_table()
+ * to use under it: [0] level-1 tables, [1] tables of levels 2 and 3 (with child arrays).
+ * One 2 MiB window needs at most one of the first kind and two of the second.
+ */
+#define GMEM_PT_SPARE_MAX	4
+struct gmem_pt_spares {
+	spinlock_t lock;
+	unsigned int n[2];
+	struct gmem_pt *pt[2][GMEM_PT_SPARE_MAX];
+};
+
+/*
+ * A context's fault hook: called by the fault server for each group (sorted by VA) before it
+ * maps the group's pages; it may bring in more than the group asks (@req, @pfns: one window's
+ * scratch). Returns 1 if it mapped pages (faults then mapped as asked are not served again),
+ * 0 if not, or the errno to cancel the group with.
+ */
+typedef int (*gmem_fault_hook_fn)(struct gmem_ctx *ctx, const struct gmem_fault *f,
+				  unsigned int n, unsigned long *req, unsigned long *pfns);
+
+/*
+ * Who moved an HBM page in: the address space of that context, kept (mmgrab) until the
+ * context has closed and the last of its HBM pages is freed. Eviction locks it (see
+ * gmem_evict_range()).
+ */
+struct gmem_owner {
+	struct kref ref;
+	struct mm_struct *mm;
+	atomic_long_t pages;	/* HBM pages it holds now (gmem_peer_holds()) */
+};
+
+/**
+ * struct gmem_ctx - one open file: a process address space mirrored on the device
+ * @id:        device context (ASID) number
+ * @users:     held by the device's context table until shutdown, and by each fault server
+ *             while it works for the context (gmem_ctx_get())
+ * @unused:    completed when @users drops to zero: shutdown waits for it
+ * @mm:        the address space (the owner's mmgrab keeps it)
+ * @owner:     its HBM pages' owner (page->zone_device_data)
+ * @notifiers: window index -> its MMU notifier, which zaps device PTEs on CPU changes
+ *             (gmem_accel_notifier.c)
+ * @notifier_mutex: serializes their insertion, and their removal (unmapped windows', at
+ *             shutdown all)
+ * @notifier_gc: removes the notifiers of windows nothing maps any more (gmem_notifier_gc())
+ * @lock:      the device page table; held to program PTEs after mmu_interval_read_retry.
+ *             The MMU notifier takes it, so nothing that can enter reclaim runs under it.
+ * @root:      level-4 table
+ * @spares:    page-table pages allocated before @lock was taken (gmem_pt_reserve)
+ * @errors:    fence -> errno of batches that failed, until waited for
+ * @fences:    fences handed out: a context's batches are numbered 1, 2, ... (under its
+ *             queue's lock, as is @fence_seq)
+ * @fence_seq: the ring sequence number of fence f, at f % GMEM_CTX_FENCES
+ * @stats:     counters for GMEM_ACCEL_IOC_STATS
+ * @tgid, @comm: the opening process, for debugfs
+ * @stopped:   its queue was reset at close (gmem_queue_stop()): its fault groups are gone
+ * @advice:    GMEM_ACCEL_PREFER_* by page index (absent: NONE)
+ * @fault_hook: see gmem_fault_hook_fn; the test_hmm interface's fault-ahead (set at open)
+ * @hook_data: the hook's state
+ * @fault_mutex: held by the server of one of its fault groups (one at a time: its queue
+ *             stalls on one group anyway), which uses the scratch below
+ * @fault_req, @fault_pfns: hmm input flags and results, one 2 MiB window each
+ * @waiter_group: the group a thread waiting for a batch serves (GMEM_FAULT_GROUP_MAX), taken
+ *             by one thread at a time (@waiter_busy bit 0; bit 1: another thread waits
+ *             meanwhile): every waiting process can serve its own faults (gmem_wait_serving())
+ * @fault_migration: for PREFER_DEVICE faults and unsharing; allocated at first use
+ */
+struct gmem_ctx {
+	struct gmem_accel *g;
+	unsigned int id;
+	struct kref users;
+	struct completion unused;
+	struct mm_struct *mm;
+	struct gmem_owner *owner;
+	struct xarray notifiers;
+	struct mutex notifier_mutex;	/* inserting @notifiers; removing them */
+	struct work_struct notifier_gc;
+	struct mutex lock;
+	struct gmem_pt root;
+	struct gmem_pt_spares spares;
+	struct xarray errors;
+	atomic64_t stats[GMEM_CTX_NR_COUNTERS];
+	pid_t tgid;
+	char comm[TASK_COMM_LEN];
+	u64 fences;
+	u64 fence_seq[GMEM_CTX_FENCES];
+	u64 last_fence;			/* ring sequence number of its last batch */
+	struct maple_tree advice;
+	gmem_fault_hook_fn fault_hook;
+	void *hook_data;
+	struct mutex fault_mutex;	/* one fault server at a time, and its scratch */
+	unsigned long *fault_req;
+	unsigned long *fault_pfns;
+	struct gmem_fault *waiter_group;
+	unsigned long waiter_busy;
+	struct gmem_migration *fault_migration;
+	/* test_hmm's HMM_DMIRROR_FLAG_FAIL_ALLOC: the next 2 MiB folio this context asks fails */
+	bool fail_next_huge;
+	bool stopped;
+	bool shut_down;
+};
+
+/* An open /dev/gmem_accelN or /dev/gmem_dmirrorN: one context. */
+struct gmem_file {
+	struct gmem_accel *g;
+	struct gmem_ctx *ctx;
+	struct xarray objs;		/* handle -> struct gmem_obj (gmem_accel_obj.c) */
+};
+
+static inline struct gmem_accel *to_gmem_accel(struct device *dev)
+{
+	return container_of(dev, struct gmem_accel, dev);
+}
+
+static inline void gmem_dev_count(struct gmem_accel *g, enum gmem_dev_counter c, s64 n)
+{
+	atomic64_add(n, &g->stats[c]);
+}
+
+static inline void gmem_ctx_count(struct gmem_ctx *ctx, enum gmem_ctx_counter c, s64 n)
+{
+	atomic64_add(n, &ctx->stats[c]);
+}
+
+static inline u32 gmem_read(struct gmem_accel *g, u32 reg)
+{
+	return readl(g->regs + reg);
+}
+
+static inline void gmem_write(struct gmem_accel *g, u32 reg, u32 val)
+{
+	writel(val, g->regs + reg);
+}
+
+static inline void gmem_write64(struct gmem_accel *g, u32 reg, u64 val)
+{
+	writel(lower_32_bits(val), g->regs + reg);
+	writel(upper_32_bits(val), g->regs + reg + 4);
+}
+
+#endif /* GMEM_ACCEL_TYPES_H */
