@@ -26,7 +26,8 @@
  *    gmem_ctx.fault_mutex: one fault server at a time per context, and its fault scratch.
  *    gmem_ctx.notifier_mutex: inserting a window's MMU notifier, which may take mmap_lock
  *    (so a window's notifier is inserted before it is held, gmem_notifier_get()).
- * 4. mmap_lock of a process (read; for eviction "settled": written, then downgraded): VMAs
+ * 4. mmap_lock of a process (read; for eviction with no munmap() in flight: written, then
+ *    downgraded, gmem_mmap_read_lock_no_munmap()): VMAs
  *    during hmm_range_fault() and migrate_vma_*(), an HBM page's owner's VMAs during its
  *    eviction. A second mm is only ever trylocked. The eviction worker (gmem_evict_work())
  *    takes an owner's for reading with nothing held; it is waited for only where no mmap_lock

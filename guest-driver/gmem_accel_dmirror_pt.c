@@ -104,7 +104,7 @@ static int gmem_dmirror_mirror_window(struct gmem_ctx *ctx, struct gmem_dmirror_
 		ret = gmem_pt_reserve(ctx, start, end);
 		if (ret)
 			return ret;
-		ret = gmem_hmm_range_locked(ctx, &range, w->req, npages);
+		ret = gmem_hmm_range_fault_lock(ctx, &range, w->req, npages);
 		if (ret)
 			return ret;
 		replaced = gmem_pt_map(ctx, start, w->pfns, npages);

@@ -4,7 +4,7 @@
  * them: the least recently used 2 MiB chunk when HBM is full (in a migration's path, or
  * ahead of it by the eviction worker), a closing context's pages, every page at unbind. An
  * HBM page is moved home under its owner's mmap lock, taken so that no munmap() is in flight
- * (gmem_mmap_lock_settled()); this file owns that lock's use.
+ * (gmem_mmap_read_lock_no_munmap()); this file owns that lock's use.
  */
 #include <linux/dma-mapping.h>
 #include <linux/highmem.h>
@@ -22,8 +22,8 @@ static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned l
 
 /*
  * Evict the least recently used chunk of migrated pages to system memory (@held: the mm whose
- * lock the caller holds, settled, or NULL; @ahead: for the eviction worker, by address only).
- * False if no chunk holds migrated pages.
+ * lock the caller holds with no munmap() in flight, or NULL; @ahead: for the eviction worker,
+ * by address only). False if no chunk holds migrated pages.
  */
 static bool gmem_hbm_evict_chunk(struct gmem_accel *g, struct mm_struct *held, bool ahead)
 {
@@ -158,13 +158,15 @@ static void gmem_evict_skip_held(unsigned long *src, unsigned long npages)
  * a plain read lock may share the mm with a teardown. Taking it for writing waits for that
  * to end; downgrading keeps out the next one and lets page faults in.
  */
-void gmem_mmap_lock_settled(struct mm_struct *mm)
+void gmem_mmap_read_lock_no_munmap(struct mm_struct *mm)
+	__acquires(&mm->mmap_lock)
 {
 	mmap_write_lock(mm);
 	mmap_write_downgrade(mm);
 }
 
-static bool gmem_mmap_trylock_settled(struct mm_struct *mm)
+/* The same, if the lock is free now; true if it was taken (for reading). */
+static bool gmem_mmap_read_trylock_no_munmap(struct mm_struct *mm)
 {
 	/* 6.12 has no mmap_write_trylock(); this is what it would be, less the tracepoint. */
 	if (!down_write_trylock(&mm->mmap_lock))
@@ -254,7 +256,7 @@ static void gmem_evict_by_pfn(struct gmem_migration *m, unsigned long pfn, unsig
  * them wherever they are mapped and migrate_device_finalize() walks their anon_vma to map them
  * again, with no reference on it: a thread of the process that munmaps the range in between
  * frees it (KASAN: use-after-free in rmap_walk_anon). So the owner's mmap lock is held
- * throughout with no munmap() in flight (gmem_mmap_lock_settled()): its VMAs, and the
+ * throughout with no munmap() in flight (gmem_mmap_read_lock_no_munmap()): its VMAs, and the
  * anon_vmas they keep, stay. @held: an mm the caller holds so already; any other is only
  * tried then (two processes evicting each other's pages must not wait for each other), and
  * skipped if busy. @ahead: the eviction worker's way, by address only. Not covered: a page
@@ -282,8 +284,8 @@ static void gmem_evict_owned(struct gmem_migration *m, unsigned long pfn, unsign
 	}
 	if (mm != held) {
 		if (!held)
-			gmem_mmap_lock_settled(mm);
-		else if (!gmem_mmap_trylock_settled(mm))
+			gmem_mmap_read_lock_no_munmap(mm);
+		else if (!gmem_mmap_read_trylock_no_munmap(mm))
 			return;
 	}
 	if (gmem_evict_by_va(m, mm, pfn, npages) < npages)

@@ -82,7 +82,7 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 
 	if (!mmget_not_zero(ctx->mm))
 		return -EFAULT;		/* the process is exiting */
-	/* A PREFER_DEVICE page migrates with the mm's lock written (settled): tell lockdep. */
+	/* A PREFER_DEVICE page migrates with the mm's lock taken for writing: tell lockdep. */
 	might_lock(&ctx->mm->mmap_lock);
 	sort(f, n, sizeof(*f), gmem_fault_cmp, NULL);
 	if (ctx->fault_hook) {
@@ -402,7 +402,8 @@ void gmem_fault_kick(struct gmem_accel *g)
  */
 static void gmem_fault_inject_hold(struct gmem_accel *g)
 {
-	if (atomic_cmpxchg(&g->inject_fault_hold, 1, 2) != 1)
+	if (atomic_cmpxchg(&g->inject_fault_hold, GMEM_INJECT_HOLD_ARMED,
+			   GMEM_INJECT_HOLD_HOLDING) != GMEM_INJECT_HOLD_ARMED)
 		return;
 	while (atomic_read(&g->inject_fault_hold) && !fatal_signal_pending(current) &&
 	       !READ_ONCE(g->unbinding))

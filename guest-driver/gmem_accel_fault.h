@@ -24,8 +24,9 @@ bool gmem_fault_serve(struct gmem_ctx *ctx, struct gmem_fault *group);
 bool gmem_fault_left_unserved(struct gmem_accel *g);
 
 /* gmem_accel_hmm.c: faulting a window in with hmm_range_fault() and mapping it */
-int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
-			  const unsigned long *req, unsigned long npages);
+int gmem_hmm_range_fault_lock(struct gmem_ctx *ctx, struct hmm_range *range,
+			      const unsigned long *req, unsigned long npages)
+	__acquires(&ctx->lock);
 int gmem_fault_window(struct gmem_ctx *ctx, u64 va, u64 *start, u64 *end);
 int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long first,
 		     unsigned long last, unsigned long *req, unsigned long *pfns);

@@ -20,13 +20,15 @@
 #define GMEM_MAP_AROUND		SZ_64K
 
 /*
- * hmm_range_fault over @range with the mmu_interval_notifier retry loop of
- * Documentation/mm/hmm.rst; returns 0 with ctx->lock held and the result still current.
- * @req holds each page's input flags, restored on every retry (NULL: none, a pass that
- * faults nothing).
+ * hmm_range_fault() over @range with the mmu_interval_notifier retry loop of
+ * Documentation/mm/hmm.rst, then ctx->lock: returns 0 holding ctx->lock, the result still
+ * current (the caller programs the device page table from it, then unlocks), or an errno
+ * without the lock. @req holds each page's input flags, restored on every retry (NULL: none,
+ * a pass that faults nothing).
  */
-int gmem_hmm_range_locked(struct gmem_ctx *ctx, struct hmm_range *range,
-			  const unsigned long *req, unsigned long npages)
+int gmem_hmm_range_fault_lock(struct gmem_ctx *ctx, struct hmm_range *range,
+			      const unsigned long *req, unsigned long npages)
+	__acquires(&ctx->lock)
 {
 	unsigned long timeout = jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
 	int ret;
@@ -118,8 +120,8 @@ static bool gmem_asked_there(const struct gmem_asked *asked, const unsigned long
  * us where test_hmm took 16. A device that goes on to use the block maps it whole at its
  * second fault there. @pfns: hmm's result from @va, @npages long. ctx->lock held.
  */
-static void gmem_fault_thin(struct gmem_ctx *ctx, u64 va, const struct gmem_asked *asked,
-			    unsigned long *pfns, unsigned long npages)
+static void gmem_map_lone_page_only(struct gmem_ctx *ctx, u64 va, const struct gmem_asked *asked,
+				    unsigned long *pfns, unsigned long npages)
 {
 	lockdep_assert_held(&ctx->lock);
 	if (!ctx->g->dma_translated)
@@ -150,9 +152,10 @@ static void gmem_fault_thin(struct gmem_ctx *ctx, u64 va, const struct gmem_aske
  * maps two pages of the block or more, it was mapped around already, and walking it again
  * found nothing new at each later fault there (a device reading fresh memory a page at a time
  * took two passes a page). A lone page in a block the device maps nothing of, behind an
- * IOMMU, is mapped alone anyway (gmem_fault_thin()).
+ * IOMMU, is mapped alone anyway (gmem_map_lone_page_only()).
  */
-static bool gmem_fault_lone(struct gmem_ctx *ctx, u64 block, const struct gmem_asked *asked)
+static bool gmem_block_skips_map_pass(struct gmem_ctx *ctx, u64 block,
+				      const struct gmem_asked *asked)
 {
 	unsigned int mapped, n = 0;
 
@@ -167,7 +170,7 @@ static bool gmem_fault_lone(struct gmem_ctx *ctx, u64 block, const struct gmem_a
 /*
  * hmm_range_fault() over [start, end), faulting in the pages flagged in @req if @fault (and,
  * as hmm does, every page from the first flagged one to @end), then, if @map, mapping the
- * result into the device page table (what @asked allows of it, if set: gmem_fault_thin()).
+ * result into the device page table (what @asked allows of it, if set: gmem_map_lone_page_only()).
  * Without @fault, @req is not read.
  */
 static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
@@ -195,7 +198,7 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 		ret = map ? gmem_pt_reserve(ctx, start, end) : 0;
 		if (ret)
 			return ret;
-		ret = gmem_hmm_range_locked(ctx, &range, fault ? req : NULL, npages);
+		ret = gmem_hmm_range_fault_lock(ctx, &range, fault ? req : NULL, npages);
 		if (fault)
 			trace_gmem_accel_fault_range(ctx->id, start, end, ret);
 		if (ret)
@@ -206,7 +209,7 @@ static int gmem_hmm_pass(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long
 		}
 		unshare = fault && gmem_hbm_readonly_for_write(ctx, req, pfns, npages, &lo, &hi);
 		if (map && !unshare && asked)
-			gmem_fault_thin(ctx, start, asked, pfns, npages);
+			gmem_map_lone_page_only(ctx, start, asked, pfns, npages);
 		if (map && !unshare)
 			replaced = gmem_pt_map(ctx, start, pfns, npages);
 		mutex_unlock(&ctx->lock);
@@ -256,9 +259,9 @@ int gmem_map_window(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req
  * the span's first and last pages flagged, @req outside it not read: filling and scanning a
  * window's 512 entries cost a single-page fault 14 of its ~107 us under TCG) and map, with
  * them, the pages the CPU maps in their 64 KiB blocks (in a block where the group asks for
- * one page, once the device maps something there: gmem_fault_thin()); the whole window where
- * memory comes in 2 MiB units (a THP, which the device then maps with a 2 MiB page; an HBM
- * chunk).
+ * one page, once the device maps something there: gmem_map_lone_page_only()); the whole
+ * window where memory comes in 2 MiB units (a THP, which the device then maps with a 2 MiB
+ * page; an HBM chunk).
  * Walking all 2 MiB of neighbours every time doubled a single-page fault's round trip.
  * hmm_range_fault() faults every page from the first one asked for to the end of its
  * range, so unless the whole window is asked for, the faulting passes cover just the flagged
@@ -267,7 +270,7 @@ int gmem_map_window(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req
  * a tight memcg, pages of the same mm and so invalidates itself, retry after retry.) A group
  * inside one 64 KiB block takes the pass that faults nothing first: pages the CPU maps
  * already need no other; in a block mapped around before, the faulting pass alone
- * (gmem_fault_lone()).
+ * (gmem_block_skips_map_pass()).
  */
 int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long first,
 		     unsigned long last, unsigned long *req, unsigned long *pfns)
@@ -287,14 +290,15 @@ int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long fir
 	    PAGE_SHIFT;
 	asked = (struct gmem_asked){ req + a, first - a, last - a, true };
 	if (b - a <= GMEM_MAP_AROUND >> PAGE_SHIFT) {
+		u64 block = ALIGN_DOWN(start + first * PAGE_SIZE, GMEM_MAP_AROUND);
+
 		/*
 		 * One block: a pass that faults nothing maps what the CPU maps there (data it
 		 * wrote, a page the device had before). If that was all the group asked for,
 		 * the fault is served in one pass instead of a faulting one and this one.
 		 */
 		ret = 0;
-		if (!gmem_fault_lone(ctx, ALIGN_DOWN(start + first * PAGE_SIZE, GMEM_MAP_AROUND),
-				     &asked)) {
+		if (!gmem_block_skips_map_pass(ctx, block, &asked)) {
 			ret = gmem_hmm_pass(ctx, start + a * PAGE_SIZE, start + b * PAGE_SIZE,
 					    req + a, pfns + a, false, true, &asked);
 			if (ret < 0)

@@ -366,9 +366,9 @@ static int gmem_window_in_rest(struct gmem_ctx *ctx, struct gmem_migration *m,
  * The second pass over window [start, end) of @m, after its first left pages behind: from
  * other devices' HBM too when the migration asks (m->peers), noting where for gmem_migrate().
  */
-static int gmem_window_in_again(struct gmem_ctx *ctx, struct gmem_migration *m,
-				struct vm_area_struct *vma, unsigned long start, unsigned long end,
-				unsigned long *moved)
+static int gmem_window_in_second_pass(struct gmem_ctx *ctx, struct gmem_migration *m,
+				      struct vm_area_struct *vma, unsigned long start,
+				      unsigned long end, unsigned long *moved)
 {
 	unsigned long from_peers = 0;
 	int ret = gmem_window_in_rest(ctx, m, vma, start, end, moved,
@@ -392,7 +392,7 @@ static int gmem_window_in_finish(struct gmem_ctx *ctx, struct gmem_migration *m,
 	int ret = gmem_window_in_end(ctx, m, &n);
 
 	if (!ret && n < (end - start) >> PAGE_SHIFT)
-		ret = gmem_window_in_again(ctx, m, vma, start, end, &n);
+		ret = gmem_window_in_second_pass(ctx, m, vma, start, end, &n);
 	*moved += n;
 	return ret;
 }
@@ -429,7 +429,7 @@ static int gmem_window_in_pipelined(struct gmem_ctx *ctx, struct gmem_migration 
 		*pending = m;
 	} else if (!begun && !ret) {
 		/* Nothing collected: the second pass, as after a first that left pages behind. */
-		ret = gmem_window_in_again(ctx, m, vma, start, end, &n);
+		ret = gmem_window_in_second_pass(ctx, m, vma, start, end, &n);
 		*moved += n;
 	}
 	return ret ?: min(begun, 0);
@@ -464,9 +464,10 @@ static int gmem_window_out_pipelined(struct gmem_ctx *ctx, struct gmem_migration
 
 /* The mmap lock for a migration: moving in may evict the process's pages (gmem_evict_owned()). */
 void gmem_migrate_lock(struct gmem_ctx *ctx, bool evict)
+	__acquires(&ctx->mm->mmap_lock)
 {
 	if (evict)
-		gmem_mmap_lock_settled(ctx->mm);
+		gmem_mmap_read_lock_no_munmap(ctx->mm);
 	else
 		mmap_read_lock(ctx->mm);
 }
@@ -486,6 +487,7 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 	bool to_device = how & GMEM_MIGRATE_TO_DEVICE, skip_holes = how & GMEM_MIGRATE_SKIP_HOLES;
 	/* Two windows at a time (gmem_window_in/out_pipelined()). */
 	struct gmem_migration *m[2] = {}, *pending = NULL, *next_m;
+	unsigned long *map_req, *map_pfns;	/* scratch for gmem_map_window() */
 	struct gmem_accel *g = ctx->g;
 	u64 peer_start = end, peer_end = start;
 	int ret = 0, srcu;
@@ -566,8 +568,12 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 		gmem_evict_ahead(g, 0);
 	/*
 	 * What came from peers is mapped now, as the rest was when it moved (if this fails,
-	 * the device's first access faults it in).
+	 * the device's first access faults it in). Every window is finished, so the arrays of
+	 * m[0] are free: they are gmem_map_window()'s scratch, a window's hmm input flags and
+	 * results.
 	 */
+	map_req = m[0]->dst;
+	map_pfns = m[0]->src;
 	for (int i = 0; i < 2; i++) {
 		peer_start = min(peer_start, m[i]->peer_start);
 		peer_end = max(peer_end, m[i]->peer_end);
@@ -575,7 +581,7 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 	for (u64 addr = peer_start; addr < peer_end;) {
 		u64 next = min(ALIGN(addr + 1, GMEM_HUGE_SIZE), peer_end);
 
-		if (gmem_map_window(ctx, addr, next, m[0]->dst, m[0]->src))
+		if (gmem_map_window(ctx, addr, next, map_req, map_pfns))
 			break;
 		addr = next;
 	}

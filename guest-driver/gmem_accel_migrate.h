@@ -70,7 +70,7 @@ int gmem_pages_to_ram(struct gmem_accel *g, struct gmem_migration *m,
 int gmem_window_to_ram(struct gmem_accel *g, struct gmem_migration *m,
 		       struct vm_area_struct *vma, unsigned long start, unsigned long end,
 		       struct page *fault_page, unsigned long *moved);
-void gmem_migrate_lock(struct gmem_ctx *ctx, bool evict);
+void gmem_migrate_lock(struct gmem_ctx *ctx, bool evict) __acquires(&ctx->mm->mmap_lock);
 
 /* gmem_accel_copy.c: a window's copies and DMA mappings */
 struct gmem_migration *gmem_migration_get(struct gmem_accel *g);
@@ -89,7 +89,7 @@ bool gmem_hbm_dst(struct gmem_ctx *ctx, struct gmem_migration *m, unsigned long 
 /* gmem_accel_evict.c: eviction */
 void gmem_evict_ahead(struct gmem_accel *g, u64 bytes);
 struct page *gmem_hbm_alloc(struct gmem_ctx *ctx, struct gmem_migration *m, bool huge);
-void gmem_mmap_lock_settled(struct mm_struct *mm);
+void gmem_mmap_read_lock_no_munmap(struct mm_struct *mm) __acquires(&mm->mmap_lock);
 void gmem_hbm_release_ctx(struct gmem_ctx *ctx);
 void gmem_hbm_evict_all(struct gmem_accel *g);
 bool gmem_hbm_evict_lru(struct gmem_accel *g);

@@ -173,7 +173,8 @@ struct mmu_interval_notifier *gmem_notifier_get(struct gmem_ctx *ctx, u64 va)
 /*
  * gmem_notifier_get() for @va's window, and the rest of [va, end)'s a VMA meets: a migration
  * inserts its next windows' at once, and retakes the mmap lock once for them, not once a
- * window (its lock taken "settled" waits for every reader, such as the eviction worker).
+ * window (its lock taken with no munmap() in flight, gmem_mmap_read_lock_no_munmap(), waits
+ * for every reader, such as the eviction worker).
  * The error is @va's window's; another's comes again when the migration reaches it.
  */
 int gmem_notifiers_get(struct gmem_ctx *ctx, u64 va, u64 end)

@@ -210,6 +210,10 @@ struct gmem_fault {
 	u8 flags;
 };
 
+/* g->inject_fault_hold: 0 off, or (the value debugfs is given) armed, or holding a group */
+#define GMEM_INJECT_HOLD_ARMED		1
+#define GMEM_INJECT_HOLD_HOLDING	2
+
 /**
  * struct gmem_accel - one bound device
  * @dev:        the class device behind /dev/gmem_accelN; its refcount owns this struct
@@ -231,7 +235,7 @@ struct gmem_accel {
 	struct gmem_accel_info info;
 	/* the shared zero page, mapped for the device to read once (gmem_pt_map()) */
 	dma_addr_t zero_dma;
-	/* DMA goes through an IOMMU's translation: each mapping costs (gmem_fault_thin()) */
+	/* DMA goes through an IOMMU's translation: mappings cost (gmem_map_lone_page_only()) */
 	bool dma_translated;
 
 	struct gmem_queue queue[GMEM_NUM_QUEUES];
@@ -255,7 +259,7 @@ struct gmem_accel {
 		struct gmem_fault *group;	/* the group it services (GMEM_FAULT_GROUP_MAX) */
 	} fault_worker[GMEM_FAULT_WORKERS];
 	unsigned long fault_workers_busy;	/* bit per worker at work */
-	atomic_t inject_fault_hold;	/* debugfs inject_fault_hold: 1 armed, 2 holding */
+	atomic_t inject_fault_hold;	/* debugfs inject_fault_hold: GMEM_INJECT_HOLD_* */
 	struct workqueue_struct *wq;
 
 	/* contexts: ids 1..63 (0 is the driver's own), looked up by fault servicing */
@@ -330,6 +334,10 @@ struct gmem_owner {
 	atomic_long_t pages;	/* HBM pages it holds now (gmem_peer_holds()) */
 };
 
+/* Bits of gmem_ctx.waiter_busy */
+#define GMEM_WAITER_SERVING	0	/* a thread serves the context's faults in waiter_group */
+#define GMEM_WAITER_OTHERS	1	/* another thread of the context waits meanwhile */
+
 /**
  * struct gmem_ctx - one open file: a process address space mirrored on the device
  * @id:        device context (ASID) number
@@ -361,8 +369,9 @@ struct gmem_owner {
  *             stalls on one group anyway), which uses the scratch below
  * @fault_req, @fault_pfns: hmm input flags and results, one 2 MiB window each
  * @waiter_group: the group a thread waiting for a batch serves (GMEM_FAULT_GROUP_MAX), taken
- *             by one thread at a time (@waiter_busy bit 0; bit 1: another thread waits
- *             meanwhile): every waiting process can serve its own faults (gmem_wait_serving())
+ *             by one thread at a time: every waiting process can serve its own faults
+ *             (gmem_wait_serving())
+ * @waiter_busy: GMEM_WAITER_* bits: who has @waiter_group
  * @fault_migration: for PREFER_DEVICE faults and unsharing; allocated at first use
  */
 struct gmem_ctx {

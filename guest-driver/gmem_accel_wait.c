@@ -34,9 +34,9 @@ static void gmem_wait_serving(struct gmem_ctx *ctx, s64 seq)
 {
 	struct gmem_accel *g = ctx->g;
 
-	if (test_and_set_bit_lock(0, &ctx->waiter_busy)) {
-		/* Ours go to the serving thread, or to a worker once it is done (bit 1). */
-		set_bit(1, &ctx->waiter_busy);
+	if (test_and_set_bit_lock(GMEM_WAITER_SERVING, &ctx->waiter_busy)) {
+		/* Ours go to the serving thread, or to a worker once it is done (OTHERS). */
+		set_bit(GMEM_WAITER_OTHERS, &ctx->waiter_busy);
 		gmem_fault_serve_end(g);
 		return;
 	}
@@ -54,15 +54,16 @@ static void gmem_wait_serving(struct gmem_ctx *ctx, s64 seq)
 	 * look at the queue does (ordered after the clear by serve_end's atomic decrement).
 	 */
 	clear_bit(ctx->id, g->ctx_serving);
-	clear_bit(1, &ctx->waiter_busy);
+	clear_bit(GMEM_WAITER_OTHERS, &ctx->waiter_busy);
 	gmem_fault_serve_end(g);
-	clear_bit_unlock(0, &ctx->waiter_busy);
+	clear_bit_unlock(GMEM_WAITER_SERVING, &ctx->waiter_busy);
 	return;
 out:
 	clear_bit(ctx->id, g->ctx_serving);
-	clear_bit_unlock(0, &ctx->waiter_busy);
+	clear_bit_unlock(GMEM_WAITER_SERVING, &ctx->waiter_busy);
 	/* Another thread of the context waits: its groups are no one's now (fully ordered). */
-	if (test_and_clear_bit(1, &ctx->waiter_busy) && gmem_fault_left_unserved(g))
+	if (test_and_clear_bit(GMEM_WAITER_OTHERS, &ctx->waiter_busy) &&
+	    gmem_fault_left_unserved(g))
 		gmem_fault_kick(g);
 }
 
