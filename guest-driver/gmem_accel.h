@@ -27,11 +27,11 @@
  *    gmem_ctx.notifier_mutex: inserting a window's MMU notifier, which may take mmap_lock
  *    (so a window's notifier is inserted before it is held, gmem_notifier_get()).
  * 4. mmap_lock of a process (read; for eviction with no munmap() in flight: written, then
- *    downgraded, gmem_mmap_read_lock_no_munmap()): VMAs
- *    during hmm_range_fault() and migrate_vma_*(), an HBM page's owner's VMAs during its
- *    eviction. A second mm is only ever trylocked. The eviction worker (gmem_evict_work())
- *    takes an owner's for reading with nothing held; it is waited for only where no mmap_lock
- *    is held (a file's release, unbind).
+ *    downgraded, gmem_mmap_read_lock_no_munmap()): VMAs during hmm_range_fault() and
+ *    migrate_vma_*(), an HBM page's owner's VMAs during its eviction. A second mm is only
+ *    ever trylocked. The eviction worker (gmem_evict_work()) takes an owner's for reading
+ *    with nothing held; it is waited for only where no mmap_lock is held (a file's release,
+ *    unbind).
  * 5. gmem_accel.ctx_lock (mutex): the context table and its ids, held only to look up or
  *    change them (nothing is taken under it): a fault server holds a reference on its
  *    context (gmem_ctx_get()), not this lock, so one process's fault servicing never stalls
@@ -51,8 +51,12 @@
  *     gmem_obj.lock (mutex): where an object is (eviction moves it); taken under mmap_lock
  *     by a CPU fault, before gmem_ctx.lock by a device fault, and held by an eviction while
  *     it unmaps the object (the MMU notifier then takes gmem_ctx.lock).
- * 11. gmem_pt_spares.lock, gmem_hbm.lock, gmem_file.objs (spinlocks): spare table pages; HBM
- *     chunk lists; a file's object handles.
+ * 11. Spinlocks, under which no other lock of the driver's is taken: gmem_pt_spares.lock,
+ *     spare table pages; gmem_hbm.lock, HBM chunk lists; gmem_file.objs (its xa_lock), a
+ *     file's object handles; gmem_obj.peer_lock, the devices an object was imported on;
+ *     gmem_queue.fence_lock (irqsave: the queue's interrupt takes it), its armed dma-fences;
+ *     gmem_dma_fence.lock, a fence's own, which dma_fence_signal() takes (never under
+ *     fence_lock).
  *
  * gmem_notifier_srcu (SRCU, gmem_notifiers_enter()): read across any of the above by whoever
  * looks a window's notifier up; an unmapped window's notifier is freed after its readers by

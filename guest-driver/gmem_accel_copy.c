@@ -118,9 +118,9 @@ static unsigned long gmem_pfn_pages(const unsigned long *pfns, unsigned long i,
  * DMA-map the system pages of the window's entries in @pfns (m->src: those that migrate;
  * m->dst: all) as one scatterlist, not a page at a time: behind an IOMMU they get one run of
  * addresses, so with HBM pages in a row the window's copies coalesce into one command
- * (gmem_extend_last()), and unmapping them is one call too. 6.12 moves a THP as 512 pages:
- * their copies took 300-400 commands a window. If it fails, each page is mapped on its own
- * (gmem_map_sys()).
+ * (gmem_extend_last()), and unmapping them is one call too. 6.12 moves a THP as 512 pages,
+ * whose copies would otherwise take hundreds of commands a window. If it fails, each page is
+ * mapped on its own (gmem_map_sys()).
  */
 void gmem_map_sys_window(struct gmem_migration *m, unsigned long npages,
 			 const unsigned long *pfns)
@@ -279,8 +279,8 @@ int gmem_migration_wait(struct gmem_migration *m, unsigned long npages, bool out
 
 /*
  * A migration for @g: one of its spares if it has one, else a new one; zeroed up to its
- * scratch arrays. kvzalloc() of the ~80 KiB for each CPU fault had been 0.37 ms of its 1.23
- * (7.3 under TCG, trace_printk).
+ * scratch arrays. Spares spare a CPU fault (migrate_to_ram) the allocation and zeroing of
+ * ~80 KiB, a large part of its cost.
  */
 struct gmem_migration *gmem_migration_get(struct gmem_accel *g)
 {

@@ -132,7 +132,7 @@ struct page *gmem_hbm_alloc(struct gmem_ctx *ctx, struct gmem_migration *m, bool
  * page that only a device-exclusive entry holds (make_device_exclusive_range() on coherent HBM:
  * no mapcount, one reference). migrate_device_finalize() would then turn that entry into a
  * present PTE with a new reference, the entry's never dropped: the page would outlive its
- * process (found by the ioctl fuzzer: EXCLUSIVE, then RELEASE). Give back, as the kernel's
+ * process (HMM_DMIRROR_EXCLUSIVE, then HMM_DMIRROR_RELEASE). Give back, as the kernel's
  * own restore path does, every page unmapped for the move that someone else still holds.
  */
 static void gmem_evict_skip_held(unsigned long *src, unsigned long npages)

@@ -293,8 +293,7 @@ static u32 gmem_fault_find(struct gmem_accel *g, u32 tail, int want)
 /*
  * Does a record between fq_head and @tail, not taken, belong to a context nobody serves? A
  * context whose waiting process serves it (ctx_serving) takes its own group; a worker woken
- * for it only preempted a running process (at 32 processes on 7.3, 6-17 worker runs a
- * round for 1-3 groups served). Under fault_lock.
+ * for it would only preempt a running process and find nothing to do. Under fault_lock.
  */
 static bool gmem_fault_unserved(struct gmem_accel *g, u32 tail)
 {
@@ -322,10 +321,10 @@ static bool gmem_fault_unserved(struct gmem_accel *g, u32 tail)
  * posts a group whole, then moves FQ_TAIL. *@more: the queue holds records of a context no
  * waiting process serves.
  *
- * A process waiting for its batch takes its own group first: taking the oldest, it served
- * another's while its own went to a third server, and it slept until that one was done (at
- * 32 processes on 6.12 ~1.5% of faults, the tail of the latencies). A group taken out of
- * order stays in the ring, marked in fq_taken, until the head passes it.
+ * A process waiting for its batch takes its own group first: taking the oldest, it would
+ * serve another's while its own went to a third server, and sleep until that one was done.
+ * A group taken out of order stays in the ring, marked in fq_taken, until the head passes
+ * it.
  */
 static unsigned int gmem_fault_take(struct gmem_accel *g, struct gmem_fault *group, int want,
 				    bool *more)
@@ -418,13 +417,12 @@ static void gmem_fault_inject_hold(struct gmem_accel *g)
  * leaves the queue to the servers (fault_irq_left), and the last one out looks at what it
  * left.
  *
- * The interrupt itself is held by the doorbell of the batch the process serves (device
- * 0.10, CQ_TAIL_FAULT_HOLD), for its queue's groups: taken on the other vCPU, only to find
- * the records gone, it made a fault's round trip (p50) 75-87 us instead of 58-59 (7.3, TCG,
- * modules swapped in one boot). A process that stops serving before its batch is done rings
- * the doorbell again without the hold (gmem_fence_wake()), which raises the interrupt for
- * any record left. (Device 0.8's FQ_IRQ_HOLD, for the whole fault queue, took two more
- * MMIO writes a batch, set and released.)
+ * The interrupt itself is held by the doorbell of the batch the process serves
+ * (CQ_TAIL_FAULT_HOLD), for its queue's groups: taken on another CPU, it would only find the
+ * records gone, and cost the fault's round trip a wake-up. The hold is part of the doorbell
+ * write, so it costs no MMIO access of its own. A process that stops serving before its
+ * batch is done rings the doorbell again without the hold (gmem_fence_wake()), which raises
+ * the interrupt for any record left.
  */
 void gmem_fault_serve_begin(struct gmem_accel *g)
 {
@@ -520,7 +518,8 @@ bool gmem_fault_left_unserved(struct gmem_accel *g)
 /*
  * The last server out looks at the queue only if the fault interrupt left records to the
  * servers: a held queue's records are its waiter's, and one that stops serving early
- * releases them (the look was one of a mapped page's six MMIO exits).
+ * releases them. Each look is an MMIO read, an exit to the hypervisor on every mapped
+ * page's access.
  */
 void gmem_fault_serve_end(struct gmem_accel *g)
 {

@@ -115,10 +115,10 @@ static bool gmem_asked_there(const struct gmem_asked *asked, const unsigned long
 /*
  * Behind an IOMMU, a 64 KiB block in which the group asks for one page and the device maps
  * nothing yet gets that page alone: the neighbours the CPU maps wait for a second fault in the
- * block (UVM's density, a block at a time). There each neighbour is a DMA mapping of its own
- * (~1.2 us under TCG): mapped around, a lone fault in a block the CPU had written took 35-47
- * us where test_hmm took 16. A device that goes on to use the block maps it whole at its
- * second fault there. @pfns: hmm's result from @va, @npages long. ctx->lock held.
+ * block (UVM's density, a block at a time). There each neighbour is a DMA mapping of its own,
+ * an IOMMU update each, which a device touching one page of the block would pay for nothing.
+ * A device that goes on to use the block maps it whole at its second fault there. @pfns:
+ * hmm's result from @va, @npages long. ctx->lock held.
  */
 static void gmem_map_lone_page_only(struct gmem_ctx *ctx, u64 va, const struct gmem_asked *asked,
 				    unsigned long *pfns, unsigned long npages)
@@ -150,9 +150,9 @@ static void gmem_map_lone_page_only(struct gmem_ctx *ctx, u64 va, const struct g
  * Does a group inside the 64 KiB block at @block skip the map-around: one faulting pass over
  * the pages it @asked for, not a pass that maps the CPU's pages there first? Where the device
  * maps two pages of the block or more, it was mapped around already, and walking it again
- * found nothing new at each later fault there (a device reading fresh memory a page at a time
- * took two passes a page). A lone page in a block the device maps nothing of, behind an
- * IOMMU, is mapped alone anyway (gmem_map_lone_page_only()).
+ * would find nothing new (a device reading fresh memory a page at a time would take two
+ * passes a page). A lone page in a block the device maps nothing of, behind an IOMMU, is
+ * mapped alone anyway (gmem_map_lone_page_only()).
  */
 static bool gmem_block_skips_map_pass(struct gmem_ctx *ctx, u64 block,
 				      const struct gmem_asked *asked)
@@ -256,13 +256,12 @@ int gmem_map_window(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req
 
 /*
  * Fault in the pages flagged in @req[@first, @last) of the window [start, end) (2 MiB at most;
- * the span's first and last pages flagged, @req outside it not read: filling and scanning a
- * window's 512 entries cost a single-page fault 14 of its ~107 us under TCG) and map, with
- * them, the pages the CPU maps in their 64 KiB blocks (in a block where the group asks for
- * one page, once the device maps something there: gmem_map_lone_page_only()); the whole
- * window where memory comes in 2 MiB units (a THP, which the device then maps with a 2 MiB
- * page; an HBM chunk).
- * Walking all 2 MiB of neighbours every time doubled a single-page fault's round trip.
+ * the span's first and last pages flagged, @req outside it not read: a single-page fault
+ * neither fills nor scans a window's 512 entries) and map, with them, the pages the CPU maps
+ * in their 64 KiB blocks (in a block where the group asks for one page, once the device maps
+ * something there: gmem_map_lone_page_only()); the whole window where memory comes in 2 MiB
+ * units (a THP, which the device then maps with a 2 MiB page; an HBM chunk).
+ * Neighbours are mapped a 64 KiB block at a time, not all 2 MiB of them at every fault.
  * hmm_range_fault() faults every page from the first one asked for to the end of its
  * range, so unless the whole window is asked for, the faulting passes cover just the flagged
  * span, 64 KiB at a time, and a last pass maps the neighbours without faulting. (A group holds

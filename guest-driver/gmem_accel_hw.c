@@ -7,6 +7,7 @@
 #include <linux/interrupt.h>
 #include <linux/iommu.h>
 #include <linux/iopoll.h>
+#include <linux/stringify.h>
 
 #include "gmem_accel.h"
 #include "gmem_accel_queue.h"
@@ -243,6 +244,9 @@ void gmem_hw_fini(struct gmem_accel *g)
  * device says they are gone, or reset it: they are gone then too.
  * Takes effect between two steps of any command in flight.
  */
+/* How long the device has to finish a TLB invalidation before it is reset. */
+#define GMEM_INV_TIMEOUT_MS	100
+
 void gmem_tlb_invalidate(struct gmem_accel *g, unsigned int ctx, u64 va, u64 size)
 {
 	u32 seq, done;
@@ -254,13 +258,15 @@ void gmem_tlb_invalidate(struct gmem_accel *g, unsigned int ctx, u64 va, u64 siz
 	gmem_write64(g, GMEM_REG_INV_SIZE_LO, size);
 	gmem_write(g, GMEM_REG_INV_CTX, ctx);
 	gmem_write(g, GMEM_REG_INV_TRIGGER, seq);
-	ret = readl_poll_timeout(g->regs + GMEM_REG_INV_DONE, done, done == seq, 1, 100000);
+	ret = readl_poll_timeout(g->regs + GMEM_REG_INV_DONE, done, done == seq, 1,
+				 GMEM_INV_TIMEOUT_MS * USEC_PER_MSEC);
 	/*
 	 * The TLB may still hold what the CPU just took away: only a reset empties it for sure,
 	 * before the caller lets the page go. The watchdog then sets the device up again.
 	 */
 	if (ret)
-		gmem_device_reset(g, "a TLB invalidation did not complete in 100 ms");
+		gmem_device_reset(g, "a TLB invalidation did not complete in "
+				  __stringify(GMEM_INV_TIMEOUT_MS) " ms");
 	mutex_unlock(&g->inv_lock);
 	gmem_dev_count(g, ret ? GMEM_DEV_TLB_INVALIDATION_TIMEOUTS : GMEM_DEV_TLB_INVALIDATIONS,
 		       1);

@@ -154,7 +154,7 @@ static vm_fault_t gmem_hbm_migrate_to_ram(struct vm_fault *vmf)
  * @m->src, a run of them at a time (a compound entry stands for its whole window): their
  * entries would go on pointing at the old pages. The pages it left keep theirs, as the CPU
  * keeps its: pages an earlier pass moved (a second pass over the window leaves them), pinned
- * ones. Zapping the whole window took those from the device until its next fault.
+ * ones. (Zapping the whole window would take those from the device until its next fault.)
  */
 static void gmem_unmap_collected(struct gmem_ctx *ctx, struct gmem_migration *m,
 				 unsigned long start, unsigned long npages)
@@ -297,8 +297,8 @@ int gmem_window_to_device(struct gmem_ctx *ctx, struct gmem_migration *m,
 
 /*
  * Swap in the pages of [start, end) flagged in @skipped, as a prefetch does: migrate_vma_setup()
- * leaves a swap entry where it is (1,417 pages of oversubscription's first 64 MiB once, the
- * debug kernel short of memory). Best effort: what comes in moves on the next pass. The mmap
+ * leaves a swap entry where it is, which a guest short of memory has many of. Best effort:
+ * what comes in moves on the next pass. The mmap
  * lock is held. A run of them at a time: hmm_range_fault() faults every page from the first
  * one asked for to the end of its range, and would bring our HBM pages there home too.
  * (@skipped holds no page migrate_vma_setup() saw: never one of our HBM or one never touched;
@@ -331,7 +331,7 @@ static void gmem_window_populate(struct gmem_ctx *ctx, struct gmem_migration *m,
 /*
  * After a window's first pass (gmem_window_to_device()) left pages behind, once more:
  * migrate_vma_setup() skips a page that compaction, khugepaged or another CPU holds for a
- * moment (94 pages of a 1 GiB MIGRATE once, under the debug kernel). As the ioctl asks
+ * moment. As the ioctl asks
  * (@from_peers), pages in another device's HBM come straight from there and swapped-out
  * ones are swapped in for the second pass; test_hmm's MIGRATE_TO_DEV leaves both, as test_hmm
  * does (hmm-tests' migrate_mixed). A pinned page or one already in HBM stays again, at the
@@ -400,7 +400,7 @@ static int gmem_window_in_finish(struct gmem_ctx *ctx, struct gmem_migration *m,
 /*
  * Move window [start, end) of @vma into HBM while the window before it, *@pending (or NULL),
  * has its copies in flight: the device copies one window while this CPU sets up the next
- * (under TCG the copy runs on QEMU's own thread). @m: the migration not pending. Windows go
+ * (the device's engine runs beside the CPU). @m: the migration not pending. Windows go
  * one at a time when HBM has no free chunk, so that the migration's own eviction never meets
  * its window in flight (the eviction worker's may: migrate_vma skips the pages it locked).
  */

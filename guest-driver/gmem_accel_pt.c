@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * gmem-accel driver: device page tables, the twin of the device's walker (gmem-accel-pt.c).
- * A context's table mirrors what hmm_range_fault() gave it; pages move in under ctx->lock
- * after mmu_interval_read_retry(), and the notifier zaps them (gmem_pt_zap) under the same
- * lock. Tables are allocated before the lock is taken (gmem_pt_reserve), never under it.
+ * gmem-accel driver: device page tables, the twin of the device's walker (gmem-accel-pt.c):
+ * their pages, walking them, zapping ranges and looking entries up. A context's table
+ * mirrors what hmm_range_fault() gave it; pages move in under ctx->lock after
+ * mmu_interval_read_retry() (gmem_accel_pt_map.c fills the leaves), and the notifier zaps
+ * them (gmem_pt_zap) under the same lock. Tables are allocated before the lock is taken
+ * (gmem_pt_reserve), never under it.
  */
 #include <linux/dma-mapping.h>
 #include <linux/mm.h>
@@ -227,9 +229,8 @@ typedef bool (*gmem_leaf_fn)(struct gmem_ctx *ctx, u64 *pte, int level, void *da
 /*
  * Call @fn on every leaf entry overlapping [start, end) in the tables that exist below @pt (at
  * @level, covering from @base; [start, end) meets it): the work follows what is mapped, not
- * the size of the range, and only the entries the range overlaps are looked at (all 512 of
- * every level were: 4 x 512 a zap of one window, twice).
- * Returns true if @fn stopped it.
+ * the size of the range, and only the entries the range overlaps are looked at, not all 512
+ * of every level. Returns true if @fn stopped it.
  */
 static bool gmem_pt_walk(struct gmem_ctx *ctx, struct gmem_pt *pt, int level, u64 base,
 			 u64 start, u64 end, gmem_leaf_fn fn, void *data)

@@ -238,10 +238,9 @@ static phys_addr_t gmem_leaf_phys(struct gmem_ctx *ctx, u64 pte)
  * entry maps the page the CPU maps: whatever gives the CPU another page there (COW, KSM,
  * migration, reclaim, munmap) invalidates the range first, which zaps the entry under
  * ctx->lock (gmem_invalidate()), and this context's own migrations unmap it themselves. So
- * the rights are what is compared. (Through an IOMMU each dma_map_page() gives a new address:
- * comparing whole entries mapped a fault's neighbours again every time; walking the IOMMU's
- * table for the page behind each cost 15-25 us of a fault round trip under TCG. The debug
- * kernel still walks it.)
+ * the rights are what is compared. (Through an IOMMU each dma_map_page() gives a new address,
+ * so whole entries never compare equal, and walking the IOMMU's table for the page behind
+ * each is too slow for a fault's path: only a debug kernel (VM_WARN_ON_ONCE) checks it.)
  */
 static bool gmem_leaf_maps(struct gmem_ctx *ctx, u64 pte, struct page *page, bool write,
 			   bool huge)
@@ -330,8 +329,8 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 		}
 		/*
 		 * Memory read before anything wrote it is the zero page: the device's one
-		 * mapping of it, not a new one per page (through intel-iommu under TCG a
-		 * dma_map_page() is 1-2 us of a ~20 us device fault, and an IOVA each).
+		 * mapping of it, not a new one per page (behind an IOMMU each dma_map_page()
+		 * is an IOMMU update and an IOVA).
 		 */
 		zero = !huge && !write && is_zero_pfn(page_to_pfn(hmm_pfn_to_page(pfn)));
 		if (zero) {

@@ -138,8 +138,8 @@ int gmem_status_errno(struct gmem_queue *q, u32 slot, u32 st)
 /*
  * Collect the status of every command the device has finished and record the first failure
  * of each batch in its context. The device writes a command's status before it moves past it
- * (and before a later FENCE's value), so the statuses in the ring say how far it got: reading
- * CQ_HEAD for it was two of a mapped page's six MMIO exits. A slot still PENDING ends the
+ * (and before a later FENCE's value), so the statuses in the ring say how far it got, with no
+ * MMIO read of CQ_HEAD (an exit to the hypervisor each time). A slot still PENDING ends the
  * walk: not done yet, or dropped by a device reset under the driver (the watchdog's, then:
  * gmem_accel_reset.c). Called with q->lock held.
  */
@@ -458,15 +458,20 @@ s64 gmem_ctx_fence_seq(struct gmem_ctx *ctx, u64 fence)
 	return gmem_fence_seq(ctx, &ctx->g->queue[gmem_ctx_queue(ctx)], fence);
 }
 
+/* How often a wait looks at its fence without being woken (gmem_wait_passed()). */
+#define GMEM_WAIT_POLL_MS	10
+
 /*
- * Wait up to @timeout for @q to pass @seq, looking every 10 ms as well: a quiet batch whose
- * waiter could not add a wake fence (a signal while the ring was full) raises no interrupt.
+ * Wait up to @timeout for @q to pass @seq, looking every GMEM_WAIT_POLL_MS as well: a quiet
+ * batch whose waiter could not add a wake fence (a signal while the ring was full) raises no
+ * interrupt.
  */
 static bool gmem_wait_passed(struct gmem_queue *q, u64 seq, unsigned long timeout)
 {
 	unsigned long end = jiffies + timeout;
 
-	while (!wait_event_timeout(q->wq, gmem_fence_done(q, seq), msecs_to_jiffies(10)))
+	while (!wait_event_timeout(q->wq, gmem_fence_done(q, seq),
+				   msecs_to_jiffies(GMEM_WAIT_POLL_MS)))
 		if (time_after(jiffies, end))
 			return false;
 	return true;

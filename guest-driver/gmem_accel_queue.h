@@ -26,7 +26,7 @@ int gmem_queue_notify_after(struct gmem_ctx *ctx, u64 seq);
 void gmem_queue_wake(struct gmem_ctx *ctx);
 
 /*
- * A context's batches run on the queue of its id (hardware 0.9 has one for each): a queue
+ * A context's batches run on the queue of its id (the device has one for each): a queue
  * stalled on one process's faults holds up no other. Queue 0 is the driver's own.
  */
 static inline unsigned int gmem_ctx_queue(const struct gmem_ctx *ctx)

@@ -10,9 +10,8 @@
 #include "gmem_accel_fault.h"
 
 /*
- * Has @ctx's batch of ring sequence number @seq passed (0: long ago)? Without the queue's
- * lock, which looking the number up by fence takes: a mapped page's access looked it up
- * three times.
+ * Has @ctx's batch of ring sequence number @seq passed (0: long ago)? By the number, not the
+ * fence: looking a fence up takes the queue's lock, and a wait asks several times.
  */
 static bool gmem_batch_done(struct gmem_ctx *ctx, s64 seq)
 {
@@ -22,13 +21,12 @@ static bool gmem_batch_done(struct gmem_ctx *ctx, s64 seq)
 /*
  * Serve faults on this thread (see gmem_fault_serve_begin) while @ctx's batch of ring sequence
  * number @seq runs, in the context's waiter group buffer; a fatal signal, or another thread of
- * the context serving already, leaves the rest to the fault workers. (A kmalloc() of the
- * buffer per wait doubled the fault round trip in some runs: p50 64-139 us against 52-61 us
- * without, 7.3, TCG. A pool of 8 buffers for the device left the other 24 of 32 processes
- * faulting at once asleep until a worker served them: p99 16-23 ms against 0.3-1.2 at 8
- * processes, 6.12.) Called as a server, returns as none: a group answered that completed the
- * batch ends it there, not serving again only to find the queue empty (four register
- * accesses and the fault lock, 4-5 of a single-page fault's ~100 us, TCG, loaded host).
+ * the context serving already, leaves the rest to the fault workers. The buffer is the
+ * context's own, allocated at open: an allocation per wait would sit on every fault's round
+ * trip, and a pool shared by the device would leave the processes beyond its size asleep
+ * until a worker served them. Called as a server, returns as none: a group answered that
+ * completed the batch ends it there, not serving again only to find the queue empty (four
+ * register accesses and the fault lock).
  */
 static void gmem_wait_serving(struct gmem_ctx *ctx, s64 seq)
 {
@@ -90,10 +88,9 @@ int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms)
 /*
  * gmem_submit() and gmem_wait() for it, serving its faults on this thread. The batch is quiet
  * (its fence raises no interrupt): a short command has completed, or posted its fault, when
- * the doorbell's write returns, and the interrupt nobody slept for, taken on another vCPU,
- * made a mapped page's access take 9.5-24.8 us instead of 7.0-10.7 (7.3, TCG, same boots).
- * Only a waiter that has to sleep asks for one: a fence of its own after the batch
- * (gmem_fence_wake()).
+ * the doorbell's write returns, and an interrupt nobody sleeps for would only be taken on
+ * another CPU, on the critical path of every access. Only a waiter that has to sleep asks for
+ * one: a fence of its own after the batch (gmem_fence_wake()).
  */
 static int gmem_submit_serve(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
 			     u32 timeout_ms, u64 *fence)
