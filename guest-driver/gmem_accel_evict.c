@@ -255,7 +255,7 @@ static void gmem_evict_by_pfn(struct gmem_migration *m, unsigned long pfn, unsig
  * then what is still theirs by page frame (gmem_evict_by_pfn()). migrate_device_range() unmaps
  * them wherever they are mapped and migrate_device_finalize() walks their anon_vma to map them
  * again, with no reference on it: a thread of the process that munmaps the range in between
- * frees it (KASAN: use-after-free in rmap_walk_anon). So the owner's mmap lock is held
+ * frees it (a use-after-free in rmap_walk_anon). So the owner's mmap lock is held
  * throughout with no munmap() in flight (gmem_mmap_read_lock_no_munmap()): its VMAs, and the
  * anon_vmas they keep, stay. @held: an mm the caller holds so already; any other is only
  * tried then (two processes evicting each other's pages must not wait for each other), and

@@ -4,11 +4,10 @@
  * its process's (Documentation/mm/hmm.rst). One mmu_interval_notifier per 2 MiB window (the
  * unit every fault, mirror and migration works in), inserted before the window is first
  * reached, with no mmap lock held (as drm_gpusvm inserts its notifiers). An invalidation
- * then restarts only the work of the windows it touches. With one notifier over the whole
- * address space, every invalidation anywhere in the mm restarted every window in flight:
- * under reclaim of the process's own pages (oversubscription on the debug kernel), a
- * window's hmm_range_fault() retried until HMM's one-second timeout and the command failed
- * with EBUSY.
+ * then restarts only the work of the windows it touches. One notifier over the whole address
+ * space would restart every window in flight at every invalidation anywhere in the mm: under
+ * reclaim of the process's own pages (oversubscription), a window's hmm_range_fault() would
+ * retry until HMM's one-second timeout and the command fail with EBUSY.
  *
  * A window whose memory is unmapped gives its notifier and its table of 4 KiB entries back
  * (gmem_notifier_gc(), as drm_gpusvm's garbage collector does), so that a long-running process
