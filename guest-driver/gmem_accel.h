@@ -51,12 +51,14 @@
  *     gmem_obj.lock (mutex): where an object is (eviction moves it); taken under mmap_lock
  *     by a CPU fault, before gmem_ctx.lock by a device fault, and held by an eviction while
  *     it unmaps the object (the MMU notifier then takes gmem_ctx.lock).
- * 11. Spinlocks, under which no other lock of the driver's is taken: gmem_pt_spares.lock,
- *     spare table pages; gmem_hbm.lock, HBM chunk lists; gmem_file.objs (its xa_lock), a
- *     file's object handles; gmem_obj.peer_lock, the devices an object was imported on;
- *     gmem_queue.fence_lock (irqsave: the queue's interrupt takes it), its armed dma-fences;
- *     gmem_dma_fence.lock, a fence's own, which dma_fence_signal() takes (never under
- *     fence_lock).
+ * 11. Spinlocks, under which no other lock of the driver's is taken:
+ *     gmem_pt_spares.lock: spare table pages.
+ *     gmem_hbm.lock: HBM chunk lists.
+ *     gmem_file.objs (its xa_lock): a file's object handles.
+ *     gmem_obj.peer_lock: the devices an object was imported on.
+ *     gmem_queue.fence_lock (irqsave: the queue's interrupt takes it): its armed dma-fences.
+ *     gmem_dma_fence.lock: a fence's own, which dma_fence_signal() takes; never taken with
+ *     gmem_queue.fence_lock held.
  *
  * gmem_notifier_srcu (SRCU, gmem_notifiers_enter()): read across any of the above by whoever
  * looks a window's notifier up; an unmapped window's notifier is freed after its readers by
