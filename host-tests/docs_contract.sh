@@ -136,6 +136,24 @@ result(len(locks) >= 5 and locks == tlocks,
        "architecture.md's lock table names the locks of the driver's DOC: Locking, no others",
        f"only in DOC: Locking: {short(locks - tlocks) or '-'}; only in the table: {short(tlocks - locks) or '-'}")
 
+# --- the file tables: every source file is named, and only those -------------------------
+def table_files(title):
+    part = arch.split(f"| {title} |")[1].split("\n\n")[0] if f"| {title} |" in arch else ""
+    return set(re.findall(r"`([\w.-]+\.c)`", part))
+for title, d in (("device file (`hw/gmem-accel/`)", "hw/gmem-accel"),
+                 ("driver file (`guest-driver/`)", "guest-driver")):
+    have = {os.path.basename(f) for f in glob.glob(f"{repo}/{d}/*.c")}
+    named = table_files(title)
+    result(have and named == have, f"architecture.md's table of {d}/ names every .c file there, no others",
+           f"not in the table: {short(have - named) or '-'}; not in {d}: {short(named - have) or '-'}")
+dev_h = read("hw/gmem-accel/gmem-accel.h")
+m = re.search(r"The device's files, each calling only those listed after it:\n(.*?)\*/", dev_h, re.S)
+listed = set(re.findall(r"(gmem-accel[\w-]*\.c)", m.group(1))) if m else set()
+core = set(re.findall(r"`(gmem-accel-(?:pt|tlb|cmd)\.c)`", arch))
+have = {os.path.basename(f) for f in glob.glob(f"{repo}/hw/gmem-accel/*.c")}
+result(listed and listed | core == have, "gmem-accel.h's list of the device's files names every one",
+       f"missing: {short(have - listed - core) or '-'}; gone: {short(listed - have) or '-'}")
+
 # --- numbers the documents state ---------------------------------------------------------
 words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "eight": 8}
 def num(s):
