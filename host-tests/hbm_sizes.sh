@@ -4,7 +4,7 @@
 # eviction and the kernel log, on a device-private and a coherent device of that size. The
 # suite's own VM uses 256 MiB, where a range released short by the rounding still matches.
 . "$(dirname "$0")/../scripts/lib/tap.sh"
-: "${GMEM_KERNEL:?set GMEM_KERNEL to the guest kernel (7.3, 6.12)}" "${REPO:?set REPO to the checkout}"
+: "${GMEM_KERNEL:?set GMEM_KERNEL to a guest kernel of images/kernels}" "${REPO:?set REPO to the checkout}"
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT

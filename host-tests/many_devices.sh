@@ -3,7 +3,7 @@
 # coherent): every device probes, the load test runs on all of them at once (four processes a
 # device) and with every context of one device busy, and the kernel log stays clean.
 . "$(dirname "$0")/../scripts/lib/tap.sh"
-: "${GMEM_KERNEL:?set GMEM_KERNEL to the guest kernel (7.3, 6.12)}" "${REPO:?set REPO to the checkout}"
+: "${GMEM_KERNEL:?set GMEM_KERNEL to a guest kernel of images/kernels}" "${REPO:?set REPO to the checkout}"
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT

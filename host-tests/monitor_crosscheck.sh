@@ -4,7 +4,7 @@
 # driver's SNAPSHOT; this script reads the same context's page table over the VM's QMP socket
 # with scripts/gmem-monitor and compares.
 . "$(dirname "$0")/../scripts/lib/tap.sh"
-: "${GMEM_KERNEL:?set GMEM_KERNEL to the guest kernel (7.3, 6.12)}" "${REPO:?set REPO to the checkout}" "${GMEM_BUILD_DIR:?set GMEM_BUILD_DIR to the build}"
+: "${GMEM_KERNEL:?set GMEM_KERNEL to a guest kernel of images/kernels}" "${REPO:?set REPO to the checkout}" "${GMEM_BUILD_DIR:?set GMEM_BUILD_DIR to the build}"
 
 dir=$(mktemp -d)
 trap 'kill "$vm" 2>/dev/null; wait; rm -rf "$dir"' EXIT
