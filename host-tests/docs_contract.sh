@@ -154,6 +154,21 @@ have = {os.path.basename(f) for f in glob.glob(f"{repo}/hw/gmem-accel/*.c")}
 result(listed and listed | core == have, "gmem-accel.h's list of the device's files names every one",
        f"missing: {short(have - listed - core) or '-'}; gone: {short(listed - have) or '-'}")
 
+# --- every gmem name a document quotes exists in the code ------------------------------
+code = ""
+for f in glob.glob(f"{repo}/**/*", recursive=True):
+    if os.path.isfile(f) and "/build/" not in f and "/.git/" not in f and not f.endswith(".md"):
+        try:
+            code += open(f, errors="ignore").read()
+        except OSError:
+            pass
+gone = []
+for p, text in docs.items():
+    for name in set(re.findall(r"`(gmem\w*)(?![\w.*\[/-])", text)):
+        if not re.search(r"\b%s\b" % name, code):
+            gone.append(f"{p}: {name}")
+result(not gone, "every function, variable and event name the documents quote exists", short(gone, 6))
+
 # --- numbers the documents state ---------------------------------------------------------
 words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "eight": 8}
 def num(s):
