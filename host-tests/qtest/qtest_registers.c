@@ -31,7 +31,8 @@ static void test_identity(void)
 
     g = gq_start("ats=off,pasid=off,pri=off");
     g_assert_cmphex(gq_reg(g, GMEM_REG_CAP), ==, GMEM_CAP_HBM | GMEM_CAP_MMU |
-                    GMEM_CAP_DMA | GMEM_CAP_FAULTS | GMEM_CAP_PAGE_64K);
+                    GMEM_CAP_DMA | GMEM_CAP_FAULTS | GMEM_CAP_PAGE_64K |
+                    GMEM_CAP_ACCESS_COUNTERS);
     gq_quit(g);
 
     g = gq_start("coherent=on");

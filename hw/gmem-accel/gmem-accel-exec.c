@@ -288,6 +288,21 @@ static bool gmem_step_exec(GmemAccelState *s, GmemQueue *q,
     }
 }
 
+/*
+ * The access counters see a step the engine did (or handed to the mover):
+ * each VA operand's pages, in the aperture they were translated to.
+ */
+static void gmem_step_count(GmemAccelState *s, const GmemCmd *c,
+                            const GmemStep *step, const GmemTarget *tgt)
+{
+    for (unsigned i = 0; i < 2; i++) {
+        if (step->op[i].len && step->op[i].kind == GMEM_ADDR_VA) {
+            gmem_ac_count(s, c->ctx, step->op[i].addr, step->op[i].len,
+                          tgt[i].hbm);
+        }
+    }
+}
+
 /* Does queue @qid's engine fail its next data access? (injected; once) */
 static bool gmem_injected_dma_error(GmemAccelState *s, unsigned qid)
 {
@@ -331,10 +346,9 @@ static int64_t gmem_step_poisoned(GmemAccelState *s, const GmemStep *step,
  * until the batch has moved and is then run as usual. Returns whether taken.
  */
 static bool gmem_step_to_mover(GmemAccelState *s, unsigned qid,
-                               GmemStep *step)
+                               GmemStep *step, GmemTarget *tgt)
 {
     GmemQueue *q = &s->queue[qid];
-    GmemTarget tgt[2];
     bool ok;
 
     if (q->cmd.opcode != GMEM_OP_COPY) {
@@ -380,9 +394,10 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget,
         }
         gmem_cmd_step(&q->cmd, q->progress, &step);
         if (gmem_mover_holds(s, qid)) {
-            if (!gmem_step_to_mover(s, qid, &step)) {
+            if (!gmem_step_to_mover(s, qid, &step, tgt)) {
                 break;
             }
+            gmem_step_count(s, &q->cmd, &step, tgt);
             *budget -= MIN(*budget, MAX(step.op[1].len / GMEM_MOVER_SHARE,
                                         GMEM_ELEMENT_COST));
             q->progress = step.next;
@@ -431,6 +446,7 @@ static void gmem_cmd_run(GmemAccelState *s, unsigned qid, uint64_t *budget,
             gmem_queue_complete(s, qid, st);
             return;
         }
+        gmem_step_count(s, &q->cmd, &step, tgt);
         *budget -= MIN(*budget, gmem_step_cost(&q->cmd, q->progress, &step));
         q->progress = step.next;
         q->steps++;

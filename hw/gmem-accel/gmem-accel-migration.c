@@ -223,6 +223,76 @@ static const VMStateDescription gmem_vmstate_cq_fault_hold = {
     },
 };
 
+static bool gmem_ac_needed(void *opaque)
+{
+    GmemAccelState *s = opaque;
+
+    /* Not after reset: what reset leaves needs nothing sent. */
+    return s->ac.ctrl || s->ac.tracked || s->ac.base || s->ac.entries_log2 ||
+           s->ac.granularity != GMEM_AC_GRAN_64K ||
+           s->ac.threshold != GMEM_AC_THRESHOLD_DEFAULT || s->ac.clear_va ||
+           s->ac.clear_ctx || s->ac.notified || s->ac.dropped || s->ac.seq ||
+           s->ac.head || s->ac.tail;
+}
+
+static int gmem_ac_post_load(void *opaque, int version_id)
+{
+    GmemAccelState *s = opaque;
+    const char *why = gmem_ac_check(s);
+
+    if (why) {
+        error_report("%s %s: incoming state rejected: %s", TYPE_GMEM_ACCEL,
+                     DEVICE(s)->id ?: "", why);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static const VMStateDescription gmem_vmstate_ac_region = {
+    .name = TYPE_GMEM_ACCEL "/ac-region",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(va, GmemAcRegion),
+        VMSTATE_UINT64(used, GmemAcRegion),
+        VMSTATE_UINT32(count, GmemAcRegion),
+        VMSTATE_UINT16(ctx, GmemAcRegion),
+        VMSTATE_UINT8(aperture, GmemAcRegion),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/*
+ * From 0.11: the access counters' registers and table, sent unless they
+ * are as reset leaves them (as realize leaves them on the destination).
+ */
+static const VMStateDescription gmem_vmstate_ac = {
+    .name = TYPE_GMEM_ACCEL "/access-counters",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = gmem_ac_needed,
+    .post_load = gmem_ac_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(ac.base, GmemAccelState),
+        VMSTATE_UINT32(ac.entries_log2, GmemAccelState),
+        VMSTATE_UINT32(ac.ctrl, GmemAccelState),
+        VMSTATE_UINT32(ac.head, GmemAccelState),
+        VMSTATE_UINT32(ac.tail, GmemAccelState),
+        VMSTATE_UINT32(ac.granularity, GmemAccelState),
+        VMSTATE_UINT32(ac.threshold, GmemAccelState),
+        VMSTATE_UINT64(ac.clear_va, GmemAccelState),
+        VMSTATE_UINT32(ac.clear_ctx, GmemAccelState),
+        VMSTATE_UINT32(ac.notified, GmemAccelState),
+        VMSTATE_UINT32(ac.dropped, GmemAccelState),
+        VMSTATE_UINT32(ac.seq, GmemAccelState),
+        VMSTATE_UINT64(ac.tick, GmemAccelState),
+        VMSTATE_UINT32(ac.tracked, GmemAccelState),
+        VMSTATE_STRUCT_ARRAY(ac.region, GmemAccelState, GMEM_AC_MAX_REGIONS,
+                             1, gmem_vmstate_ac_region, GmemAcRegion),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 const VMStateDescription gmem_accel_vmstate = {
     .name = TYPE_GMEM_ACCEL,
     /*
@@ -262,6 +332,7 @@ const VMStateDescription gmem_accel_vmstate = {
     .subsections = (const VMStateDescription * const []) {
         &gmem_vmstate_fq_irq_hold,
         &gmem_vmstate_cq_fault_hold,
+        &gmem_vmstate_ac,
         NULL
     },
 };

@@ -2,7 +2,8 @@
  * gmem-accel: the device as the monitor sees it.
  *
  * QMP (machine-readable), read-only QOM properties of each device:
- *   state           contexts, queues, fault queue and counters
+ *   state           contexts, queues, fault queue, counters and access
+ *                   counters
  *   page-table[N]   context N's page table as runs of mapped pages
  *   hbm-map         who maps HBM: every run of every enabled context that
  *                   targets HBM, by HBM address (sharers are runs of several
@@ -91,6 +92,43 @@ static QDict *gmem_context_dict(GmemAccelState *s, unsigned c)
     return cd;
 }
 
+/* The access counters: registers, and the regions tracked (at most 256) */
+static QDict *gmem_ac_dict(GmemAccelState *s)
+{
+    QDict *d = qdict_new();
+    QList *regions = qlist_new();
+
+    qdict_put_bool(d, "enabled", s->ac.ctrl & GMEM_AC_CTRL_ENABLE);
+    qdict_put_int(d, "base", s->ac.base);
+    qdict_put_int(d, "entries", s->ac.entries_log2 ? 1u << s->ac.entries_log2
+                                                   : 0);
+    qdict_put_int(d, "head", s->ac.head);
+    qdict_put_int(d, "tail", s->ac.tail);
+    qdict_put_int(d, "granularity", 1ull << s->ac.granularity);
+    qdict_put_int(d, "threshold", s->ac.threshold);
+    qdict_put_int(d, "tracked", s->ac.tracked);
+    qdict_put_int(d, "capacity", GMEM_AC_MAX_REGIONS);
+    qdict_put_int(d, "notified", s->ac.notified);
+    qdict_put_int(d, "dropped", s->ac.dropped);
+    for (unsigned i = 0; i < GMEM_AC_MAX_REGIONS; i++) {
+        const GmemAcRegion *r = &s->ac.region[i];
+        QDict *rd;
+
+        if (!r->used) {
+            continue;
+        }
+        rd = qdict_new();
+        qdict_put_int(rd, "context", r->ctx);
+        qdict_put_int(rd, "va", r->va);
+        qdict_put_str(rd, "aperture", gmem_aperture(r->aperture ==
+                                                    GMEM_AC_APERTURE_LOCAL));
+        qdict_put_int(rd, "count", r->count);
+        qlist_append(regions, rd);
+    }
+    qdict_put(d, "regions", regions);
+    return d;
+}
+
 static QDict *gmem_state_dict(GmemAccelState *s)
 {
     QDict *d = qdict_new(), *fq = qdict_new(), *cnt = qdict_new();
@@ -143,6 +181,7 @@ static QDict *gmem_state_dict(GmemAccelState *s)
         qdict_put_int(cnt, gmem_counter_names[i], s->counters[i]);
     }
     qdict_put(d, "counters", cnt);
+    qdict_put(d, "access-counters", gmem_ac_dict(s));
     return d;
 }
 
@@ -415,6 +454,24 @@ static void gmem_print_state(Monitor *mon, QDict *st)
                        qdict_get_bool(fq, "irq-held") ? ", interrupt held"
                                                       : "");
     }
+    {
+        QDict *ac = qdict_get_qdict(st, "access-counters");
+
+        monitor_printf(mon, "  access counters: %s, granularity %" PRId64
+                       " KiB, threshold %" PRId64 ", base 0x%" PRIx64
+                       " head %" PRId64 " tail %" PRId64 ", %" PRId64 "/%"
+                       PRId64 " regions tracked, %" PRId64 " notified, %"
+                       PRId64 " dropped\n",
+                       qdict_get_bool(ac, "enabled") ? "enabled" : "disabled",
+                       qdict_get_int(ac, "granularity") >> 10,
+                       qdict_get_int(ac, "threshold"),
+                       qdict_get_int(ac, "base"), qdict_get_int(ac, "head"),
+                       qdict_get_int(ac, "tail"),
+                       qdict_get_int(ac, "tracked"),
+                       qdict_get_int(ac, "capacity"),
+                       qdict_get_int(ac, "notified"),
+                       qdict_get_int(ac, "dropped"));
+    }
 }
 
 static void gmem_print_page_table(Monitor *mon, QDict *pt)
@@ -589,7 +646,8 @@ void gmem_monitor_class_init(ObjectClass *klass)
     object_class_property_add(klass, "state", "any", gmem_get_state, NULL,
                               NULL, NULL);
     object_class_property_set_description(klass, "state",
-        "contexts, queues, fault queue and counters (read-only)");
+        "contexts, queues, fault queue, counters and access counters "
+        "(read-only)");
     object_class_property_add(klass, "hbm-map", "any", gmem_get_hbm_map, NULL,
                               NULL, NULL);
     object_class_property_set_description(klass, "hbm-map",

@@ -65,6 +65,18 @@ static const uint8_t gmem_fq_regs[] = {
     FQ(GMEM_REG_INV_DONE, RO),
 };
 
+#define AC(r, k) REG_IN(GMEM_REG_AC_BASE_LO, r, k)
+static const uint8_t gmem_ac_regs[] = {
+    AC(GMEM_REG_AC_BASE_LO, RW), AC(GMEM_REG_AC_BASE_HI, RW),
+    AC(GMEM_REG_AC_ENTRIES_LOG2, RW), AC(GMEM_REG_AC_CTRL, RW),
+    AC(GMEM_REG_AC_HEAD, RW), AC(GMEM_REG_AC_TAIL, RO),
+    AC(GMEM_REG_AC_GRANULARITY, RW), AC(GMEM_REG_AC_THRESHOLD, RW),
+    AC(GMEM_REG_AC_CLEAR_VA_LO, RW), AC(GMEM_REG_AC_CLEAR_VA_HI, RW),
+    AC(GMEM_REG_AC_CLEAR_CTX, RW), AC(GMEM_REG_AC_CLEAR, WO),
+    AC(GMEM_REG_AC_TRACKED, RO), AC(GMEM_REG_AC_NOTIFIED, RO),
+    AC(GMEM_REG_AC_DROPPED, RO), AC(GMEM_REG_AC_CAPACITY, RO),
+};
+
 static const uint8_t gmem_cq_regs[] = {
     REG(GMEM_CQ_BASE_LO, RW), REG(GMEM_CQ_BASE_HI, RW),
     REG(GMEM_CQ_ENTRIES_LOG2, RW), REG(GMEM_CQ_CTRL, RW),
@@ -90,7 +102,7 @@ static uint32_t gmem_half(uint64_t r, hwaddr reg)
 static uint32_t gmem_caps(GmemAccelState *s)
 {
     return GMEM_CAP_HBM | GMEM_CAP_MMU | GMEM_CAP_DMA | GMEM_CAP_FAULTS |
-           GMEM_CAP_PAGE_64K |
+           GMEM_CAP_PAGE_64K | GMEM_CAP_ACCESS_COUNTERS |
            (s->ats ? GMEM_CAP_ATS : 0) |
            (s->pasid ? GMEM_CAP_PASID : 0) |
            (s->pri ? GMEM_CAP_PRI : 0) |
@@ -106,6 +118,7 @@ void gmem_accel_reset_state(GmemAccelState *s, const char *why)
     s->error_addr = 0;
     s->scratch = 0;
     gmem_engine_reset(s);
+    gmem_ac_reset(s);
     gmem_atc_reset(s);
 }
 
@@ -282,6 +295,19 @@ static void gmem_fq_write(GmemAccelState *s, unsigned n, hwaddr reg,
     }
 }
 
+/* ---- access counters (0x300-0x33f): gmem-accel-counters.c ---- */
+
+static uint32_t gmem_ac_reg_read(GmemAccelState *s, unsigned n, hwaddr reg)
+{
+    return gmem_ac_read(s, reg);
+}
+
+static void gmem_ac_reg_write(GmemAccelState *s, unsigned n, hwaddr reg,
+                              hwaddr addr, uint64_t val)
+{
+    gmem_ac_write(s, reg, val);
+}
+
 /* ---- command queues (0x1000 + q * 0x40) ---- */
 
 static uint32_t gmem_cq_read(GmemAccelState *s, unsigned qid, hwaddr reg)
@@ -401,6 +427,8 @@ static const GmemRegBlock gmem_reg_blocks[] = {
       gmem_id_read, gmem_id_write },
     { GMEM_REG_FQ_BASE_LO, 0x100, 1, gmem_fq_regs, ARRAY_SIZE(gmem_fq_regs),
       gmem_fq_read, gmem_fq_write },
+    { GMEM_REG_AC_BASE_LO, 0x40, 1, gmem_ac_regs, ARRAY_SIZE(gmem_ac_regs),
+      gmem_ac_reg_read, gmem_ac_reg_write },
     { GMEM_REG_QUEUE_BASE, GMEM_REG_QUEUE_STRIDE, GMEM_NUM_QUEUES,
       gmem_cq_regs, ARRAY_SIZE(gmem_cq_regs), gmem_cq_read, gmem_cq_write },
     { GMEM_REG_COUNTER_BASE, 8, GMEM_NUM_COUNTERS, gmem_counter_regs,

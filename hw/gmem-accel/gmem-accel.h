@@ -32,6 +32,39 @@ typedef struct GmemFault {
     uint8_t reason;
 } GmemFault;
 
+/*
+ * A region the access counters track (gmem-accel-counters.c): set
+ * (ctx, aperture, va) % GMEM_AC_SETS, GMEM_AC_WAYS ways each.
+ */
+#define GMEM_AC_SETS (GMEM_AC_MAX_REGIONS / GMEM_AC_WAYS)
+typedef struct GmemAcRegion {
+    uint64_t va;            /* region base, while used */
+    uint64_t used;          /* AC tick of its last access; 0: a free way */
+    uint32_t count;
+    uint16_t ctx;
+    uint8_t aperture;       /* GMEM_AC_APERTURE_* */
+} GmemAcRegion;
+
+typedef struct GmemAc {
+    /* registers */
+    uint64_t base;
+    uint32_t entries_log2;
+    uint32_t ctrl;
+    uint32_t head;
+    uint32_t tail;
+    uint32_t granularity;   /* log2: GMEM_AC_GRAN_64K or _2M */
+    uint32_t threshold;
+    uint64_t clear_va;
+    uint32_t clear_ctx;
+    uint32_t notified;
+    uint32_t dropped;
+    uint32_t seq;
+    /* the table */
+    uint64_t tick;          /* accesses' clock, for replacement */
+    uint32_t tracked;       /* ways in use */
+    GmemAcRegion region[GMEM_AC_MAX_REGIONS];
+} GmemAc;
+
 /* Poisoned HBM pages a device holds at once (injected) */
 #define GMEM_POISON_MAX 16
 
@@ -164,6 +197,7 @@ struct GmemAccelState {
     uint32_t inv_done;
 
     uint64_t counters[GMEM_NUM_COUNTERS];
+    GmemAc ac;                      /* access counters (counters.c) */
 
     /* how the engines ran (QOM 'state'), not migrated */
     uint32_t inline_max_commands;   /* most one MMIO write started */
@@ -213,6 +247,7 @@ struct GmemAccelState {
  *   gmem-accel-regs.c     the register file: access table and decoder
  *   gmem-accel-exec.c     the DMA engines: running commands, budgets
  *   gmem-accel-fault.c    replayable faults and the fault queue
+ *   gmem-accel-counters.c access counters and their notification ring
  *   gmem-accel-queue.c    command queue state: fetch, check, complete
  *   gmem-accel-mmu.c      translation, contexts, TLB invalidation
  *   gmem-accel-mover.c    the engines' copies, on worker threads
@@ -264,6 +299,16 @@ int gmem_fault_respond(GmemAccelState *s, uint32_t val);
 void gmem_fq_enable(GmemAccelState *s, hwaddr addr, uint64_t val);
 void gmem_fq_irq_hold(GmemAccelState *s, hwaddr addr, uint64_t val);
 void gmem_cq_fault_hold(GmemAccelState *s, unsigned qid, bool hold);
+
+/* gmem-accel-counters.c */
+void gmem_ac_reset(GmemAccelState *s);
+uint32_t gmem_ac_read(GmemAccelState *s, hwaddr reg);
+void gmem_ac_write(GmemAccelState *s, hwaddr reg, uint64_t val);
+/* Count @len bytes at @va of @ctx that an engine step accessed. */
+void gmem_ac_count(GmemAccelState *s, uint16_t ctx, uint64_t va,
+                   uint64_t len, bool hbm);
+/* NULL if the loaded access-counter state is one the device could reach */
+const char *gmem_ac_check(GmemAccelState *s);
 
 /* gmem-accel-queue.c */
 void gmem_queue_break(GmemAccelState *s, unsigned qid);

@@ -83,7 +83,7 @@
 
 #define GMEM_ID_MAGIC               0x4d454d47  /* "GMEM" little-endian */
 #define GMEM_VERSION_MAJOR          0
-#define GMEM_VERSION_MINOR          10
+#define GMEM_VERSION_MINOR          11
 #define GMEM_VERSION ((GMEM_VERSION_MAJOR << 16) | GMEM_VERSION_MINOR)
 #define GMEM_VERSION_MAJOR_OF(v)    (((v) >> 16) & 0xffff)
 #define GMEM_VERSION_MINOR_OF(v)    ((v) & 0xffff)
@@ -98,7 +98,8 @@
 #define GMEM_CAP_FAULTS             (1u << 6)   /* replayable faults */
 #define GMEM_CAP_COHERENT           (1u << 7)   /* BAR2 is CPU-coherent RAM */
 #define GMEM_CAP_PAGE_64K           (1u << 8)   /* GMEM_PTE_CONT (from 0.5) */
-#define GMEM_CAP_KNOWN_MASK         0x000001ffu
+#define GMEM_CAP_ACCESS_COUNTERS    (1u << 9)   /* GMEM_REG_AC_* (from 0.11) */
+#define GMEM_CAP_KNOWN_MASK         0x000003ffu
 
 /* GMEM_REG_STATUS */
 #define GMEM_STATUS_READY           (1u << 0)
@@ -126,6 +127,7 @@
 #define GMEM_ERR_DMA                13  /* queue; addr bus/HBM address */
 #define GMEM_ERR_FAULT_OVERFLOW     14  /* group; fault queue full */
 #define GMEM_ERR_POISON             15  /* queue; addr the poisoned HBM page */
+#define GMEM_ERR_AC_DMA             16  /* ctx; addr the record's (0.11) */
 
 /* HBM size limits (BAR2 is a power of two) */
 #define GMEM_HBM_MIN_SIZE           (2ull << 20)
@@ -137,6 +139,8 @@
  */
 #define GMEM_MSIX_VECTORS           8
 #define GMEM_VEC_FAULT              0   /* fault records posted */
+/* access-counter records posted (0.11): one handler serves both queues */
+#define GMEM_VEC_ACCESS             GMEM_VEC_FAULT
 #define GMEM_VEC_ERROR              1   /* ERROR_CODE set */
 #define GMEM_NUM_QUEUE_VECTORS      (GMEM_MSIX_VECTORS - 2)
 /* a command with NOTIFY on queue q done */
@@ -185,6 +189,65 @@
 #define GMEM_REG_INV_TRIGGER        0x154   /* RW: sequence number */
 #define GMEM_REG_INV_DONE           0x158   /* RO: last sequence completed */
 #define GMEM_INV_ALL_CONTEXTS       0xffffu
+
+/*
+ * Access counters (from 0.11), as a GPU's: per context, the engines'
+ * accesses to each region of VA (1 << AC_GRANULARITY bytes, aligned)
+ * are counted apart for HBM (local) and system memory (remote), a page an
+ * operand touches in a command step counting one. A region whose count
+ * reaches AC_THRESHOLD gets a record in the notification ring (system
+ * memory, like the fault queue: full when TAIL + 1 == HEAD) and its count
+ * starts again from 0; with the ring full the record is dropped and
+ * AC_DROPPED counts it. The device tracks at most GMEM_AC_MAX_REGIONS
+ * regions at once (GMEM_AC_WAYS-way sets; a new region replaces its set's
+ * least recently touched one). Software clears one region (AC_CLEAR_VA and
+ * AC_CLEAR_CTX, then GMEM_AC_CLEAR_REGION to AC_CLEAR) or all of them.
+ */
+#define GMEM_REG_AC_BASE_LO         0x300   /* RW: ring base, record aligned */
+#define GMEM_REG_AC_BASE_HI         0x304
+#define GMEM_REG_AC_ENTRIES_LOG2    0x308   /* RW: 1..GMEM_RING_MAX_LOG2 */
+#define GMEM_REG_AC_CTRL            0x30c   /* RW: GMEM_AC_CTRL_* */
+#define GMEM_REG_AC_HEAD            0x310   /* RW: driver's consumer index */
+#define GMEM_REG_AC_TAIL            0x314   /* RO: device's producer index */
+#define GMEM_REG_AC_GRANULARITY     0x318   /* RW: log2 bytes, 16 or 21 */
+#define GMEM_REG_AC_THRESHOLD       0x31c   /* RW: 1..GMEM_AC_THRESHOLD_MAX */
+#define GMEM_REG_AC_CLEAR_VA_LO     0x320   /* RW: a VA in the region */
+#define GMEM_REG_AC_CLEAR_VA_HI     0x324
+#define GMEM_REG_AC_CLEAR_CTX       0x328   /* RW: its context */
+#define GMEM_REG_AC_CLEAR           0x32c   /* WO: GMEM_AC_CLEAR_* */
+#define GMEM_REG_AC_TRACKED         0x330   /* RO: regions tracked now */
+#define GMEM_REG_AC_NOTIFIED        0x334   /* RO: records written (wraps) */
+#define GMEM_REG_AC_DROPPED         0x338   /* RO: records dropped (wraps) */
+#define GMEM_REG_AC_CAPACITY        0x33c   /* RO: GMEM_AC_MAX_REGIONS */
+
+/* 0 -> 1 zeroes HEAD, TAIL, NOTIFIED, DROPPED and every region's count */
+#define GMEM_AC_CTRL_ENABLE         (1u << 0)
+#define GMEM_AC_GRAN_64K            16
+#define GMEM_AC_GRAN_2M             21
+#define GMEM_AC_THRESHOLD_MAX       65535
+#define GMEM_AC_THRESHOLD_DEFAULT   256     /* after reset, as UVM's */
+#define GMEM_AC_CLEAR_REGION        1       /* both apertures of one region */
+#define GMEM_AC_CLEAR_ALL           2
+#define GMEM_AC_MAX_REGIONS         256
+#define GMEM_AC_WAYS                4
+
+/*
+ * Access-counter record, at the notification ring's TAIL. Little-endian,
+ * no padding (both sides check its size).
+ */
+struct gmem_access_record {
+GMEM_LE64 va;           /* region base VA, GRANULARITY aligned */
+GMEM_LE32 count;        /* accesses counted, >= the threshold */
+GMEM_LE16 ctx;          /* context */
+GMEM_U8 aperture;       /* GMEM_AC_APERTURE_* */
+GMEM_U8 granularity;    /* log2 of the region's size: 16 or 21 */
+GMEM_LE32 seq;          /* device-wide record number */
+GMEM_LE32 reserved0;    /* 0 */
+GMEM_LE64 reserved1;    /* 0 */
+};
+#define GMEM_ACCESS_RECORD_SIZE     32
+#define GMEM_AC_APERTURE_LOCAL      0   /* HBM */
+#define GMEM_AC_APERTURE_REMOTE     1   /* system memory */
 
 /*
  * Command queues: GMEM_NUM_QUEUES rings of GMEM_CMD_SIZE descriptors in
