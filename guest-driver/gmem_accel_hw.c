@@ -22,6 +22,7 @@ static_assert(sizeof(struct gmem_cmd_desc) == GMEM_CMD_SIZE);
 static_assert(offsetof(struct gmem_cmd_desc, src_stride) == 52);
 static_assert(sizeof(struct gmem_fault_record) == GMEM_FAULT_RECORD_SIZE);
 static_assert(offsetof(struct gmem_fault_record, slot) == 28);
+static_assert(sizeof(struct gmem_access_record) == GMEM_ACCESS_RECORD_SIZE);
 static_assert((1u << GMEM_FQ_LOG2) - 1 >= (GMEM_NUM_CONTEXTS - 1) * GMEM_FAULT_GROUP_MAX);
 static_assert(GMEM_FQ_LOG2 <= GMEM_RING_MAX_LOG2);
 
