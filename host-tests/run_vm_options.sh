@@ -29,6 +29,8 @@ check "--help describes every mode" bash -c \
 	"'$REPO/scripts/run-vm.sh' --help | grep -q -- '--shell' && '$REPO/scripts/run-vm.sh' --help | grep -q -- '--run CMD'"
 check "run-bench.sh --help: its usage, before it builds anything" bash -c \
 	"GMEM_BUILD_DIR=/nonexistent timeout 10 '$REPO/scripts/run-bench.sh' --help | grep -q -- '--boots N'"
+check "run-tests.sh --help: its usage, before it builds anything" bash -c \
+	"GMEM_BUILD_DIR=/nonexistent timeout 10 '$REPO/scripts/run-tests.sh' --help | grep -q 'GMEM_DEBUG_KERNELS'"
 
 # A QEMU that aborts before the guest wrote anything (TCG's iotlb_to_section() assertion)
 # boots once more; one that aborts again, or after the guest wrote, fails the run. So does a

@@ -94,6 +94,13 @@ else
 	src=$(fetch_debian_source)
 fi
 version=$(cat "$src/VERSION")
+# One build at a time in the shared tree: another checkout's build re-points the overlay and
+# rebuilds the device's objects, which a second ninja in the same directory would race.
+exec {lock}>"$GMEM_CACHE/qemu-build.lock"
+if ! flock -n "$lock"; then
+	step "waiting for another checkout's QEMU build to finish (lock $GMEM_CACHE/qemu-build.lock)"
+	flock "$lock"
+fi
 overlay_device "$src"
 
 key=$(hash_of "$src" "${CONFIGURE_ARGS[*]}" "$repo/hw/gmem-accel/gmem-accel.mak")
@@ -104,13 +111,16 @@ if [ ! -f "$build/build.ninja" ]; then
 	(cd "$build" && "$src/configure" "${CONFIGURE_ARGS[@]}" >configure.log 2>&1) ||
 		{ tail -n 30 "$build/configure.log" >&2; rm -f "$build/build.ninja"; die "QEMU configure failed; full log: $build/configure.log"; }
 fi
-# ninja compares mtimes only: when the overlay now points at another checkout, whose files may
-# be older than the outputs, drop everything made from the device's files (objects and the
-# generated trace code) so it is rebuilt from that checkout.
-if [ "$(cat "$build/.gmem-overlay-src" 2>/dev/null)" != "$repo" ]; then
+# ninja compares mtimes only: when the overlay now points at files of other content (another
+# checkout's, which may be older than the outputs), drop everything made from the device's
+# files (objects and the generated trace code) so it is rebuilt from them. A checkout with the
+# same files (a worktree, a fresh clone) rebuilds nothing.
+overlay=$(cd "$repo" && find hw/gmem-accel host-tests/qtest -type f -print0 | sort -z |
+	xargs -0 sha256sum | sha256sum | cut -c1-12)
+if [ "$(cat "$build/.gmem-overlay-src" 2>/dev/null)" != "$overlay" ]; then
 	find "$build" \( -name '*hw_gmem-accel_*.o' -o -name 'trace-hw_gmem_accel.*' \) -delete
 	rm -rf "$build/tests/qtest/gmem-accel"
-	echo "$repo" >"$build/.gmem-overlay-src"
+	echo "$overlay" >"$build/.gmem-overlay-src"
 fi
 step "building $target $version with gmem-accel${sanitize:+ ($sanitize)} (incremental; a cold build takes ~5-10 min on 2 cores)"
 set -o pipefail

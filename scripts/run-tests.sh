@@ -10,6 +10,9 @@
 # on any failure.
 #   scripts/run-tests.sh [run-vm.sh options for the guest suites, e.g. --accel kvm]
 set -euo pipefail
+case "${1:-}" in
+-h | --help) sed -n '2,11s/^# \{0,3\}//p' "$0"; exit 0 ;;
+esac
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$repo/scripts/lib/log.sh"
 . "$repo/scripts/lib/cache.sh"
