@@ -15,6 +15,7 @@
 
 #include "gmem_accel_hbm.h"
 #include "gmem_accel_migrate.h"
+#include "gmem_accel_trace.h"
 
 static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
 			     struct gmem_owner *only, struct mm_struct *held, bool ahead,
@@ -29,6 +30,7 @@ static bool gmem_hbm_evict_chunk(struct gmem_accel *g, struct mm_struct *held, b
 {
 	struct gmem_hbm *hbm = &g->hbm;
 	struct gmem_chunk *victim;
+	u64 begun_ns = ktime_get_ns();
 
 	spin_lock(&hbm->lock);
 	victim = list_first_entry_or_null(&hbm->lru, struct gmem_chunk, link);
@@ -42,6 +44,7 @@ static bool gmem_hbm_evict_chunk(struct gmem_accel *g, struct mm_struct *held, b
 		gmem_dev_count(g, GMEM_DEV_EVICTIONS_AHEAD, 1);
 	gmem_evict_range(g, gmem_chunk_pfn(hbm, victim), GMEM_WINDOW_PAGES, NULL, held, ahead,
 			 true);
+	trace_gmem_accel_evict(victim - hbm->chunks, ahead, begun_ns);
 	return true;
 }
 

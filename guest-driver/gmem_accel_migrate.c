@@ -20,6 +20,7 @@
 #include "gmem_accel_hbm.h"
 #include "gmem_accel_migrate.h"
 #include "gmem_accel_fault.h"
+#include "gmem_accel_trace.h"
 
 /*
  * Can a THP move whole into @g's HBM and back (7.3; never on 6.12)? Into private HBM only: 7.3
@@ -62,6 +63,7 @@ static int gmem_window_out_begin(struct gmem_accel *g, struct gmem_migration *m,
 	unsigned long npages = (end - start) >> PAGE_SHIFT;
 	int ret;
 
+	m->begun_ns = ktime_get_ns();
 	*args = (struct migrate_vma) {
 		.vma = vma,
 		.start = start,
@@ -99,6 +101,8 @@ static int gmem_window_out_end(struct gmem_accel *g, struct gmem_migration *m,
 	*moved = gmem_count_migrated(m, npages);
 	migrate_vma_finalize(args);
 	gmem_dev_count(g, GMEM_DEV_MIGRATED_TO_SYSTEM, *moved);
+	trace_gmem_accel_migrate(m->ctx ? m->ctx->id : -1, args->start, args->end, false, *moved,
+				 ret, m->begun_ns);
 	return ret;
 }
 
@@ -199,6 +203,7 @@ static int gmem_window_in_begin(struct gmem_ctx *ctx, struct gmem_migration *m,
 	if (!mni)
 		return 0;
 	m->mni = mni;
+	m->begun_ns = ktime_get_ns();
 	*args = (struct migrate_vma) {
 		.vma = vma,
 		.start = start,
@@ -282,6 +287,7 @@ static int gmem_window_in_end(struct gmem_ctx *ctx, struct gmem_migration *m,
 	gmem_dev_count(ctx->g, GMEM_DEV_MIGRATED_TO_DEVICE, *moved);
 	if (m->peer)
 		gmem_dev_count(ctx->g, GMEM_DEV_MIGRATED_FROM_PEER, *moved);
+	trace_gmem_accel_migrate(ctx->id, args->start, args->end, true, *moved, ret, m->begun_ns);
 	return ret;
 }
 

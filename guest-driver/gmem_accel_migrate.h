@@ -41,6 +41,7 @@ struct gmem_migration {
 	/* gmem_migrate() into HBM with GMEM_MIGRATE_PEERS: what came from other devices' */
 	bool peers;
 	u64 peer_start, peer_end;
+	u64 begun_ns;				/* the move's start, for its trace event */
 
 	unsigned long src[GMEM_WINDOW_PAGES];
 	unsigned long dst[GMEM_WINDOW_PAGES];

@@ -3,7 +3,7 @@
  * gmem-accel driver trace events: /sys/kernel/tracing/events/gmem_accel/. The fault path
  * (one event per group, one per hmm_range_fault window) and the invalidation path (notifier
  * callbacks, device TLB invalidations), plus command submission to relate them to batches,
- * and device-to-device migration.
+ * migration both ways and from peers, and eviction (scripts/run-timeline.sh lays them out).
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM gmem_accel
@@ -193,6 +193,60 @@ TRACE_EVENT(gmem_accel_migrate_peer,
 	TP_printk("ctx=%u from=%s start=%#llx end=%#llx moved=%lu err=%d",
 		  __entry->ctx, __get_str(peer), __entry->start, __entry->end, __entry->moved,
 		  __entry->err)
+);
+
+/*
+ * A window's move between system memory and HBM, when done: the pages that moved, and when it
+ * began (ktime_get_ns(), the clock of trace_clock "mono") so that a timeline shows its span.
+ * @ctx: the context that asked, -1 for none (a CPU access, an eviction).
+ */
+TRACE_EVENT(gmem_accel_migrate,
+	TP_PROTO(int ctx, u64 start, u64 end, bool to_device, unsigned long moved, int err,
+		 u64 begun_ns),
+	TP_ARGS(ctx, start, end, to_device, moved, err, begun_ns),
+	TP_STRUCT__entry(
+		__field(int, ctx)
+		__field(u64, start)
+		__field(u64, end)
+		__field(bool, to_device)
+		__field(unsigned long, moved)
+		__field(int, err)
+		__field(u64, begun_ns)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__entry->start = start;
+		__entry->end = end;
+		__entry->to_device = to_device;
+		__entry->moved = moved;
+		__entry->err = err;
+		__entry->begun_ns = begun_ns;
+	),
+	TP_printk("ctx=%d start=%#llx end=%#llx to=%s moved=%lu err=%d begun=%llu",
+		  __entry->ctx, __entry->start, __entry->end,
+		  __entry->to_device ? "device" : "system", __entry->moved, __entry->err,
+		  __entry->begun_ns)
+);
+
+/*
+ * HBM's 2 MiB chunk number @chunk evicted to make room, when done (@begun_ns as
+ * gmem_accel_migrate's).
+ */
+TRACE_EVENT(gmem_accel_evict,
+	TP_PROTO(unsigned int chunk, bool ahead, u64 begun_ns),
+	TP_ARGS(chunk, ahead, begun_ns),
+	TP_STRUCT__entry(
+		__field(unsigned int, chunk)
+		__field(bool, ahead)
+		__field(u64, begun_ns)
+	),
+	TP_fast_assign(
+		__entry->chunk = chunk;
+		__entry->ahead = ahead;
+		__entry->begun_ns = begun_ns;
+	),
+	TP_printk("chunk=%u %s begun=%llu", __entry->chunk,
+		  __entry->ahead ? "ahead" : "for-room", __entry->begun_ns)
 );
 
 #endif /* GMEM_ACCEL_TRACE_H */
