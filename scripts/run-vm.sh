@@ -48,7 +48,8 @@ Options:
   --boot-timeout SEC   a guest that has not reached its init after SEC seconds is stopped and
                        booted once more (TCG now and then hangs a boot); 0 = never (default
                        300; boot to init takes ~6 s)
-  --results FILE       keep the guest's TAP results in FILE (suite mode)
+  --results FILE       keep what the guest wrote to its results port in FILE: the TAP
+                       results, or what the --run command wrote to /dev/ttyS1
   --no-build           boot what was built last, do not build
   -h, --help           this text
 Environment: GMEM_QEMU_SRC (your QEMU 10.0 tree), GMEM_KERNEL_SRC (your tree of a guest
@@ -303,9 +304,9 @@ fi
 
 stop_relay
 
+[ -z "$results" ] || cp "$results_log" "$results"
 case "$mode" in
 suite)
-	[ -z "$results" ] || cp "$results_log" "$results"
 	/usr/bin/python3 "$repo/scripts/lib/tap_summary.py" --name guest "$results_log" || status=1
 	;;
 run)
