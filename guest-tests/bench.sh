@@ -40,6 +40,8 @@ if has_thp_bench; then
 	thp_bench gmem-accel
 	rm -f /dev/hmm_dmirror0
 fi
+# The memory policies, each on and off (gmem-accel's own: test_hmm has none).
+/usr/libexec/gmem-accel/policy-bench "$dev" || exit 1
 insmod /lib/modules/test_hmm.ko || exit 1
 trap 'rmmod test_hmm; mm_scanners_restore' EXIT
 "$bench" test_hmm /dev/hmm_dmirror0 - $most || exit 1

@@ -26,7 +26,7 @@ targets() { sed -n "/^## Linux $1/,/^## /p" "$tmp/table" | grep '^- .* (wanted';
 has() { targets "$1" | grep -qF -- "$2"; }
 lacks() { ! has "$@"; }
 
-plan 6
+plan 9
 check "7.3: migrate vs memcpy, 2700 MiB/s of 8 GiB/s = 0.33, met" has 7.3.4 "- migrate_to_device vs memcpy: 0.33 (wanted ≥ 0.25): met"
 check "7.3: CPU faults back vs memcpy, 0.12, not met" has 7.3.4 "- cpu_fault_back vs memcpy: 0.12 (wanted ≥ 0.25): not met"
 check "7.3: no migrate vs test_hmm (6.12's target)" lacks 7.3.4 "migrate_to_device vs test_hmm"
@@ -35,4 +35,25 @@ check "6.12: no memcpy target of the migration or the CPU faults (7.3's)" \
 	bash -c "! grep -qE 'migrate_to_device vs memcpy|cpu_fault_back vs memcpy' <<<\"\$(sed -n '/^## Linux 6.12/,\$p' '$tmp/table')\""
 check "both: the fault round trip against test_hmm (20 over 17 us = 1.18)" \
 	bash -c "grep -c -- '- fault_rt_p50 vs test_hmm: 1.18 (wanted ≥ 1.0): met' '$tmp/table' | grep -qx 2"
+
+# The policy figures: medians over boots, each policy against its absence, and the plot.
+cat >>"$tmp/bench-7.3.4.txt" <<END
+BENCH-POLICY stream prefetch 100 10 0 0 640
+BENCH-POLICY stream prefetch 300 30 0 0 213
+BENCH-POLICY stream prefetch 200 20 0 0 320
+BENCH-POLICY stream no-prefetch 800 16384 0 0 80
+BENCH-POLICY oversub4x defaults 1000 100 9000 40 2048
+BENCH-POLICY oversub4x all-off 2000 400 9000 40 1024
+END
+mkdir "$tmp/svg"
+/usr/bin/python3 "$REPO/scripts/lib/bench_table.py" --svg-dir "$tmp/svg" "$tmp/bench-7.3.4.txt" \
+	>"$tmp/policy" || { echo "bench_table.py --svg-dir failed" | diag; exit 1; }
+check "policy rows: the median of the boots (200 ms, 20 groups), and vs memcpy" \
+	grep -qF "| stream: 64 MiB of CPU-written memory the device reads a page a command, in order | prefetch | 200 | 20 | 0 | 0 | 320.0 | 0.039 |" "$tmp/policy"
+check "each policy against its absence (200/800 ms, 20/16384 groups)" \
+	grep -qF -- "- density prefetch (stream): time 0.25, fault groups 0.00, pages migrated –" "$tmp/policy"
+check "the plot is written, linked, and draws every run" \
+	bash -c "grep -qF '](benchmarks-policies-7.3.svg)' '$tmp/policy' &&
+		[ \$(grep -c '<rect' '$tmp/svg/benchmarks-policies-7.3.svg') = 4 ] &&
+		python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' '$tmp/svg/benchmarks-policies-7.3.svg'"
 tap_done

@@ -52,7 +52,9 @@ for k in "${GMEM_KERNELS[@]}"; do
 	} >"$results/bench-$k.txt"
 	files+=("$results/bench-$k.txt")
 done
-table=$(/usr/bin/python3 "$repo/scripts/lib/bench_table.py" "${files[@]}")
+svg=()
+[ "$write" = 0 ] || svg=(--svg-dir "$repo/docs")
+table=$(/usr/bin/python3 "$repo/scripts/lib/bench_table.py" "${svg[@]}" "${files[@]}")
 echo "$table"
 if [ "$write" = 1 ]; then
 	printf '%s\n' "$table" >"$repo/docs/benchmarks.md"

@@ -4,10 +4,16 @@
 gmem-accel next to test_hmm.ko (the reference) and host memcpy (the limit), then issue 22's
 targets, met or not. A metric seen in several boots (run-bench.sh --boots) is their median.
 
-    bench_table.py BENCH_FILE...
+    bench_table.py [--svg-dir DIR] BENCH_FILE...
+
+With --svg-dir, the policy figures are also drawn, one SVG per kernel in DIR
+(benchmarks-policies-<kernel>.svg), and the table links them.
 """
+import os
 import statistics
 import sys
+
+import bench_policy
 
 ROWS = [
     ("fault_rt_p50", "device fault round trip, one page, p50"),
@@ -66,7 +72,7 @@ def to_gibps(value, unit):
     return value / 1024 if unit == "MiB/s" else value
 
 
-def section(path, first):
+def section(path, first, svg_dir=None):
     runs, info, thp_runs = {}, {}, {}
     with open(path) as f:
         for line in f:
@@ -157,17 +163,27 @@ def section(path, first):
             out.append(f"| {mib} MiB | " + " | ".join(fmt(x, 3) for x in g + t) + " | " +
                        " | ".join(fmt(x) for x in vs_ref) + " | " +
                        " | ".join(fmt(x, 3) for x in vs_memcpy) + " |")
+    out += bench_policy.table(path, memcpy)
+    plot = svg_dir and bench_policy.svg(path, f"Memory policies, Linux {release}")
+    if plot:
+        name = f"benchmarks-policies-{release.split('.')[0]}.{release.split('.')[1]}.svg"
+        with open(os.path.join(svg_dir, name), "w") as f:
+            f.write(plot)
+        out += ["", f"![Memory policies on Linux {release}]({name})"]
     return out
 
 
-def main(paths):
+def main(args):
+    svg_dir = None
+    if args[:1] == ["--svg-dir"] and len(args) > 1:
+        svg_dir, args = args[1], args[2:]
     out = []
-    for i, path in enumerate(paths):
-        out += ([""] if i else []) + section(path, i == 0)
+    for i, path in enumerate(args):
+        out += ([""] if i else []) + section(path, i == 0, svg_dir)
     print("\n".join(out))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit("usage: bench_table.py BENCH_FILE... (one per guest kernel)")
+    if len(sys.argv) < 2 or sys.argv[1:] == ["--svg-dir"]:
+        sys.exit("usage: bench_table.py [--svg-dir DIR] BENCH_FILE... (one per guest kernel)")
     main(sys.argv[1:])

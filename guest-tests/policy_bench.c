@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * For scripts/run-bench.sh (not a suite test): the driver's memory policies (docs/uapi.md,
+ * "Memory policy"), each on and off, on the workload it is for: a device streaming through
+ * CPU-written memory a page per command (density prefetch; and each replay policy), the same
+ * pages in random order, a CPU/device ping-pong on one page set (thrashing mitigation), a
+ * device reading one remote range over and over (access-counter migration), and a working set
+ * 4x the HBM that the device streams through twice with PREFER_DEVICE advice (every policy at
+ * its default, against every policy off). One line a run:
+ *   BENCH-POLICY <workload> <setting> <ms> <fault groups> <pages migrated> <evictions> <MiB/s>
+ * A policy whose parameter the driver lacks is skipped (BENCH-POLICY-SKIP). Every run checks
+ * its bytes. Parameters are restored at the end.
+ *   policy-bench GMEM_DEVICE
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gmem_accel_uapi.h"
+#include "gmem_test_util.h"
+
+#define PAGE 4096ul
+#define MiB (1ul << 20)
+#define PARAMS "/sys/module/gmem_accel/parameters/"
+
+static int dev;
+static char scratch[64 * 1024] __attribute__((aligned(4096)));
+
+static void __attribute__((noreturn)) die(const char *what)
+{
+	fprintf(stderr, "policy-bench: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int64_t stat_of(const char *name)
+{
+	int64_t v;
+
+	if (gmem_debugfs_stat(dev, name, &v))
+		die(name);
+	return v;
+}
+
+/* The parameters this run changed, to restore at exit. */
+static struct { char name[64], value[32]; } saved[16];
+static int nsaved;
+
+/* Set driver parameter @name to @value; false if the driver has no such parameter. */
+static bool param_set(const char *name, const char *value)
+{
+	char path[160], old[32];
+	int i;
+
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	if (read_sysfs(path, old, sizeof(old)))
+		return false;
+	for (i = 0; i < nsaved && strcmp(saved[i].name, name); i++)
+		;
+	if (i == nsaved && nsaved < 16) {
+		snprintf(saved[i].name, sizeof(saved[i].name), "%s", name);
+		snprintf(saved[i].value, sizeof(saved[i].value), "%s", old);
+		nsaved++;
+	}
+	if (write_sysfs(path, value))
+		die(path);
+	return true;
+}
+
+static void params_restore(void)
+{
+	for (int i = 0; i < nsaved; i++) {
+		char path[160];
+
+		snprintf(path, sizeof(path), PARAMS "%.63s", saved[i].name);
+		write_sysfs(path, saved[i].value);
+	}
+}
+
+/* Every policy off, or every one back at its default (as the module was loaded). */
+static bool policies_off(bool off)
+{
+	static const char *const names[] = { "uvm_perf_prefetch_enable",
+					     "uvm_perf_thrashing_enable",
+					     "uvm_perf_access_counter_migration_enable" };
+	bool all = true;
+
+	for (unsigned int i = 0; i < 3; i++) {
+		if (off) {
+			all &= param_set(names[i], "0");
+			continue;
+		}
+		for (int j = 0; j < nsaved; j++) {
+			char path[160];
+
+			if (strcmp(saved[j].name, names[i]))
+				continue;
+			snprintf(path, sizeof(path), PARAMS "%s", names[i]);
+			write_sysfs(path, saved[j].value);
+		}
+	}
+	return all;
+}
+
+struct run {
+	double t0;
+	int64_t groups, migrated, evictions;
+};
+
+static void run_begin(struct run *r)
+{
+	r->groups = stat_of("fault_groups");
+	r->migrated = stat_of("migrated_to_device") + stat_of("migrated_to_system");
+	r->evictions = stat_of("evictions");
+	r->t0 = now_ms();
+}
+
+static void run_end(struct run *r, const char *workload, const char *setting, size_t bytes)
+{
+	double ms = now_ms() - r->t0;
+
+	printf("BENCH-POLICY %s %s %.1f %lld %lld %lld %.1f\n", workload, setting, ms,
+	       (long long)(stat_of("fault_groups") - r->groups),
+	       (long long)(stat_of("migrated_to_device") + stat_of("migrated_to_system") -
+			   r->migrated),
+	       (long long)(stat_of("evictions") - r->evictions), bytes / MiB / (ms / 1e3));
+	fflush(stdout);
+}
+
+static char *fresh(size_t len, bool populate)
+{
+	char *p = map_anon(len, PROT_READ | PROT_WRITE);
+
+	if (!p)
+		die("mmap");
+	if (populate)
+		pattern(p, len, 7);
+	return p;
+}
+
+/* The device reads @npages pages of @buf, one COPY a page, in the order @order gives. */
+static void read_pages(int fd, char *buf, const unsigned int *order, unsigned int npages)
+{
+	struct gmem_accel_cmd c[GMEM_ACCEL_MAX_BATCH];
+
+	for (unsigned int i = 0; i < npages; i += GMEM_ACCEL_MAX_BATCH) {
+		unsigned int n = npages - i < GMEM_ACCEL_MAX_BATCH ? npages - i :
+								   GMEM_ACCEL_MAX_BATCH;
+
+		for (unsigned int k = 0; k < n; k++)
+			c[k] = (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_COPY,
+				.dst = (uintptr_t)scratch + (k % 16) * PAGE,
+				.src = (uintptr_t)buf + (size_t)order[i + k] * PAGE, .size = PAGE };
+		if (run_cmds(fd, c, n))
+			die("device read");
+	}
+}
+
+/* A page at a time, in order or not: 64 MiB of CPU-written memory the device reads. */
+static void bench_touch(int fd, const char *workload, const char *setting, bool random)
+{
+	unsigned int npages = 64 * MiB / PAGE, *order = malloc(npages * sizeof(*order));
+	char *buf = fresh(64 * MiB, true);
+	unsigned int seed = 1;
+	struct run r;
+
+	if (!order)
+		die("malloc");
+	for (unsigned int i = 0; i < npages; i++)
+		order[i] = i;
+	for (unsigned int i = npages - 1; random && i > 0; i--) {
+		unsigned int j, t;
+
+		seed = seed * 1103515245 + 12345;
+		j = seed % (i + 1);
+		t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	run_begin(&r);
+	read_pages(fd, buf, order, npages);
+	run_end(&r, workload, setting, 64 * MiB);
+	/* The last page read is in scratch: the bytes came through. */
+	if (memcmp(scratch + ((npages - 1) % 16) * PAGE, buf + (size_t)order[npages - 1] * PAGE,
+		   PAGE)) {
+		errno = EIO;
+		die("device read: wrong bytes");
+	}
+	munmap(buf, 64 * MiB);
+	free(order);
+}
+
+static void advise(int fd, void *p, size_t len, unsigned int location)
+{
+	struct gmem_accel_advise a = { .addr = (uintptr_t)p, .size = len, .location = location };
+
+	if (ioctl(fd, GMEM_ACCEL_IOC_ADVISE, &a))
+		die("advise");
+}
+
+/*
+ * The CPU and the device take turns writing the same 64 pages, which prefer HBM: the CPU the
+ * first byte of each, the device the second half of each.
+ */
+static void bench_pingpong(int fd, const char *setting)
+{
+	const size_t len = GMEM_ACCEL_MAX_BATCH * PAGE;
+	const unsigned int rounds = 200;
+	struct gmem_accel_cmd c[GMEM_ACCEL_MAX_BATCH];
+	char *buf = fresh(len, true);
+	struct run r;
+
+	for (unsigned int k = 0; k < GMEM_ACCEL_MAX_BATCH; k++)
+		c[k] = (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_FILL,
+			.dst = (uintptr_t)buf + k * PAGE + PAGE / 2, .size = PAGE / 2,
+			.value = 0x5a5a5a5a5a5a5a5aull };
+	advise(fd, buf, len, GMEM_ACCEL_PREFER_DEVICE);
+	run_begin(&r);
+	for (unsigned int i = 0; i < rounds; i++) {
+		for (size_t off = 0; off < len; off += PAGE)
+			buf[off] = (char)i;
+		if (run_cmds(fd, c, GMEM_ACCEL_MAX_BATCH))
+			die("ping-pong: device write");
+	}
+	run_end(&r, "pingpong", setting, 2 * rounds * len);
+	for (size_t off = 0; off < len; off += PAGE)
+		if (buf[off] != (char)(rounds - 1) || buf[off + PAGE / 2] != 0x5a) {
+			errno = EIO;
+			die("ping-pong: wrong bytes");
+		}
+	munmap(buf, len);
+}
+
+/* The device reads the same 2 MiB of system memory over and over, 64 KiB a command. */
+static void bench_hammer(int fd, const char *setting)
+{
+	const size_t len = 2 * MiB;
+	const unsigned int passes = 64;
+	char *buf = fresh(len, true);
+	struct gmem_accel_cmd c[GMEM_ACCEL_MAX_BATCH];
+	unsigned int n = 0;
+	struct run r;
+
+	run_begin(&r);
+	for (unsigned int p = 0; p < passes; p++) {
+		for (size_t off = 0; off < len; off += sizeof(scratch)) {
+			c[n++] = (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_COPY,
+				.dst = (uintptr_t)scratch, .src = (uintptr_t)buf + off,
+				.size = sizeof(scratch) };
+			if (n == GMEM_ACCEL_MAX_BATCH) {
+				if (run_cmds(fd, c, n))
+					die("hammer");
+				n = 0;
+			}
+		}
+	}
+	if (n && run_cmds(fd, c, n))
+		die("hammer");
+	run_end(&r, "hammer", setting, passes * len);
+	if (memcmp(scratch, buf + len - sizeof(scratch), sizeof(scratch))) {
+		errno = EIO;
+		die("hammer: wrong bytes");
+	}
+	munmap(buf, len);
+}
+
+/* A working set 4x the HBM, preferring it, that the device reads through twice. */
+static void bench_oversub(int fd, const char *setting)
+{
+	struct gmem_accel_info info = { 0 };
+	struct gmem_accel_cmd c[GMEM_ACCEL_MAX_BATCH];
+	size_t len;
+	unsigned int n = 0;
+	struct run r;
+	char *buf;
+
+	if (ioctl(fd, GMEM_ACCEL_IOC_GET_INFO, &info))
+		die("info");
+	len = 4 * (info.hbm_size & ~(2 * MiB - 1));
+	buf = fresh(len, true);
+	advise(fd, buf, len, GMEM_ACCEL_PREFER_DEVICE);
+	run_begin(&r);
+	for (unsigned int pass = 0; pass < 2; pass++) {
+		for (size_t off = 0; off < len; off += sizeof(scratch)) {
+			c[n++] = (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_COPY,
+				.dst = (uintptr_t)scratch, .src = (uintptr_t)buf + off,
+				.size = sizeof(scratch) };
+			if (n == GMEM_ACCEL_MAX_BATCH) {
+				if (run_cmds(fd, c, n))
+					die("oversubscription");
+				n = 0;
+			}
+		}
+	}
+	if (n && run_cmds(fd, c, n))
+		die("oversubscription");
+	run_end(&r, "oversub4x", setting, 2 * len);
+	if (memcmp(scratch, buf + len - sizeof(scratch), sizeof(scratch))) {
+		errno = EIO;
+		die("oversubscription: wrong bytes");
+	}
+	munmap(buf, len);
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const replay[] = { "block", "batch", "batch_flush", "once" };
+	int fd;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: policy-bench GMEM_DEVICE\n");
+		return 2;
+	}
+	dev = atoi(argv[1]);
+	fd = gmem_open(dev, O_RDWR);
+	if (fd < 0)
+		die("open /dev/gmem_accelN");
+	atexit(params_restore);
+	/* (the page the results land in, mapped once for every run) */
+	memset(scratch, 0, sizeof(scratch));
+
+	for (int on = 1; on >= 0; on--) {
+		if (!param_set("uvm_perf_prefetch_enable", on ? "1" : "0")) {
+			printf("BENCH-POLICY-SKIP prefetch\n");
+			break;
+		}
+		bench_touch(fd, "stream", on ? "prefetch" : "no-prefetch", false);
+		bench_touch(fd, "random", on ? "prefetch" : "no-prefetch", true);
+	}
+	params_restore();
+	for (unsigned int i = 0; i < 4; i++) {
+		char v[4];
+
+		snprintf(v, sizeof(v), "%u", i);
+		if (!param_set("uvm_perf_fault_replay_policy", v)) {
+			printf("BENCH-POLICY-SKIP replay\n");
+			break;
+		}
+		bench_touch(fd, "stream", replay[i], false);
+	}
+	params_restore();
+	for (int on = 1; on >= 0; on--) {
+		if (!param_set("uvm_perf_thrashing_enable", on ? "1" : "0")) {
+			printf("BENCH-POLICY-SKIP thrashing\n");
+			break;
+		}
+		/* TCG's round trips are slower than a GPU's: UVM's emulation lapse. */
+		param_set("uvm_perf_thrashing_lapse_usec", "400000");
+		bench_pingpong(fd, on ? "thrashing" : "no-thrashing");
+	}
+	params_restore();
+	for (int on = 1; on >= 0; on--) {
+		if (!param_set("uvm_perf_access_counter_migration_enable", on ? "1" : "0")) {
+			printf("BENCH-POLICY-SKIP access-counters\n");
+			break;
+		}
+		bench_hammer(fd, on ? "access-counters" : "no-access-counters");
+	}
+	params_restore();
+	bench_oversub(fd, "defaults");
+	if (policies_off(true))
+		bench_oversub(fd, "all-off");
+	else
+		printf("BENCH-POLICY-SKIP all-off\n");
+	policies_off(false);
+	close(fd);
+	return 0;
+}
