@@ -302,9 +302,10 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 		gmem_dev_count(g, GMEM_DEV_FAULT_THROTTLES, 1);
 		msleep(a.nap_ms);
 	}
-	gmem_fault_respond(g, &a);
+	/* (counted first: a process that sees its command done sees the count) */
 	gmem_dev_count(g, GMEM_DEV_REPLAY_BATCHES, 1);
 	gmem_dev_count(g, GMEM_DEV_REPLAY_BATCH_GROUPS, 1);
+	gmem_fault_respond(g, &a);
 }
 
 /*

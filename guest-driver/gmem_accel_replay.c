@@ -145,10 +145,10 @@ unsigned int gmem_replay_drain(struct gmem_accel *g, struct gmem_fault *group,
 		}
 		if (nap_ms)
 			msleep(nap_ms);
-		for (unsigned int i = 0; i < k; i++)
-			gmem_fault_respond(g, &answers[i]);
 		gmem_dev_count(g, GMEM_DEV_REPLAY_BATCHES, 1);
 		gmem_dev_count(g, GMEM_DEV_REPLAY_BATCH_GROUPS, k);
+		for (unsigned int i = 0; i < k; i++)
+			gmem_fault_respond(g, &answers[i]);
 		done += k;
 		cond_resched();
 	}
