@@ -19,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -36,6 +37,15 @@
 
 static const char *const params[] = { P_ENABLE, P_THRESHOLD, P_MIN_FAULTS, P_POLICY, P_BATCH };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
+
+/* Seconds on the monotonic clock: printed beside the counts, never asserted. */
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 static int set_param(const char *path, long v)
 {
@@ -141,6 +151,7 @@ static size_t fill_mismatches(const uint8_t *buf, size_t len, unsigned int seed)
 
 struct run {
 	uint64_t groups;	/* the context's fault groups */
+	double secs;		/* the touch took */
 	int64_t prefetched;	/* the device's prefetch_pages */
 	int ret;
 	size_t bad;		/* pages with wrong bytes */
@@ -156,7 +167,9 @@ static struct run fresh_run(size_t len, bool on, unsigned int seed)
 
 	if (!buf || fd < 0 || set_param(P_ENABLE, on))
 		goto out;
+	r.secs = now_s();
 	r.ret = touch_in_order(fd, buf, NULL, len, seed);
+	r.secs = now_s() - r.secs;
 	r.groups = ctx_stats(fd).fault_groups;
 	r.prefetched = stat0("prefetch_pages") - pf0;
 	r.bad = fill_mismatches(buf, len, seed);
@@ -204,9 +217,9 @@ TEST_F_TIMEOUT(prefetch, sequential_fresh_cuts_fault_groups, 1200)
 	EXPECT_LT(0, on.prefetched);
 	EXPECT_LE(on.groups * 4, off.groups) TH_LOG("fault groups: %llu on, %llu off",
 		(unsigned long long)on.groups, (unsigned long long)off.groups);
-	ksft_print_msg("%zu MiB fresh: %llu fault groups off, %llu on, %lld pages prefetched\n",
-		       len / MIB, (unsigned long long)off.groups, (unsigned long long)on.groups,
-		       (long long)on.prefetched);
+	ksft_print_msg("%zu MiB fresh: %llu fault groups off (%.2f s), %llu on (%.2f s), %lld pages prefetched\n",
+		       len / MIB, (unsigned long long)off.groups, off.secs,
+		       (unsigned long long)on.groups, on.secs, (long long)on.prefetched);
 }
 
 /*
@@ -411,9 +424,12 @@ TEST_F_TIMEOUT(prefetch, replay_policies_complete, 1800)
 	for (int policy = 0; policy < 4; policy++) {
 		int64_t b0 = stat0("replay_batches"), g0 = stat0("replay_batch_groups");
 		int64_t c0 = stat0("cancels"), batches, groups;
+		double t;
 
 		ASSERT_EQ(0, set_param(P_POLICY, policy));
+		t = now_s();
 		EXPECT_EQ(0, run_policy_workload(procs, rounds)) TH_LOG("policy %d", policy);
+		t = now_s() - t;
 		batches = stat0("replay_batches") - b0;
 		groups = stat0("replay_batch_groups") - g0;
 		EXPECT_EQ(0, stat0("cancels") - c0) TH_LOG("policy %d", policy);
@@ -423,8 +439,8 @@ TEST_F_TIMEOUT(prefetch, replay_policies_complete, 1800)
 		} else {
 			EXPECT_LT(batches, groups);
 		}
-		ksft_print_msg("policy %d: %lld groups answered in %lld passes\n", policy,
-			       (long long)groups, (long long)batches);
+		ksft_print_msg("policy %d: %lld groups answered in %lld passes, %.2f s\n", policy,
+			       (long long)groups, (long long)batches, t);
 	}
 }
 
