@@ -19,6 +19,8 @@
 #include "gmem_accel_pt.h"
 #include "gmem_accel_fault.h"
 #include "gmem_accel_obj.h"
+#include "gmem_accel_prefetch.h"
+#include "gmem_accel_replay.h"
 #include "gmem_accel_trace.h"
 
 static void gmem_fault_read(struct gmem_accel *g, u32 idx, struct gmem_fault *f)
@@ -92,7 +94,7 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 	}
 	while (i < n && !ret) {
 		unsigned long first, last;
-		unsigned int k;
+		unsigned int k, w;
 		u64 start, end;
 
 		/*
@@ -124,7 +126,7 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 			;
 		last = ((f[k - 1].va - start) >> PAGE_SHIFT) + 1;
 		memset(req + first, 0, (last - first) * sizeof(*req));
-		for (; i < k; i++) {
+		for (w = i; i < k; i++) {
 			unsigned long p = (f[i].va - start) >> PAGE_SHIFT;
 
 			req[p] |= HMM_PFN_REQ_FAULT;
@@ -132,6 +134,8 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 				req[p] |= HMM_PFN_REQ_WRITE;
 		}
 		ret = gmem_fault_range(ctx, start, end, first, last, req, pfns);
+		if (!ret)
+			gmem_prefetch(ctx, start, end, f + w, k - w, req, pfns);
 		cond_resched();
 	}
 	/* Injected (debugfs): the pages are gone again before the replay, as if the CPU took them. */
@@ -190,17 +194,33 @@ static int gmem_fault_progress(struct gmem_queue *q, u16 slot, int err, bool con
 }
 
 /*
- * Service group @f (@n faults) and answer it. Servers of different contexts' groups run at
- * once; ctx->fault_mutex keeps one context's scratch to one of them.
+ * Test hook (debugfs inject_fault_hold): armed (1), the next group serviced waits, holding
+ * (2), until the value is set to 0 again (or its process is killed), as if its pages were
+ * slow to come.
  */
-static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsigned int n)
+static void gmem_fault_inject_hold(struct gmem_accel *g)
 {
-	bool interrupted = false, contended = false, gone;
-	unsigned int nap_ms = 0;
+	if (atomic_cmpxchg(&g->inject_fault_hold, GMEM_INJECT_HOLD_ARMED,
+			   GMEM_INJECT_HOLD_HOLDING) != GMEM_INJECT_HOLD_ARMED)
+		return;
+	while (atomic_read(&g->inject_fault_hold) && !fatal_signal_pending(current) &&
+	       !READ_ONCE(g->unbinding))
+		msleep(20);
+}
+
+/*
+ * Service group @f (@n faults) and decide its answer into @a, which holds its context until
+ * gmem_fault_respond() sends it. Servers of different contexts' groups run at once;
+ * ctx->fault_mutex keeps one context's scratch to one of them.
+ */
+void gmem_fault_service(struct gmem_accel *g, struct gmem_fault *f, unsigned int n,
+			struct gmem_answer *a)
+{
+	bool interrupted = false, contended = false;
 	struct gmem_ctx *ctx;
 	int err = -ENXIO;
-	u32 resp;
 
+	gmem_fault_inject_hold(g);
 	ctx = gmem_ctx_get(g, f[0].ctx);
 	if (ctx) {
 		/* The device posts the faulting step's fault first; servicing sorts the group. */
@@ -229,41 +249,64 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 		}
 		mutex_unlock(&ctx->fault_mutex);
 	}
+	a->nap_ms = 0;
 	if (!interrupted && f[0].engine < GMEM_NUM_QUEUES && f[0].slot < BIT(GMEM_CQ_LOG2))
 		err = gmem_fault_progress(&g->queue[f[0].engine], f[0].slot, err, contended,
-					  &nap_ms);
+					  &a->nap_ms);
 	else if (err == -EAGAIN)
 		err = -EBUSY;
-	if (nap_ms) {
-		gmem_dev_count(g, GMEM_DEV_FAULT_THROTTLES, 1);
-		msleep(nap_ms);
-	}
-	resp = f[0].group | (err ? GMEM_RESP_CANCEL : GMEM_RESP_REPLAY) << GMEM_RESP_SHIFT;
+	a->ctx = ctx;
+	a->first = f[0];
+	a->n = n;
+	a->err = err;
+}
+
+/* Send the answer gmem_fault_service() decided, after its nap if it has one. */
+void gmem_fault_respond(struct gmem_accel *g, struct gmem_answer *a)
+{
+	const struct gmem_fault *f = &a->first;
+	struct gmem_ctx *ctx = a->ctx;
+	int err = a->err;
+	bool gone;
+	u32 resp;
+
+	resp = f->group | (err ? GMEM_RESP_CANCEL : GMEM_RESP_REPLAY) << GMEM_RESP_SHIFT;
 	gone = !ctx || READ_ONCE(ctx->stopped);
 	if (ctx) {
-		gmem_ctx_count(ctx, GMEM_CTX_FAULTS, n);
+		gmem_ctx_count(ctx, GMEM_CTX_FAULTS, a->n);
 		gmem_ctx_count(ctx, GMEM_CTX_FAULT_GROUPS, 1);
 		gmem_ctx_count(ctx, err ? GMEM_CTX_CANCELS : GMEM_CTX_REPLAYS, 1);
 		gmem_ctx_put(ctx);
+		a->ctx = NULL;
 	}
 	gmem_dev_count(g, GMEM_DEV_FAULT_GROUPS, 1);
 	gmem_dev_count(g, err ? GMEM_DEV_CANCELS : GMEM_DEV_REPLAYS, 1);
-	trace_gmem_accel_fault_group(f[0].ctx, f[0].group, n, f[0].va, f[0].access, err);
+	trace_gmem_accel_fault_group(f->ctx, f->group, a->n, f->va, f->access, err);
 	dev_dbg(&g->pdev->dev, "fault group %u: context %u, %u pages from %#llx: %s (%d)\n",
-		f[0].group, f[0].ctx, n, f[0].va, err ? "cancel" : "replay", err);
+		f->group, f->ctx, a->n, f->va, err ? "cancel" : "replay", err);
 	/* The group of a queue dropped at close (gmem_queue_stop()) is the device's no more. */
-	if (gone && (f[0].engine >= GMEM_NUM_QUEUES ||
-		     gmem_read(g, GMEM_REG_QUEUE(f[0].engine, GMEM_CQ_STATE)) !=
+	if (gone && (f->engine >= GMEM_NUM_QUEUES ||
+		     gmem_read(g, GMEM_REG_QUEUE(f->engine, GMEM_CQ_STATE)) !=
 		     GMEM_CQ_STATE_STALLED))
 		return;
 	gmem_write(g, GMEM_REG_FAULT_RESPONSE, resp);
 }
 
-/*
- * Groups one call answers at most: a device that keeps faulting (a hostile or broken command
- * stream) must not keep one thread here for ever; the worker queues itself again.
- */
-#define GMEM_FAULT_BUDGET	256
+/* Service group @f (@n faults) and answer it at once (replay policy block). */
+static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsigned int n)
+{
+	struct gmem_answer a;
+
+	gmem_fault_service(g, f, n, &a);
+	if (a.nap_ms) {
+		gmem_dev_count(g, GMEM_DEV_FAULT_THROTTLES, 1);
+		msleep(a.nap_ms);
+	}
+	/* (counted first: a process that sees its command done sees the count) */
+	gmem_dev_count(g, GMEM_DEV_REPLAY_BATCHES, 1);
+	gmem_dev_count(g, GMEM_DEV_REPLAY_BATCH_GROUPS, 1);
+	gmem_fault_respond(g, &a);
+}
 
 /*
  * Where the first group not yet taken of context @want starts, between the fault queue's
@@ -326,8 +369,8 @@ static bool gmem_fault_unserved(struct gmem_accel *g, u32 tail)
  * A group taken out of order stays in the ring, marked in fq_taken, until the head passes
  * it.
  */
-static unsigned int gmem_fault_take(struct gmem_accel *g, struct gmem_fault *group, int want,
-				    bool *more)
+unsigned int gmem_fault_take(struct gmem_accel *g, struct gmem_fault *group, int want,
+			     bool *more)
 {
 	u32 mask = (1u << GMEM_FQ_LOG2) - 1;
 	unsigned int n = 0;
@@ -395,21 +438,6 @@ void gmem_fault_kick(struct gmem_accel *g)
 }
 
 /*
- * Test hook (debugfs inject_fault_hold): armed (1), the next group serviced waits, holding
- * (2), until the value is set to 0 again (or its process is killed), as if its pages were
- * slow to come.
- */
-static void gmem_fault_inject_hold(struct gmem_accel *g)
-{
-	if (atomic_cmpxchg(&g->inject_fault_hold, GMEM_INJECT_HOLD_ARMED,
-			   GMEM_INJECT_HOLD_HOLDING) != GMEM_INJECT_HOLD_ARMED)
-		return;
-	while (atomic_read(&g->inject_fault_hold) && !fatal_signal_pending(current) &&
-	       !READ_ONCE(g->unbinding))
-		msleep(20);
-}
-
-/*
  * A process that waits for its batch serves the faults the batch raises on its own thread
  * (gmem_fault_serve): the device posts them as the doorbell is written, and handing them to
  * the fault worker costs a wake-up of another CPU each way, most of a fault's round trip.
@@ -439,30 +467,69 @@ static bool gmem_fault_serve_leave(struct gmem_accel *g)
 }
 
 /*
+ * How many complete groups not taken wait in the fault queue, oldest first, as long as their
+ * faults stay below @max_faults (the first one counts whatever its size).
+ */
+unsigned int gmem_fault_ready(struct gmem_accel *g, unsigned int max_faults)
+{
+	u32 mask = (1u << GMEM_FQ_LOG2) - 1, tail;
+	unsigned int groups = 0, faults = 0, in_group = 0;
+
+	mutex_lock(&g->fault_lock);
+	if (!g->regs)
+		goto out;
+	tail = gmem_read(g, GMEM_REG_FQ_TAIL);
+	if (tail > mask)
+		goto out;
+	dma_rmb();
+	for (u32 i = g->fq_head; i != tail; i = (i + 1) & mask) {
+		struct gmem_fault f;
+
+		if (test_bit(i, g->fq_taken))
+			continue;
+		gmem_fault_read(g, i, &f);
+		in_group++;
+		if (!(f.flags & GMEM_FAULT_F_LAST))
+			continue;
+		if (groups && faults + in_group > max_faults)
+			break;
+		faults += in_group;
+		in_group = 0;
+		groups++;
+	}
+out:
+	mutex_unlock(&g->fault_lock);
+	return groups;
+}
+
+/*
  * Answer the complete groups in the fault queue, GMEM_FAULT_BUDGET at most, taking them one
  * at a time into @group (others may take the next meanwhile); how many. A @waiter, a process
  * waiting for context @want's batch (gmem_fault_serve()), answers one group at most, its own
  * if it can, and stops counting as a server when it takes one: the fault interrupt then wakes
- * a worker for groups posted meanwhile, instead of leaving them to it.
+ * a worker for groups posted meanwhile, instead of leaving them to it. A fault worker (with
+ * its @answers) answers as the replay policy says (gmem_replay_drain()).
  */
 static unsigned int gmem_fault_drain(struct gmem_accel *g, struct gmem_fault *group, bool waiter,
-				     int want)
+				     int want, struct gmem_answer *answers)
 {
 	unsigned int n, groups = 0, budget = waiter ? 1 : GMEM_FAULT_BUDGET;
 	bool more;
 
-	while (groups < budget && (n = gmem_fault_take(g, group, want, &more))) {
-		/* (the interrupt's records are often the group just taken: look first) */
-		if (waiter && gmem_fault_serve_leave(g) && !more)
-			more = gmem_fault_pending(g);
-		if (more)
-			gmem_fault_kick(g);
-		gmem_fault_inject_hold(g);
-		gmem_fault_answer(g, group, n);
-		groups++;
-		/* A queue of groups can take long on a slow host: let others run. */
-		cond_resched();
-	}
+	if (answers && gmem_replay_batching())
+		groups = gmem_replay_drain(g, group, answers);
+	else
+		while (groups < budget && (n = gmem_fault_take(g, group, want, &more))) {
+			/* (the interrupt's records are often the group just taken: look first) */
+			if (waiter && gmem_fault_serve_leave(g) && !more)
+				more = gmem_fault_pending(g);
+			if (more)
+				gmem_fault_kick(g);
+			gmem_fault_answer(g, group, n);
+			groups++;
+			/* A queue of groups can take long on a slow host: let others run. */
+			cond_resched();
+		}
 	/* The device looks for room again when FQ_HEAD is written, moved or not. */
 	if (xchg(&g->fq_overflowed, false)) {
 		mutex_lock(&g->fault_lock);
@@ -492,7 +559,7 @@ void gmem_fault_work(struct work_struct *work)
 	unsigned int id = w - g->fault_worker, groups;
 
 	set_bit(id, &g->fault_workers_busy);
-	groups = gmem_fault_drain(g, w->group, false, -1);
+	groups = gmem_fault_drain(g, w->group, false, -1, w->answers);
 	clear_bit(id, &g->fault_workers_busy);
 	if (groups == GMEM_FAULT_BUDGET)
 		queue_work(g->wq, work);	/* more, after others have run */
@@ -534,7 +601,7 @@ void gmem_fault_serve_end(struct gmem_accel *g)
 bool gmem_fault_serve(struct gmem_ctx *ctx, struct gmem_fault *group)
 {
 	struct gmem_accel *g = ctx->g;
-	unsigned int groups = gmem_fault_drain(g, group, true, ctx->id);
+	unsigned int groups = gmem_fault_drain(g, group, true, ctx->id, NULL);
 
 	gmem_dev_count(g, GMEM_DEV_FAULT_GROUPS_BY_WAITER, groups);
 	return groups;

@@ -11,6 +11,21 @@
 
 struct hmm_range;
 
+/*
+ * Groups one call answers at most: a device that keeps faulting (a hostile or broken command
+ * stream) must not keep one thread here for ever; the worker queues itself again.
+ */
+#define GMEM_FAULT_BUDGET	256
+
+/* A group serviced, its answer decided but not yet sent (gmem_fault_service()). */
+struct gmem_answer {
+	struct gmem_ctx *ctx;		/* held until the answer is sent, or NULL */
+	struct gmem_fault first;	/* its first record, after servicing sorted them */
+	unsigned int n;			/* its faults */
+	unsigned int nap_ms;		/* contention: nap before answering */
+	int err;			/* 0: REPLAY, else CANCEL with this errno */
+};
+
 /* gmem_accel_fault.c: the fault queue and its servers */
 void gmem_fault_work(struct work_struct *work);
 bool gmem_fault_pending(struct gmem_accel *g);
@@ -22,6 +37,12 @@ bool gmem_fault_writes(const struct gmem_fault *f);
 bool gmem_owner_dying(struct gmem_ctx *ctx);
 bool gmem_fault_serve(struct gmem_ctx *ctx, struct gmem_fault *group);
 bool gmem_fault_left_unserved(struct gmem_accel *g);
+unsigned int gmem_fault_take(struct gmem_accel *g, struct gmem_fault *group, int want,
+			     bool *more);
+unsigned int gmem_fault_ready(struct gmem_accel *g, unsigned int max_faults);
+void gmem_fault_service(struct gmem_accel *g, struct gmem_fault *f, unsigned int n,
+			struct gmem_answer *a);
+void gmem_fault_respond(struct gmem_accel *g, struct gmem_answer *a);
 
 /* gmem_accel_hmm.c: faulting a window in with hmm_range_fault() and mapping it */
 int gmem_hmm_range_fault_lock(struct gmem_ctx *ctx, struct hmm_range *range,
@@ -32,6 +53,8 @@ int gmem_fault_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long fir
 		     unsigned long last, unsigned long *req, unsigned long *pfns);
 int gmem_map_window(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
 		    unsigned long *pfns);
+int gmem_fault_pages(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
+		     unsigned long *pfns);
 
 /* gmem_accel_fault_migrate.c: the fault server's migration policy */
 bool gmem_prefers_device(struct gmem_ctx *ctx, u64 va);

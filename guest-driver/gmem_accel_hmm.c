@@ -255,6 +255,16 @@ int gmem_map_window(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req
 }
 
 /*
+ * Fault in the pages flagged in @req of [start, end) (in one window) and map them with what
+ * the CPU maps there: a prefetch (gmem_accel_prefetch.c). @req, @pfns: from @start.
+ */
+int gmem_fault_pages(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req,
+		     unsigned long *pfns)
+{
+	return gmem_hmm_pass(ctx, start, end, req, pfns, true, true, NULL);
+}
+
+/*
  * Fault in the pages flagged in @req[@first, @last) of the window [start, end) (2 MiB at most;
  * the span's first and last pages flagged, @req outside it not read: a single-page fault
  * neither fills nor scans a window's 512 entries) and map, with them, the pages the CPU maps

@@ -156,7 +156,9 @@ int gmem_hw_init(struct gmem_accel *g)
 		g->fault_worker[i].g = g;
 		g->fault_worker[i].group = devm_kcalloc(dev, GMEM_FAULT_GROUP_MAX,
 							sizeof(struct gmem_fault), GFP_KERNEL);
-		if (!g->fault_worker[i].group)
+		g->fault_worker[i].answers = devm_kcalloc(dev, GMEM_FAULT_BUDGET,
+							  sizeof(struct gmem_answer), GFP_KERNEL);
+		if (!g->fault_worker[i].group || !g->fault_worker[i].answers)
 			return -ENOMEM;
 	}
 	/* Context 0: the driver's own commands (no address space; HBM and bus addresses). */

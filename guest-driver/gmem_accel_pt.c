@@ -414,6 +414,32 @@ unsigned int gmem_pt_block_mapped(struct gmem_ctx *ctx, u64 va)
 	return n;
 }
 
+/*
+ * Which pages of the 2 MiB block at @va (aligned) the device maps, a bit each in @map
+ * (GMEM_WINDOW_PAGES bits). ctx->lock held.
+ */
+void gmem_pt_window_mapped(struct gmem_ctx *ctx, u64 va, unsigned long *map)
+{
+	struct gmem_pt *pt;
+	u64 e;
+
+	lockdep_assert_held(&ctx->lock);
+	bitmap_zero(map, GMEM_WINDOW_PAGES);
+	pt = gmem_pt_table(ctx, va, 2, false);
+	if (!pt)
+		return;
+	e = READ_ONCE(pt->pte[GMEM_PT_INDEX(va, 2)]);
+	if (e & GMEM_PTE_HUGE) {
+		if (e & GMEM_PTE_VALID)
+			bitmap_fill(map, GMEM_WINDOW_PAGES);
+		return;
+	}
+	pt = pt->child[GMEM_PT_INDEX(va, 2)];
+	for (unsigned int i = 0; pt && i < GMEM_WINDOW_PAGES; i++)
+		if (READ_ONCE(pt->pte[i]) & GMEM_PTE_VALID)
+			__set_bit(i, map);
+}
+
 /* Does the device map every page of [start, end), writable too if @write? */
 bool gmem_pt_maps_all(struct gmem_ctx *ctx, u64 start, u64 end, bool write)
 {

@@ -31,6 +31,7 @@ u64 gmem_pt_leaf(struct gmem_ctx *ctx, u64 va, bool *huge);
 bool gmem_pt_any_marked(struct gmem_ctx *ctx, u64 start, u64 end, u64 sw_bits);
 bool gmem_pt_maps_all(struct gmem_ctx *ctx, u64 start, u64 end, bool write);
 unsigned int gmem_pt_block_mapped(struct gmem_ctx *ctx, u64 va);
+void gmem_pt_window_mapped(struct gmem_ctx *ctx, u64 va, unsigned long *map);
 void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npages);
 void gmem_pt_unmap(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_pt_drop_window(struct gmem_ctx *ctx, u64 start);

@@ -38,6 +38,25 @@ TRACE_EVENT(gmem_accel_fault_group,
 		  __entry->access, __entry->err ? "cancel" : "replay", __entry->err)
 );
 
+TRACE_EVENT(gmem_accel_prefetch,
+	TP_PROTO(u16 ctx, u64 va_start, unsigned long pages, unsigned int faulted),
+	TP_ARGS(ctx, va_start, pages, faulted),
+	TP_STRUCT__entry(
+		__field(u16, ctx)
+		__field(u64, va_start)
+		__field(unsigned long, pages)
+		__field(unsigned int, faulted)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__entry->va_start = va_start;
+		__entry->pages = pages;
+		__entry->faulted = faulted;
+	),
+	TP_printk("ctx=%u va_start=%#llx pages=%lu faulted=%u", __entry->ctx,
+		  __entry->va_start, __entry->pages, __entry->faulted)
+);
+
 TRACE_EVENT(gmem_accel_fault_range,
 	TP_PROTO(u16 ctx, u64 start, u64 end, int err),
 	TP_ARGS(ctx, start, end, err),

@@ -73,6 +73,7 @@ static inline void gmem_window(const struct vm_area_struct *vma, u64 va, u64 *st
 
 struct gmem_ctx;
 struct gmem_migration;
+struct gmem_answer;
 
 /* Device-wide counters (debugfs "stats"); the *_NOW ones are gauges, the rest only grow. */
 enum gmem_dev_counter {
@@ -115,6 +116,10 @@ enum gmem_dev_counter {
 	GMEM_DEV_FAULT_GROUPS_INTERRUPTED, /* replayed: their server's signal, not their failure */
 	GMEM_DEV_FENCES_LATE,		/* fences signaled by the watchdog, not their interrupt */
 	GMEM_DEV_FAULT_THROTTLES,	/* contended groups answered after a nap */
+	/* density prefetch and the replay policy (gmem_accel_prefetch.c, gmem_accel_replay.c) */
+	GMEM_DEV_PREFETCH_PAGES,	/* pages faulted in beyond what groups asked for */
+	GMEM_DEV_REPLAY_BATCHES,	/* answer passes: groups answered together */
+	GMEM_DEV_REPLAY_BATCH_GROUPS,	/* groups answered in them */
 	GMEM_DEV_NR_COUNTERS
 };
 
@@ -257,6 +262,8 @@ struct gmem_accel {
 		struct work_struct work;
 		struct gmem_accel *g;
 		struct gmem_fault *group;	/* the group it services (GMEM_FAULT_GROUP_MAX) */
+		/* the answers of its batch (GMEM_FAULT_BUDGET, gmem_replay_drain()) */
+		struct gmem_answer *answers;
 	} fault_worker[GMEM_FAULT_WORKERS];
 	unsigned long fault_workers_busy;	/* bit per worker at work */
 	atomic_t inject_fault_hold;	/* debugfs inject_fault_hold: GMEM_INJECT_HOLD_* */

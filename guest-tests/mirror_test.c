@@ -787,11 +787,12 @@ TEST_F_TIMEOUT(svm_proc, many_processes, 300)
  * its own fault groups (taken out of the fault queue's order when another's is older). Every
  * fault lands where it was asked, none is cancelled, and each group is answered once: the
  * device's fault records are the contexts' faults (a page is written once; a replay that
- * faulted again, its mapping taken meanwhile, would count on both sides).
+ * faulted again, its mapping taken meanwhile, would count on both sides). The pages are
+ * 64 KiB apart, in 4 KiB pages: never dense enough for density prefetch to bring in the next.
  */
 TEST_F_TIMEOUT(svm_proc, processes_fault_at_once_each_on_its_own_queue, 300)
 {
-	enum { N = 16, FAULTS = 32 };
+	enum { N = 16, FAULTS = 32, STRIDE = 16 * PAGE };
 	int64_t *faults = mmap(NULL, N * sizeof(*faults), PROT_READ | PROT_WRITE,
 			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	int64_t records0, records, dropped0, dropped, sum = 0;
@@ -808,17 +809,18 @@ TEST_F_TIMEOUT(svm_proc, processes_fault_at_once_each_on_its_own_queue, 300)
 		ASSERT_LE(0, pids[p]);
 		if (pids[p] == 0) {
 			int fd = gmem_open(0, O_RDWR);
-			uint64_t *buf = map_anon(FAULTS * PAGE, PROT_READ | PROT_WRITE);
+			uint64_t *buf = map_anon(FAULTS * STRIDE, PROT_READ | PROT_WRITE);
 			struct gmem_accel_stats st;
 
 			close(go[1]);
-			if (fd < 0 || !buf || read(go[0], &c, 1) != 0)
+			if (fd < 0 || !buf || madvise(buf, FAULTS * STRIDE, MADV_NOHUGEPAGE) ||
+			    read(go[0], &c, 1) != 0)
 				_exit(1);
 			for (int i = 0; i < FAULTS; i++)
-				if (dev_fill(fd, buf + i * PAGE / 8, 1000 * p + i, 8))
+				if (dev_fill(fd, buf + i * STRIDE / 8, 1000 * p + i, 8))
 					_exit(2);
 			for (int i = 0; i < FAULTS; i++)
-				if (buf[i * PAGE / 8] != (uint64_t)(1000 * p + i))
+				if (buf[i * STRIDE / 8] != (uint64_t)(1000 * p + i))
 					_exit(3);
 			st = ctx_stats(fd);
 			faults[p] = st.faults;

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: the replay policy, UVM's uvm_perf_fault_replay_policy mapped onto this
+ * device, whose groups are per stalled command and answered per group (docs/uapi.md):
+ * 0 block: each group is answered as soon as it is serviced;
+ * 1 batch: a fault worker takes the complete groups waiting (up to uvm_perf_fault_batch_count
+ *   faults), services them all, then answers them all;
+ * 2 batch_flush (default): batch, and before answering it looks at the queue once more and
+ *   services the groups posted meanwhile in the same pass;
+ * 3 once: batch after batch until the queue holds no complete group (GMEM_FAULT_BUDGET groups
+ *   at most), then answers them all.
+ * A process waiting for its batch serves its own group and answers it at once whatever the
+ * policy (gmem_accel_wait.c): holding its answer for others' would only delay the one
+ * command it waits for.
+ */
+#include <linux/delay.h>
+#include <linux/moduleparam.h>
+
+#include "gmem_accel_fault.h"
+#include "gmem_accel_replay.h"
+
+enum {
+	GMEM_REPLAY_BLOCK,
+	GMEM_REPLAY_BATCH,
+	GMEM_REPLAY_BATCH_FLUSH,
+	GMEM_REPLAY_ONCE,
+	GMEM_REPLAY_POLICIES
+};
+
+static unsigned int uvm_perf_fault_replay_policy = GMEM_REPLAY_BATCH_FLUSH;
+static unsigned int uvm_perf_fault_batch_count = GMEM_FAULT_GROUP_MAX;
+
+/* A module parameter's range: [0] the least value, [1] the largest. */
+static int gmem_replay_param_set(const char *val, const struct kernel_param *kp,
+				 unsigned int lo, unsigned int hi)
+{
+	unsigned int v;
+	int ret = kstrtouint(val, 0, &v);
+
+	if (ret)
+		return ret;
+	if (v < lo || v > hi)
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned int *)kp->arg, v);
+	return 0;
+}
+
+static int gmem_replay_policy_set(const char *val, const struct kernel_param *kp)
+{
+	return gmem_replay_param_set(val, kp, 0, GMEM_REPLAY_POLICIES - 1);
+}
+
+/* Up to the fault queue's size: a batch never holds more than the queue does. */
+static int gmem_replay_batch_count_set(const char *val, const struct kernel_param *kp)
+{
+	return gmem_replay_param_set(val, kp, 1, 1u << GMEM_FQ_LOG2);
+}
+
+static const struct kernel_param_ops gmem_replay_policy_ops = {
+	.set = gmem_replay_policy_set,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops gmem_replay_batch_count_ops = {
+	.set = gmem_replay_batch_count_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(uvm_perf_fault_replay_policy, &gmem_replay_policy_ops,
+		&uvm_perf_fault_replay_policy, 0644);
+MODULE_PARM_DESC(uvm_perf_fault_replay_policy,
+		 "when fault workers answer groups: 0 block, 1 batch, 2 batch_flush, 3 once (default 2)");
+module_param_cb(uvm_perf_fault_batch_count, &gmem_replay_batch_count_ops,
+		&uvm_perf_fault_batch_count, 0644);
+MODULE_PARM_DESC(uvm_perf_fault_batch_count,
+		 "faults a fault worker takes into one batch, 1-16384 (default 256)");
+
+/* Do the fault workers answer in batches (any policy but block)? */
+bool gmem_replay_batching(void)
+{
+	return READ_ONCE(uvm_perf_fault_replay_policy) != GMEM_REPLAY_BLOCK;
+}
+
+/*
+ * Take and service up to @ready groups into @answers from @k on (@limit in all); the new
+ * count. *@faults: theirs added.
+ */
+static unsigned int gmem_replay_take(struct gmem_accel *g, struct gmem_fault *group,
+				     struct gmem_answer *answers, unsigned int k,
+				     unsigned int limit, unsigned int ready, unsigned int *faults)
+{
+	bool more;
+
+	while (ready-- && k < limit) {
+		unsigned int n = gmem_fault_take(g, group, -1, &more);
+
+		if (!n)
+			break;
+		gmem_fault_service(g, group, n, &answers[k++]);
+		*faults += n;
+		cond_resched();
+	}
+	return k;
+}
+
+/*
+ * A fault worker's pass over the queue under a batching policy (see the file's comment);
+ * how many groups it answered, GMEM_FAULT_BUDGET at most. Groups posted while it services a
+ * batch go to another worker (the fault interrupt wakes an idle one), so one batch's slow
+ * group holds up the groups of that batch only.
+ */
+unsigned int gmem_replay_drain(struct gmem_accel *g, struct gmem_fault *group,
+			       struct gmem_answer *answers)
+{
+	unsigned int policy = READ_ONCE(uvm_perf_fault_replay_policy);
+	unsigned int count = READ_ONCE(uvm_perf_fault_batch_count);
+	unsigned int done = 0;
+
+	while (done < GMEM_FAULT_BUDGET) {
+		unsigned int k, faults = 0, nap_ms = 0, ready = gmem_fault_ready(g, count);
+		unsigned int limit = GMEM_FAULT_BUDGET - done;
+
+		if (!ready)
+			break;
+		k = gmem_replay_take(g, group, answers, 0, limit, ready, &faults);
+		/* batch_flush: what was posted meanwhile, in the room the batch has left */
+		if (policy == GMEM_REPLAY_BATCH_FLUSH && faults < count && k < limit) {
+			ready = gmem_fault_ready(g, count - faults);
+			k = gmem_replay_take(g, group, answers, k, limit, ready, &faults);
+		}
+		while (policy == GMEM_REPLAY_ONCE && k < limit && (ready = gmem_fault_ready(g, count))) {
+			unsigned int before = k;
+
+			k = gmem_replay_take(g, group, answers, k, limit, ready, &faults);
+			if (k == before)
+				break;	/* another server took them */
+		}
+		if (!k)
+			break;
+		/* Contention: the batch's longest nap, once, before its answers. */
+		for (unsigned int i = 0; i < k; i++) {
+			if (answers[i].nap_ms)
+				gmem_dev_count(g, GMEM_DEV_FAULT_THROTTLES, 1);
+			nap_ms = max(nap_ms, answers[i].nap_ms);
+		}
+		if (nap_ms)
+			msleep(nap_ms);
+		gmem_dev_count(g, GMEM_DEV_REPLAY_BATCHES, 1);
+		gmem_dev_count(g, GMEM_DEV_REPLAY_BATCH_GROUPS, k);
+		for (unsigned int i = 0; i < k; i++)
+			gmem_fault_respond(g, &answers[i]);
+		done += k;
+		cond_resched();
+	}
+	return done;
+}
