@@ -144,7 +144,8 @@ static char *fresh(size_t len, bool populate)
 {
 	char *p = map_anon(len, PROT_READ | PROT_WRITE);
 
-	if (!p)
+	/* 4 KiB pages: a THP is mapped a window at once, which no policy would change. */
+	if (!p || madvise(p, len, MADV_NOHUGEPAGE))
 		die("mmap");
 	if (populate)
 		pattern(p, len, 7);
