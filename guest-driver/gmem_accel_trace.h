@@ -3,7 +3,7 @@
  * gmem-accel driver trace events: /sys/kernel/tracing/events/gmem_accel/. The fault path
  * (one event per group, one per hmm_range_fault window) and the invalidation path (notifier
  * callbacks, device TLB invalidations), plus command submission to relate them to batches,
- * and device-to-device migration.
+ * device-to-device migration and access-counter migration.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM gmem_accel
@@ -193,6 +193,45 @@ TRACE_EVENT(gmem_accel_migrate_peer,
 	TP_printk("ctx=%u from=%s start=%#llx end=%#llx moved=%lu err=%d",
 		  __entry->ctx, __get_str(peer), __entry->start, __entry->end, __entry->moved,
 		  __entry->err)
+);
+
+/* Access-counter migration (gmem_accel_counters.c): a checked record, then its region's move. */
+TRACE_EVENT(gmem_accel_ac_notify,
+	TP_PROTO(u16 ctx, u64 va, u32 count, u8 aperture),
+	TP_ARGS(ctx, va, count, aperture),
+	TP_STRUCT__entry(
+		__field(u16, ctx)
+		__field(u64, va)
+		__field(u32, count)
+		__field(u8, aperture)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__entry->va = va;
+		__entry->count = count;
+		__entry->aperture = aperture;
+	),
+	TP_printk("ctx=%u va=%#llx count=%u aperture=%s", __entry->ctx, __entry->va,
+		  __entry->count, __entry->aperture ? "remote" : "local")
+);
+
+TRACE_EVENT(gmem_accel_ac_migrate,
+	TP_PROTO(u16 ctx, u64 va, u64 pages, int err),
+	TP_ARGS(ctx, va, pages, err),
+	TP_STRUCT__entry(
+		__field(u16, ctx)
+		__field(u64, va)
+		__field(u64, pages)
+		__field(int, err)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__entry->va = va;
+		__entry->pages = pages;
+		__entry->err = err;
+	),
+	TP_printk("ctx=%u va=%#llx pages=%llu err=%d", __entry->ctx, __entry->va,
+		  __entry->pages, __entry->err)
 );
 
 #endif /* GMEM_ACCEL_TRACE_H */
