@@ -226,8 +226,43 @@ static bool gmem_ac_valid(struct gmem_accel *g, const struct gmem_access_record 
 }
 
 /*
- * Take the record at the ring's head and say what it asks; GMEM_AC_NONE if there is none.
- * A remote record of a live context comes with the context referenced in *@ctx, its region
+ * Injected (debugfs inject_ac_bad_records): what a broken device could write, one field
+ * broken in each record, field by field.
+ */
+static void gmem_ac_break(struct gmem_access_record *rec, unsigned int n)
+{
+	switch (n % 8) {
+	case 0:
+		rec->ctx = 0;
+		break;
+	case 1:
+		rec->ctx = cpu_to_le16(GMEM_NUM_CONTEXTS);
+		break;
+	case 2:
+		rec->aperture = GMEM_AC_APERTURE_REMOTE + 1;
+		break;
+	case 3:
+		rec->granularity = rec->granularity == GMEM_AC_GRAN_2M ? GMEM_AC_GRAN_64K :
+					GMEM_AC_GRAN_2M;
+		break;
+	case 4:
+		rec->va = cpu_to_le64(le64_to_cpu(rec->va) | PAGE_SIZE);
+		break;
+	case 5:
+		rec->va = cpu_to_le64(1ull << GMEM_VA_BITS);
+		break;
+	case 6:
+		rec->count = 0;
+		break;
+	default:
+		rec->reserved1 = cpu_to_le64(1);
+		break;
+	}
+}
+
+/*
+ * Take the record at the ring's head and say what it asks (counted, but for the one to
+ * migrate); GMEM_AC_NONE if there is none. A remote record of a live context comes with the context referenced in *@ctx, its region
  * in [*@va, *@va + *@size). Called with ac_lock held.
  */
 static enum gmem_ac_kind gmem_ac_take(struct gmem_accel *g, struct gmem_ctx **ctx, u64 *va,
@@ -236,6 +271,7 @@ static enum gmem_ac_kind gmem_ac_take(struct gmem_accel *g, struct gmem_ctx **ct
 	struct gmem_access_record rec;
 	u32 head = g->ac.head;
 	bool stale;
+	int n;
 
 	lockdep_assert_held(&g->ac_lock);
 	*ctx = NULL;
@@ -250,22 +286,33 @@ static enum gmem_ac_kind gmem_ac_take(struct gmem_accel *g, struct gmem_ctx **ct
 	}
 	dma_rmb();	/* the records before the tail that says they are there */
 	memcpy(&rec, &g->ac.ring[head], sizeof(rec));
+	n = atomic_dec_if_positive(&g->ac.inject_bad);
+	if (n >= 0)
+		gmem_ac_break(&rec, n);
 	stale = __test_and_clear_bit(head, g->ac.stale);
 	WRITE_ONCE(g->ac.head, (head + 1) & GMEM_AC_MASK);
 	gmem_write(g, GMEM_REG_AC_HEAD, g->ac.head);
 	gmem_dev_count(g, GMEM_DEV_AC_NOTIFICATIONS, 1);
 
-	if (!gmem_ac_valid(g, &rec))
+	if (!gmem_ac_valid(g, &rec)) {
+		gmem_dev_count(g, GMEM_DEV_AC_RECORDS_BAD, 1);
 		return GMEM_AC_BAD;
+	}
 	*va = le64_to_cpu(rec.va);
 	*size = 1ull << g->ac.granularity;
 	trace_gmem_accel_ac_notify(le16_to_cpu(rec.ctx), *va, le32_to_cpu(rec.count),
 				   rec.aperture);
-	if (rec.aperture == GMEM_AC_APERTURE_LOCAL)
+	if (rec.aperture == GMEM_AC_APERTURE_LOCAL) {
+		gmem_dev_count(g, GMEM_DEV_AC_RECORDS_LOCAL, 1);
 		return GMEM_AC_LOCAL;
+	}
 	if (!stale)
 		*ctx = gmem_ctx_get(g, le16_to_cpu(rec.ctx));
-	return *ctx ? GMEM_AC_REMOTE : GMEM_AC_STALE;
+	if (!*ctx) {
+		gmem_dev_count(g, GMEM_DEV_AC_RECORDS_STALE, 1);
+		return GMEM_AC_STALE;
+	}
+	return GMEM_AC_REMOTE;
 }
 
 /*
@@ -322,10 +369,6 @@ static void gmem_ac_work(struct work_struct *work)
 		if (kind == GMEM_AC_REMOTE) {
 			gmem_ac_migrate(g, ctx, va, size);
 			gmem_ctx_put(ctx);
-		} else {
-			gmem_dev_count(g, kind == GMEM_AC_BAD ? GMEM_DEV_AC_RECORDS_BAD :
-				       kind == GMEM_AC_LOCAL ? GMEM_DEV_AC_RECORDS_LOCAL :
-				       GMEM_DEV_AC_RECORDS_STALE, 1);
 		}
 		cond_resched();
 	}

@@ -156,6 +156,8 @@ void gmem_debugfs_add(struct gmem_accel *g)
 	/* Fault injection: the next N fault groups lose their mapping before the replay. */
 	debugfs_create_atomic_t("inject_stalled_faults", 0600, g->debugfs, &g->inject_stalls);
 	debugfs_create_atomic_t("inject_fault_hold", 0600, g->debugfs, &g->inject_fault_hold);
+	/* The next N access-counter records taken each have a field broken (a device's bug). */
+	debugfs_create_atomic_t("inject_ac_bad_records", 0600, g->debugfs, &g->ac.inject_bad);
 }
 
 /* Waits for readers; after it, no file here touches @g. */

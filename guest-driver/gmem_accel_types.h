@@ -234,6 +234,7 @@ struct gmem_ac {
 	/* records of a context closed while they were in the ring (gmem_ac_ctx_gone()) */
 	DECLARE_BITMAP(stale, 1u << GMEM_AC_LOG2);
 	struct work_struct work;	/* takes the records, migrates (gmem_ac_work()) */
+	atomic_t inject_bad;		/* debugfs inject_ac_bad_records: break the next N */
 };
 
 /* g->inject_fault_hold: 0 off, or (the value debugfs is given) armed, or holding a group */
