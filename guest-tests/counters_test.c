@@ -33,6 +33,7 @@
 #define SZ_2M	(2ul << 20)
 #define PARAMS	"/sys/module/gmem_accel/parameters/uvm_perf_access_counter_"
 #define AC_DEBUGFS "/sys/kernel/debug/gmem_accel/gmem_accel0/access_counters"
+#define TRACE_EVENTS "/sys/kernel/tracing/events/gmem_accel/gmem_accel_ac_"
 
 static const char * const params[] = {
 	"migration_enable", "threshold", "granularity", "batch_count",
@@ -165,6 +166,42 @@ static long wait_in_hbm(int fd, void *dst, void *src, size_t npages, int timeout
 	return n;
 }
 
+/* The trace buffer, NUL-terminated (free() it), or NULL. */
+static char *read_trace(void)
+{
+	size_t len = 0, cap = 1 << 16;
+	char *buf = malloc(cap);
+	int fd = open("/sys/kernel/tracing/trace", O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0 || !buf) {
+		free(buf);
+		return NULL;
+	}
+	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += n;
+		if (len + 1 == cap)
+			buf = realloc(buf, cap *= 2);
+	}
+	close(fd);
+	buf[len] = 0;
+	return buf;
+}
+
+/* Does a line of @text hold all of @a, @b, @c and @d? */
+static bool has_line(const char *text, const char *a, const char *b, const char *c,
+		     const char *d)
+{
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		char line[512];
+
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(l, "\n"), l);
+		if (strstr(line, a) && strstr(line, b) && strstr(line, c) && strstr(line, d))
+			return true;
+	}
+	return false;
+}
+
 FIXTURE(counters) {
 	char saved[NPARAMS][32];
 	bool have_saved;
@@ -194,6 +231,8 @@ FIXTURE_TEARDOWN(counters)
 {
 	if (self->fd >= 0)
 		close(self->fd);
+	write_sysfs(TRACE_EVENTS "notify/enable", "0");
+	write_sysfs(TRACE_EVENTS "migrate/enable", "0");
 	for (size_t i = 0; self->have_saved && i < NPARAMS; i++)
 		EXPECT_EQ(0, set_param(params[i], self->saved[i]));
 }
@@ -262,6 +301,42 @@ TEST_F_TIMEOUT(counters, hammered_region_moves_to_hbm, 300)
 	EXPECT_EQ(512, wait_in_hbm(self->fd, self->dst, self->src, 512, 60000));
 	EXPECT_LE(st0.migrated_to_device + 512, ctx_stats(self->fd).migrated_to_device);
 	EXPECT_EQ(bad0, stat0("ac_records_bad"));
+	bytes_exact(_metadata, self);
+}
+
+/* Each notification and each migration it asks for is a trace event, with context and VA. */
+TEST_F_TIMEOUT(counters, trace_events, 300)
+{
+	char want_ctx[32], want_va[48];
+	int64_t mig0;
+	char *trace;
+	int tfd;
+
+	ASSERT_EQ(0, set_param("granularity", "2m"));
+	ASSERT_EQ(0, set_param("threshold", "256"));
+	ASSERT_EQ(0, set_param("migration_enable", "1"));
+	buffers(_metadata, self, SZ_2M);
+	tfd = open("/sys/kernel/tracing/trace", O_WRONLY | O_TRUNC);
+	ASSERT_LE(0, tfd);
+	close(tfd);
+	ASSERT_EQ(0, write_sysfs(TRACE_EVENTS "notify/enable", "1"));
+	ASSERT_EQ(0, write_sysfs(TRACE_EVENTS "migrate/enable", "1"));
+	mig0 = stat0("ac_migrations");
+	ASSERT_EQ(0, hammer(self->fd, self->dst, self->src, SZ_2M, 4));
+	EXPECT_LE(mig0 + 1, wait_at_least("ac_migrations", mig0 + 1, 60000));
+	ASSERT_EQ(0, write_sysfs(TRACE_EVENTS "notify/enable", "0"));
+	ASSERT_EQ(0, write_sysfs(TRACE_EVENTS "migrate/enable", "0"));
+	trace = read_trace();
+	ASSERT_NE(NULL, trace);
+	snprintf(want_ctx, sizeof(want_ctx), "ctx=%u ", ctx_stats(self->fd).context);
+	snprintf(want_va, sizeof(want_va), "va=%#lx ", (unsigned long)self->src);
+	EXPECT_TRUE(has_line(trace, "gmem_accel_ac_notify:", want_ctx, want_va, "aperture=remote"));
+	EXPECT_TRUE(has_line(trace, "gmem_accel_ac_migrate:", want_ctx, want_va, "err=0"));
+	snprintf(want_va, sizeof(want_va), "va=%#lx ", (unsigned long)self->dst);
+	EXPECT_TRUE(has_line(trace, "gmem_accel_ac_notify:", want_ctx, want_va, "aperture=local"));
+	if (!has_line(trace, "gmem_accel_ac_migrate:", want_ctx, "err=0", "pages="))
+		TH_LOG("the trace was:\n%s", trace);
+	free(trace);
 	bytes_exact(_metadata, self);
 }
 
@@ -412,6 +487,43 @@ TEST_F_TIMEOUT(counters, reset_sets_counters_up_again, 300)
 	ASSERT_EQ(0, hammer(self->fd, self->dst, self->src, SZ_2M, 4));
 	EXPECT_LE(mig0 + 1, wait_at_least("ac_migrations", mig0 + 1, 60000));
 	EXPECT_EQ(512, wait_in_hbm(self->fd, self->dst, self->src, 512, 60000));
+	bytes_exact(_metadata, self);
+}
+
+/*
+ * Records a broken device would write (debugfs inject_ac_bad_records breaks one field of each:
+ * context 0 and 64, aperture, granularity, an unaligned VA, one past 48 bits, count 0, a
+ * reserved field): each is counted and ignored, nothing moves for it, and the records after
+ * them work as before.
+ */
+TEST_F_TIMEOUT(counters, bad_records_are_counted_and_ignored, 300)
+{
+	const char *inject = "/sys/kernel/debug/gmem_accel/gmem_accel0/inject_ac_bad_records";
+	int64_t bad0 = stat0("ac_records_bad"), mig0 = stat0("ac_migrations"), taken;
+	uint64_t left = 0;
+
+	ASSERT_EQ(0, set_param("granularity", "2m"));
+	ASSERT_EQ(0, set_param("threshold", "256"));
+	ASSERT_EQ(0, set_param("migration_enable", "1"));
+	buffers(_metadata, self, SZ_2M);
+	/* more than the copies make: every record they make is broken */
+	ASSERT_EQ(0, write_sysfs(inject, "1000"));
+	ASSERT_EQ(0, hammer(self->fd, self->dst, self->src, SZ_2M, 4));
+	for (int waited = 0; ac_field("head") != ac_field("hw_tail") && waited < 60000;
+	     waited += 10)
+		usleep(10 * 1000);
+	ASSERT_EQ(0, read_sysfs_u64(inject, &left));
+	ASSERT_EQ(0, write_sysfs(inject, "0"));
+	taken = 1000 - (int64_t)left;
+	EXPECT_LE(8, taken);	/* each field broken at least once */
+	EXPECT_EQ(bad0 + taken, stat0("ac_records_bad"));
+	EXPECT_EQ(mig0, stat0("ac_migrations"));
+	EXPECT_EQ(0, hbm_pages(self->fd, self->src, 512));
+	/* and the next ones work */
+	ASSERT_EQ(0, hammer(self->fd, self->dst, self->src, SZ_2M, 4));
+	EXPECT_LE(mig0 + 1, wait_at_least("ac_migrations", mig0 + 1, 60000));
+	EXPECT_EQ(512, wait_in_hbm(self->fd, self->dst, self->src, 512, 60000));
+	EXPECT_EQ(bad0 + taken, stat0("ac_records_bad"));
 	bytes_exact(_metadata, self);
 }
 
