@@ -278,6 +278,9 @@ static enum gmem_ac_kind gmem_ac_take(struct gmem_accel *g, struct gmem_ctx **ct
 	if (!g->ac.enabled || READ_ONCE(g->unbinding))
 		return GMEM_AC_NONE;
 	if (head == g->ac.tail) {
+		/* Reset under the driver: the ring is gone until the watchdog sets it up again. */
+		if (!(gmem_read(g, GMEM_REG_AC_CTRL) & GMEM_AC_CTRL_ENABLE))
+			return GMEM_AC_NONE;
 		/* (a tail outside the ring is the device's bug: it reads as one inside) */
 		g->ac.tail = gmem_read(g, GMEM_REG_AC_TAIL) & GMEM_AC_MASK;
 		gmem_ac_count_dropped(g);
@@ -392,9 +395,10 @@ void gmem_ac_ctx_gone(struct gmem_accel *g, unsigned int id)
 {
 	mutex_lock(&g->ac_lock);
 	if (g->ac.enabled) {
-		g->ac.tail = gmem_read(g, GMEM_REG_AC_TAIL) & GMEM_AC_MASK;
+		u32 tail = gmem_read(g, GMEM_REG_AC_TAIL) & GMEM_AC_MASK;
+
 		dma_rmb();
-		for (u32 i = g->ac.head; i != g->ac.tail; i = (i + 1) & GMEM_AC_MASK)
+		for (u32 i = g->ac.head; i != tail; i = (i + 1) & GMEM_AC_MASK)
 			if (le16_to_cpu(READ_ONCE(g->ac.ring[i].ctx)) == id)
 				__set_bit(i, g->ac.stale);
 	}

@@ -473,6 +473,9 @@ TEST_F_TIMEOUT(counters, bad_values_are_refused, 60)
 TEST_F_TIMEOUT(counters, reset_sets_counters_up_again, 300)
 {
 	int64_t resets = stat0("device_resets"), mig0;
+	/* a refused access-counter register write (0x300-0x33c) logs this */
+	const char *refused = "device error 5, info 0x3";
+	int refused0 = gmem_kernel_log_count(refused);
 
 	ASSERT_EQ(0, set_param("granularity", "2m"));
 	ASSERT_EQ(0, set_param("threshold", "256"));
@@ -487,6 +490,7 @@ TEST_F_TIMEOUT(counters, reset_sets_counters_up_again, 300)
 	ASSERT_EQ(0, hammer(self->fd, self->dst, self->src, SZ_2M, 4));
 	EXPECT_LE(mig0 + 1, wait_at_least("ac_migrations", mig0 + 1, 60000));
 	EXPECT_EQ(512, wait_in_hbm(self->fd, self->dst, self->src, 512, 60000));
+	EXPECT_EQ(refused0, gmem_kernel_log_count(refused));
 	bytes_exact(_metadata, self);
 }
 
