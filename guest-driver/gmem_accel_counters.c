@@ -262,8 +262,8 @@ static void gmem_ac_break(struct gmem_access_record *rec, unsigned int n)
 
 /*
  * Take the record at the ring's head and say what it asks (counted, but for the one to
- * migrate); GMEM_AC_NONE if there is none. A remote record of a live context comes with the context referenced in *@ctx, its region
- * in [*@va, *@va + *@size). Called with ac_lock held.
+ * migrate); GMEM_AC_NONE if there is none. A remote record of a live context comes with the
+ * context referenced in *@ctx, its region in [*@va, *@va + *@size). Called with ac_lock held.
  */
 static enum gmem_ac_kind gmem_ac_take(struct gmem_accel *g, struct gmem_ctx **ctx, u64 *va,
 				      u64 *size)
@@ -277,10 +277,10 @@ static enum gmem_ac_kind gmem_ac_take(struct gmem_accel *g, struct gmem_ctx **ct
 	*ctx = NULL;
 	if (!g->ac.enabled || READ_ONCE(g->unbinding))
 		return GMEM_AC_NONE;
+	/* Reset under the driver: the ring is gone until the watchdog sets it up again. */
+	if (!(gmem_read(g, GMEM_REG_AC_CTRL) & GMEM_AC_CTRL_ENABLE))
+		return GMEM_AC_NONE;
 	if (head == g->ac.tail) {
-		/* Reset under the driver: the ring is gone until the watchdog sets it up again. */
-		if (!(gmem_read(g, GMEM_REG_AC_CTRL) & GMEM_AC_CTRL_ENABLE))
-			return GMEM_AC_NONE;
 		/* (a tail outside the ring is the device's bug: it reads as one inside) */
 		g->ac.tail = gmem_read(g, GMEM_REG_AC_TAIL) & GMEM_AC_MASK;
 		gmem_ac_count_dropped(g);
