@@ -26,6 +26,9 @@
  *    gmem_ctx.fault_mutex: one fault server at a time per context, and its fault scratch.
  *    gmem_ctx.notifier_mutex: inserting a window's MMU notifier, which may take mmap_lock
  *    (so a window's notifier is inserted before it is held, gmem_notifier_get()).
+ *    gmem_accel.ac_lock (mutex): the access counters' registers and notification ring; only
+ *    ctx_lock is taken under it (a record's context looked up, gmem_accel_counters.c). The
+ *    migration a record asks for runs without it, holding the context (gmem_ctx_get()).
  * 4. mmap_lock of a process (read; for eviction with no munmap() in flight: written, then
  *    downgraded, gmem_mmap_read_lock_no_munmap()): VMAs during hmm_range_fault() and
  *    migrate_vma_*(), an HBM page's owner's VMAs during its eviction. A second mm is only

@@ -16,6 +16,7 @@
 #include "gmem_accel_ctx.h"
 #include "gmem_accel_pt.h"
 #include "gmem_accel_hbm.h"
+#include "gmem_accel_counters.h"
 #include "gmem_accel_trace.h"
 
 /*
@@ -165,6 +166,7 @@ void gmem_ctx_shutdown(struct gmem_ctx *ctx)
 		/* Disabling drops the context's translations from the device TLB too. */
 		gmem_write(g, GMEM_REG_CTX(ctx->id, GMEM_CTX_CTRL), 0);
 		gmem_write64(g, GMEM_REG_CTX(ctx->id, GMEM_CTX_ROOT_LO), 0);
+		gmem_ac_ctx_gone(g, ctx->id);
 	}
 	gmem_pt_fini(ctx);
 	gmem_dev_count(g, GMEM_DEV_CONTEXTS_NOW, -1);

@@ -4,6 +4,7 @@
  *   stats     device-wide counters, "name value" per line
  *   contexts  one line per open context: id, process, its GMEM_ACCEL_IOC_STATS counters
  *   queues    the driver's and the device's view of each command ring
+ *   access_counters  the driver's and the device's view of the access counters
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
@@ -12,6 +13,7 @@
 #include "gmem_accel_ctx.h"
 #include "gmem_accel_hbm.h"
 #include "gmem_accel_obj.h"
+#include "gmem_accel_counters.h"
 
 static struct dentry *gmem_debugfs_root;
 
@@ -58,6 +60,13 @@ static const char * const gmem_dev_counter_names[GMEM_DEV_NR_COUNTERS] = {
 	[GMEM_DEV_OBJ_HBM_PAGES_NOW] = "obj_hbm_pages_now",
 	[GMEM_DEV_OBJ_SYSTEM_PAGES_NOW] = "obj_system_pages_now",
 	[GMEM_DEV_OBJ_EVICTIONS] = "obj_evictions",
+	[GMEM_DEV_AC_NOTIFICATIONS] = "ac_notifications",
+	[GMEM_DEV_AC_RECORDS_BAD] = "ac_records_bad",
+	[GMEM_DEV_AC_RECORDS_LOCAL] = "ac_records_local",
+	[GMEM_DEV_AC_RECORDS_STALE] = "ac_records_stale",
+	[GMEM_DEV_AC_MIGRATIONS] = "ac_migrations",
+	[GMEM_DEV_AC_PAGES_MIGRATED] = "ac_pages_migrated",
+	[GMEM_DEV_AC_DROPPED] = "ac_dropped",
 };
 
 static int stats_show(struct seq_file *m, void *unused)
@@ -131,6 +140,13 @@ static int objects_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(objects);
 
+static int access_counters_show(struct seq_file *m, void *unused)
+{
+	gmem_ac_debugfs_show(m->private, m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(access_counters);
+
 void gmem_debugfs_add(struct gmem_accel *g)
 {
 	g->debugfs = debugfs_create_dir(dev_name(&g->dev), gmem_debugfs_root);
@@ -139,9 +155,12 @@ void gmem_debugfs_add(struct gmem_accel *g)
 	debugfs_create_file("queues", 0444, g->debugfs, g, &queues_fops);
 	debugfs_create_file("hbm", 0444, g->debugfs, g, &hbm_fops);
 	debugfs_create_file("objects", 0444, g->debugfs, g, &objects_fops);
+	debugfs_create_file("access_counters", 0444, g->debugfs, g, &access_counters_fops);
 	/* Fault injection: the next N fault groups lose their mapping before the replay. */
 	debugfs_create_atomic_t("inject_stalled_faults", 0600, g->debugfs, &g->inject_stalls);
 	debugfs_create_atomic_t("inject_fault_hold", 0600, g->debugfs, &g->inject_fault_hold);
+	/* The next N access-counter records taken each have a field broken (a device's bug). */
+	debugfs_create_atomic_t("inject_ac_bad_records", 0600, g->debugfs, &g->ac.inject_bad);
 }
 
 /* Waits for readers; after it, no file here touches @g. */

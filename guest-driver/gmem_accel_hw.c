@@ -12,6 +12,7 @@
 #include "gmem_accel.h"
 #include "gmem_accel_queue.h"
 #include "gmem_accel_fault.h"
+#include "gmem_accel_counters.h"
 #include "gmem_accel_trace.h"
 
 #define GMEM_CQ_BYTES	((1u << GMEM_CQ_LOG2) * GMEM_CMD_SIZE)
@@ -31,6 +32,7 @@ static irqreturn_t gmem_fault_irq(int irq, void *data)
 	struct gmem_accel *g = data;
 
 	gmem_dev_count(g, GMEM_DEV_FAULT_IRQS, 1);
+	gmem_ac_irq(g);		/* the access counters' records come on this vector too */
 	/*
 	 * Processes serving the queue drain it themselves, and the last one out looks at what
 	 * the flag left them (gmem_fault_serve_leave()), unless it left before the flag was
@@ -188,6 +190,9 @@ int gmem_hw_init(struct gmem_accel *g)
 	mutex_lock(&g->fault_lock);
 	gmem_fq_program(g);
 	mutex_unlock(&g->fault_lock);
+	ret = gmem_ac_init(g);
+	if (ret)
+		goto err_wq;
 	ret = devm_request_irq(dev, pci_irq_vector(g->pdev, GMEM_VEC_FAULT), gmem_fault_irq, 0,
 			       GMEM_ACCEL_NAME "-fault", g);
 	if (ret)
@@ -210,6 +215,7 @@ int gmem_hw_init(struct gmem_accel *g)
 	/* Reset clears it: the watchdog's sign that the device was reset under the driver. */
 	gmem_write(g, GMEM_REG_SCRATCH, GMEM_DRIVER_COOKIE);
 	INIT_DELAYED_WORK(&g->watchdog, gmem_watchdog);
+	gmem_ac_start(g);
 	return 0;
 
 err_wq:
@@ -236,6 +242,7 @@ void gmem_hw_fini(struct gmem_accel *g)
 	}
 	for (unsigned int i = 0; i < GMEM_FAULT_WORKERS; i++)
 		cancel_work_sync(&g->fault_worker[i].work);
+	gmem_ac_fini(g);
 	destroy_workqueue(g->wq);
 	xa_destroy(&g->kctx->errors);
 	/* (after every context's page table: gmem_ctx_shutdown()) */

@@ -22,6 +22,8 @@ static DEFINE_IDA(gmem_accel_minors);
 static const struct class gmem_accel_class = {
 	.name = GMEM_ACCEL_NAME,
 };
+/* A module parameter set at load time walks the devices before the class exists. */
+static bool gmem_accel_class_registered;
 
 static void gmem_accel_release(struct device *dev)
 {
@@ -37,6 +39,8 @@ static void gmem_accel_release(struct device *dev)
 /* Call @fn on each gmem-accel class device (referenced meanwhile) until it returns nonzero. */
 int gmem_walk_devices(void *data, gmem_device_fn fn)
 {
+	if (!READ_ONCE(gmem_accel_class_registered))
+		return 0;
 	return class_for_each_device(&gmem_accel_class, NULL, data, fn);
 }
 
@@ -250,6 +254,7 @@ static int __init gmem_accel_init(void)
 	ret = class_register(&gmem_accel_class);
 	if (ret)
 		goto err_region;
+	WRITE_ONCE(gmem_accel_class_registered, true);
 	ret = gmem_dmirror_init();
 	if (ret)
 		goto err_class;
@@ -261,6 +266,7 @@ static int __init gmem_accel_init(void)
 err_dmirror:
 	gmem_dmirror_exit();
 err_class:
+	WRITE_ONCE(gmem_accel_class_registered, false);
 	class_unregister(&gmem_accel_class);
 err_region:
 	gmem_debugfs_exit();
@@ -272,6 +278,7 @@ static void __exit gmem_accel_exit(void)
 {
 	pci_unregister_driver(&gmem_accel_driver);
 	gmem_dmirror_exit();
+	WRITE_ONCE(gmem_accel_class_registered, false);
 	class_unregister(&gmem_accel_class);
 	gmem_debugfs_exit();
 	unregister_chrdev_region(gmem_accel_devt, GMEM_ACCEL_MAX_DEVICES);

@@ -5,8 +5,8 @@
  *   hang_timeout_ms is hung: its queue is reset, that is disabled, which makes the device drop
  *   what was in it, and enabled again;
  * - a SCRATCH register without the driver's cookie means the device was reset, under the
- *   driver or by it (gmem_device_reset()): contexts, the fault queue and every ring are
- *   programmed again;
+ *   driver or by it (gmem_device_reset()): contexts, the fault queue, the access counters and
+ *   every ring are programmed again;
  * - a fault group waiting for room in the fault queue (FQ_STATUS OVERFLOW) whose error
  *   interrupt was missed gets the fault worker going;
  * - a fence left armed after its batch passed is signaled (gmem_fences_check()).
@@ -19,6 +19,7 @@
 #include "gmem_accel.h"
 #include "gmem_accel_queue.h"
 #include "gmem_accel_fault.h"
+#include "gmem_accel_counters.h"
 #include "gmem_accel_trace.h"
 
 static unsigned int hang_timeout_ms = 5000;
@@ -159,6 +160,7 @@ static void gmem_device_recover(struct gmem_accel *g)
 	mutex_lock(&g->fault_lock);
 	gmem_fq_program(g);
 	mutex_unlock(&g->fault_lock);
+	gmem_ac_recover(g);
 	for (unsigned int i = 1; i < GMEM_NUM_QUEUES; i++)
 		gmem_queue_reset(g, &g->queue[i]);
 	gmem_write(g, GMEM_REG_SCRATCH, GMEM_DRIVER_COOKIE);

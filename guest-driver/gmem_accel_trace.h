@@ -3,7 +3,8 @@
  * gmem-accel driver trace events: /sys/kernel/tracing/events/gmem_accel/. The fault path
  * (one event per group, one per hmm_range_fault window) and the invalidation path (notifier
  * callbacks, device TLB invalidations), plus command submission to relate them to batches,
- * migration both ways and from peers, and eviction (scripts/run-timeline.sh lays them out).
+ * migration both ways, from peers and by access counters, and eviction
+ * (scripts/run-timeline.sh lays them out).
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM gmem_accel
@@ -266,6 +267,45 @@ TRACE_EVENT(gmem_accel_evict,
 	),
 	TP_printk("chunk=%u %s begun=%llu", __entry->chunk,
 		  __entry->ahead ? "ahead" : "for-room", __entry->begun_ns)
+);
+
+/* Access-counter migration (gmem_accel_counters.c): a checked record, then its region's move. */
+TRACE_EVENT(gmem_accel_ac_notify,
+	TP_PROTO(u16 ctx, u64 va, u32 count, u8 aperture),
+	TP_ARGS(ctx, va, count, aperture),
+	TP_STRUCT__entry(
+		__field(u16, ctx)
+		__field(u64, va)
+		__field(u32, count)
+		__field(u8, aperture)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__entry->va = va;
+		__entry->count = count;
+		__entry->aperture = aperture;
+	),
+	TP_printk("ctx=%u va=%#llx count=%u aperture=%s", __entry->ctx, __entry->va,
+		  __entry->count, __entry->aperture ? "remote" : "local")
+);
+
+TRACE_EVENT(gmem_accel_ac_migrate,
+	TP_PROTO(u16 ctx, u64 va, u64 pages, int err),
+	TP_ARGS(ctx, va, pages, err),
+	TP_STRUCT__entry(
+		__field(u16, ctx)
+		__field(u64, va)
+		__field(u64, pages)
+		__field(int, err)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__entry->va = va;
+		__entry->pages = pages;
+		__entry->err = err;
+	),
+	TP_printk("ctx=%u va=%#llx pages=%llu err=%d", __entry->ctx, __entry->va,
+		  __entry->pages, __entry->err)
 );
 
 #endif /* GMEM_ACCEL_TRACE_H */

@@ -120,6 +120,14 @@ enum gmem_dev_counter {
 	GMEM_DEV_PREFETCH_PAGES,	/* pages faulted in beyond what groups asked for */
 	GMEM_DEV_REPLAY_BATCHES,	/* answer passes: groups answered together */
 	GMEM_DEV_REPLAY_BATCH_GROUPS,	/* groups answered in them */
+	/* access-counter migration (gmem_accel_counters.c) */
+	GMEM_DEV_AC_NOTIFICATIONS,	/* records taken from the notification ring */
+	GMEM_DEV_AC_RECORDS_BAD,	/* of those, malformed: ignored */
+	GMEM_DEV_AC_RECORDS_LOCAL,	/* of a region in HBM: nothing to move */
+	GMEM_DEV_AC_RECORDS_STALE,	/* of a context gone, or come with the policy off */
+	GMEM_DEV_AC_MIGRATIONS,		/* regions that moved pages to HBM */
+	GMEM_DEV_AC_PAGES_MIGRATED,
+	GMEM_DEV_AC_DROPPED,		/* records the device dropped (AC_DROPPED: ring full) */
 	GMEM_DEV_NR_COUNTERS
 };
 
@@ -215,6 +223,25 @@ struct gmem_fault {
 	u8 flags;
 };
 
+/*
+ * The access counters' notification ring (gmem_accel_counters.c), under gmem_accel.ac_lock;
+ * @ring is NULL on a device without them.
+ */
+#define GMEM_AC_LOG2	10
+struct gmem_ac {
+	struct gmem_access_record *ring;	/* DMA coherent */
+	dma_addr_t ring_dma;
+	bool enabled;			/* AC_CTRL ENABLE, as programmed */
+	u8 granularity;			/* AC_GRANULARITY, as programmed */
+	u32 head;			/* next record to take (the AC_HEAD written) */
+	u32 tail;			/* AC_TAIL as last read */
+	u32 dropped;			/* AC_DROPPED as last read */
+	/* records of a context closed while they were in the ring (gmem_ac_ctx_gone()) */
+	DECLARE_BITMAP(stale, 1u << GMEM_AC_LOG2);
+	struct work_struct work;	/* takes the records, migrates (gmem_ac_work()) */
+	atomic_t inject_bad;		/* debugfs inject_ac_bad_records: break the next N */
+};
+
 /* g->inject_fault_hold: 0 off, or (the value debugfs is given) armed, or holding a group */
 #define GMEM_INJECT_HOLD_ARMED		1
 #define GMEM_INJECT_HOLD_HOLDING	2
@@ -268,6 +295,10 @@ struct gmem_accel {
 	unsigned long fault_workers_busy;	/* bit per worker at work */
 	atomic_t inject_fault_hold;	/* debugfs inject_fault_hold: GMEM_INJECT_HOLD_* */
 	struct workqueue_struct *wq;
+
+	/* access counters: their ring and registers (gmem_accel_counters.c) */
+	struct mutex ac_lock;
+	struct gmem_ac ac;
 
 	/* contexts: ids 1..63 (0 is the driver's own), looked up by fault servicing */
 	struct mutex ctx_lock;
