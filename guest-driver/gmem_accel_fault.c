@@ -19,6 +19,8 @@
 #include "gmem_accel_pt.h"
 #include "gmem_accel_fault.h"
 #include "gmem_accel_obj.h"
+#include "gmem_accel_advice.h"
+#include "gmem_accel_thrashing.h"
 #include "gmem_accel_trace.h"
 
 static void gmem_fault_read(struct gmem_accel *g, u32 idx, struct gmem_fault *f)
@@ -116,8 +118,19 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 		ret = gmem_fault_window(ctx, f[i].va & PAGE_MASK, &start, &end);
 		if (ret)
 			break;
-		if (gmem_prefers_device(ctx, f[i].va))
-			gmem_fault_migrate(ctx, start, end);
+		if (gmem_prefers_device(ctx, f[i].va)) {
+			/* A thrashing page: throttled (-ETIME: a nap, then REPLAY), or pinned. */
+			switch (gmem_thrashing_fault(ctx, f + i, n - i, end, &ctx->thrash_nap_us)) {
+			case GMEM_THRASH_THROTTLE:
+				ret = -ETIME;
+				continue;
+			case GMEM_THRASH_NONE:
+				gmem_fault_migrate(ctx, start, end);
+				break;
+			case GMEM_THRASH_PIN:
+				break;
+			}
+		}
 		/* Every fault of the group in this window (they are sorted) is requested here. */
 		first = (f[i].va - start) >> PAGE_SHIFT;
 		for (k = i; k < n && f[k].va >= start && f[k].va < end; k++)
@@ -196,7 +209,7 @@ static int gmem_fault_progress(struct gmem_queue *q, u16 slot, int err, bool con
 static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsigned int n)
 {
 	bool interrupted = false, contended = false, gone;
-	unsigned int nap_ms = 0;
+	unsigned int nap_ms = 0, thrash_nap_us = 0;
 	struct gmem_ctx *ctx;
 	int err = -ENXIO;
 	u32 resp;
@@ -217,6 +230,11 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 		if (err == -EAGAIN && gmem_pt_maps_all(ctx, first.va, first.va + PAGE_SIZE,
 						       gmem_fault_writes(&first)))
 			err = 0;
+		/* Throttled for thrashing (gmem_accel_thrashing.c): replayed after its nap. */
+		if (err == -ETIME) {
+			thrash_nap_us = ctx->thrash_nap_us;
+			err = 0;
+		}
 		/*
 		 * The serving thread's own signal is not the command's failure: only its
 		 * owner's death cancels it. Replayed, the fault comes back, to a fault worker
@@ -238,6 +256,7 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 		gmem_dev_count(g, GMEM_DEV_FAULT_THROTTLES, 1);
 		msleep(nap_ms);
 	}
+	gmem_thrashing_nap(thrash_nap_us);
 	resp = f[0].group | (err ? GMEM_RESP_CANCEL : GMEM_RESP_REPLAY) << GMEM_RESP_SHIFT;
 	gone = !ctx || READ_ONCE(ctx->stopped);
 	if (ctx) {

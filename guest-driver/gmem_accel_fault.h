@@ -34,7 +34,6 @@ int gmem_map_window(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *req
 		    unsigned long *pfns);
 
 /* gmem_accel_fault_migrate.c: the fault server's migration policy */
-bool gmem_prefers_device(struct gmem_ctx *ctx, u64 va);
 void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_fault_return(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_fault_unshare(struct gmem_ctx *ctx, u64 start, u64 end);

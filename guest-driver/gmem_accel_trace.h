@@ -195,6 +195,33 @@ TRACE_EVENT(gmem_accel_migrate_peer,
 		  __entry->err)
 );
 
+/* Thrashing mitigation (gmem_accel_thrashing.c): a page's side throttled, pinned, unpinned. */
+DECLARE_EVENT_CLASS(gmem_accel_thrashing,
+	TP_PROTO(u16 ctx, u64 va),
+	TP_ARGS(ctx, va),
+	TP_STRUCT__entry(
+		__field(u16, ctx)
+		__field(u64, va)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__entry->va = va;
+	),
+	TP_printk("ctx=%u va=%#llx", __entry->ctx, __entry->va)
+);
+
+DEFINE_EVENT(gmem_accel_thrashing, gmem_accel_thrashing_throttle,
+	TP_PROTO(u16 ctx, u64 va),
+	TP_ARGS(ctx, va));
+
+DEFINE_EVENT(gmem_accel_thrashing, gmem_accel_thrashing_pin,
+	TP_PROTO(u16 ctx, u64 va),
+	TP_ARGS(ctx, va));
+
+DEFINE_EVENT(gmem_accel_thrashing, gmem_accel_thrashing_unpin,
+	TP_PROTO(u16 ctx, u64 va),
+	TP_ARGS(ctx, va));
+
 #endif /* GMEM_ACCEL_TRACE_H */
 
 /* Out of tree: the header is found next to the sources (Kbuild adds -I$(src)). */
