@@ -128,21 +128,12 @@ void gmem_advice_map_range(struct gmem_ctx *ctx, u64 start, u64 end, unsigned lo
 	mmput(ctx->mm);
 }
 
-/*
- * A CPU access moved window [start, end) of @ctx's process home (migrate_to_ram): map the
- * accessed-by pages' new place before the access completes. The mmap lock is held (as every
- * migrate_to_ram() caller holds it), so this is hmm_range_fault()'s own loop, faulting
- * nothing, without gmem_notifier_get() (which may take it). @pfns: a window's scratch.
- */
-void gmem_advice_cpu_moved(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *pfns)
+/* gmem_advice_cpu_moved() for [lo, hi), inside one window. */
+static void gmem_advice_map_held(struct gmem_ctx *ctx, u64 lo, u64 hi, unsigned long *pfns)
 {
 	struct mmu_interval_notifier *mni;
 	int srcu, replaced, tries = 0;
-	u64 lo, hi;
 
-	if (mtree_empty(&ctx->advice) || !gmem_accessed_span(ctx, start, end, &lo, &hi))
-		return;
-	mmap_assert_locked(ctx->mm);
 	srcu = gmem_notifiers_enter();
 	mni = gmem_notifier(ctx, lo);
 	while (mni && tries++ < 8 && !gmem_pt_reserve(ctx, lo, hi)) {
@@ -175,6 +166,26 @@ void gmem_advice_cpu_moved(struct gmem_ctx *ctx, u64 start, u64 end, unsigned lo
 			break;
 	}
 	gmem_notifiers_exit(srcu);
+}
+
+/*
+ * The driver moved pages of [start, end) of @ctx's process home with the mmap lock held (a
+ * CPU access's migrate_to_ram, an eviction): map the accessed-by ones where they are now,
+ * before the access completes. Under that lock (every migrate_to_ram() caller holds it), so
+ * this is hmm_range_fault()'s own loop, faulting nothing, without gmem_notifier_get() (which
+ * may take it): a window the device never reached has nothing to keep mapped. @pfns: a
+ * window's scratch.
+ */
+void gmem_advice_cpu_moved(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *pfns)
+{
+	if (mtree_empty(&ctx->advice))
+		return;
+	mmap_assert_locked(ctx->mm);
+	for (u64 w = start, next, lo, hi; w < end; w = next) {
+		next = min(ALIGN(w + 1, GMEM_HUGE_SIZE), end);
+		if (gmem_accessed_span(ctx, w, next, &lo, &hi))
+			gmem_advice_map_held(ctx, lo, hi, pfns);
+	}
 }
 
 /*

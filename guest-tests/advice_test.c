@@ -2,7 +2,8 @@
 /*
  * GMEM_ACCEL_IOC_ADVISE's accessed-by (guest-driver/gmem_accel_advice.c): the device keeps
  * an advised range mapped wherever its pages are, so its accesses do not fault while the
- * driver moves the pages (MIGRATE either way, a CPU touch of HBM pages); without the advice
+ * driver moves the pages (MIGRATE either way, a CPU touch of HBM pages, eviction of every HBM
+ * page: test_hmm's RELEASE on the device's /dev/gmem_dmirror0); without the advice
  * the same work faults. And the flags' rules: unknown bits and bad combinations are EINVAL,
  * flags 0 sets the location as it always did.
  */
@@ -15,6 +16,8 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <lib/test_hmm_uapi.h>
 
 #include "kselftest_harness.h"
 #include "gmem_accel_hw.h"
@@ -48,6 +51,7 @@ static int advise(int fd, void *addr, size_t len, unsigned int location, unsigne
 
 FIXTURE(advice) {
 	int fd;
+	int dm;			/* /dev/gmem_dmirror0: the same device's test_hmm interface */
 	uint8_t *buf;		/* source half, then destination half */
 	uint8_t *want;
 };
@@ -57,6 +61,8 @@ FIXTURE_SETUP(advice)
 	ASSERT_TRUE(gmem_test_begin(_metadata->timeout));
 	self->fd = gmem_open(0, O_RDWR);
 	ASSERT_LE(0, self->fd);
+	self->dm = open("/dev/gmem_dmirror0", O_RDWR);
+	ASSERT_LE(0, self->dm);
 	self->buf = map_pages(2 * HALF);
 	self->want = malloc(HALF);
 	ASSERT_NE(NULL, self->buf);
@@ -68,6 +74,7 @@ FIXTURE_SETUP(advice)
 
 FIXTURE_TEARDOWN(advice)
 {
+	close(self->dm);
 	close(self->fd);
 	free(self->want);
 }
@@ -77,7 +84,7 @@ FIXTURE_TEARDOWN(advice)
  * of the pages for other reasons; the bytes are checked each time. The device faults it
  * took, after the first copy.
  */
-static long copy_while_moving(struct __test_metadata *_metadata, int fd, uint8_t *buf,
+static long copy_while_moving(struct __test_metadata *_metadata, int fd, int dm, uint8_t *buf,
 			      const uint8_t *want)
 {
 	uint64_t faults0;
@@ -97,6 +104,13 @@ static long copy_while_moving(struct __test_metadata *_metadata, int fd, uint8_t
 	ASSERT_EQ(0, dev_migrate(fd, buf, 2 * HALF, GMEM_ACCEL_TO_SYSTEM) < 0);
 	ASSERT_EQ(0, dev_copy(fd, buf + HALF, buf, HALF));
 	EXPECT_EQ(0, memcmp(buf + HALF, want, HALF));
+	/* Into HBM, then evicted (every HBM page of the device goes home). */
+	ASSERT_EQ(0, dev_migrate(fd, buf, 2 * HALF, GMEM_ACCEL_TO_DEVICE) < 0);
+	ASSERT_EQ(0, ioctl(dm, HMM_DMIRROR_RELEASE,
+			   &(struct hmm_dmirror_cmd){ .addr = (uintptr_t)buf, .npages = 1 }));
+	EXPECT_FALSE(page_view(fd, buf) & GMEM_ACCEL_PAGE_HBM);
+	ASSERT_EQ(0, dev_copy(fd, buf + HALF, buf, HALF));
+	EXPECT_EQ(0, memcmp(buf + HALF, want, HALF));
 	return ctx_stats(fd).faults - faults0;
 }
 
@@ -106,7 +120,7 @@ TEST_F_TIMEOUT(advice, accessed_by_device_never_faults, 300)
 	long faults;
 
 	ASSERT_EQ(0, advise(self->fd, self->buf, 2 * HALF, 0, AB));
-	faults = copy_while_moving(_metadata, self->fd, self->buf, self->want);
+	faults = copy_while_moving(_metadata, self->fd, self->dm, self->buf, self->want);
 	EXPECT_EQ(0, faults);
 	/* And the first copy did not fault either: ADVISE mapped the present pages. */
 	EXPECT_EQ(0, ctx_stats(self->fd).faults);
@@ -115,7 +129,7 @@ TEST_F_TIMEOUT(advice, accessed_by_device_never_faults, 300)
 /* Without the advice the same work faults after each move. */
 TEST_F_TIMEOUT(advice, without_accessed_by_device_faults, 300)
 {
-	long faults = copy_while_moving(_metadata, self->fd, self->buf, self->want);
+	long faults = copy_while_moving(_metadata, self->fd, self->dm, self->buf, self->want);
 
 	EXPECT_LT(0, faults);
 }
@@ -126,7 +140,7 @@ TEST_F_TIMEOUT(advice, not_accessed_by_undoes_it, 300)
 	ASSERT_EQ(0, advise(self->fd, self->buf, 2 * HALF, 0, AB));
 	ASSERT_EQ(0, advise(self->fd, self->buf, 2 * HALF, 0,
 			    GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY | GMEM_ACCEL_ADVISE_KEEP_LOCATION));
-	EXPECT_LT(0, copy_while_moving(_metadata, self->fd, self->buf, self->want));
+	EXPECT_LT(0, copy_while_moving(_metadata, self->fd, self->dm, self->buf, self->want));
 }
 
 /*
