@@ -36,7 +36,8 @@
  *    with nothing held; it is waited for only where no mmap_lock is held (a file's release,
  *    unbind).
  * 5. gmem_accel.ctx_lock (mutex): the context table and its ids, held only to look up or
- *    change them (nothing is taken under it): a fault server holds a reference on its
+ *    change them (nothing is taken under it; a CPU fault on an HBM page looks its process's
+ *    contexts up holding that page's folio lock): a fault server holds a reference on its
  *    context (gmem_ctx_get()), not this lock, so one process's fault servicing never stalls
  *    another's close. A device-to-device migration looks at a peer's table under mmap_lock.
  * 6. folio locks: pages during migration and make_device_exclusive_range(). A move into HBM
@@ -62,6 +63,8 @@
  *     gmem_queue.fence_lock (irqsave: the queue's interrupt takes it): its armed dma-fences.
  *     gmem_dma_fence.lock: a fence's own, which dma_fence_signal() takes; never taken with
  *     gmem_queue.fence_lock held.
+ *     gmem_ctx.thrash (its xa_lock): the context's thrashing state; its memory is allocated
+ *     before it is taken.
  *
  * gmem_notifier_srcu (SRCU, gmem_notifiers_enter()): read across any of the above by whoever
  * looks a window's notifier up; an unmapped window's notifier is freed after its readers by

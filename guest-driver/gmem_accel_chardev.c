@@ -13,6 +13,7 @@
 #include "gmem_accel_pt.h"
 #include "gmem_accel_migrate.h"
 #include "gmem_accel_obj.h"
+#include "gmem_accel_advice.h"
 
 /* Bind a new context of @g to the opening process; the file's private_data is a gmem_file. */
 int gmem_file_open(struct gmem_accel *g, struct file *file)
@@ -209,24 +210,12 @@ static long gmem_accel_migrate(struct gmem_ctx *ctx, void __user *uarg)
 static long gmem_accel_advise(struct gmem_ctx *ctx, void __user *uarg)
 {
 	struct gmem_accel_advise adv;
-	unsigned long first, last;
-	u64 moved;
 	int ret;
 
 	if (copy_from_user(&adv, uarg, sizeof(adv)))
 		return -EFAULT;
-	if (adv.flags || adv.location > GMEM_ACCEL_PREFER_SYSTEM)
-		return -EINVAL;
 	ret = gmem_check_page_range(adv.addr, adv.size);
-	if (ret)
-		return ret;
-	first = adv.addr >> PAGE_SHIFT;
-	last = ((adv.addr + adv.size) >> PAGE_SHIFT) - 1;
-	ret = mtree_store_range(&ctx->advice, first, last, adv.location == GMEM_ACCEL_PREFER_NONE ?
-				NULL : xa_mk_value(adv.location), GFP_KERNEL);
-	if (ret || adv.location != GMEM_ACCEL_PREFER_SYSTEM || !ctx->g->hbm.mapped)
-		return ret;
-	return gmem_migrate(ctx, adv.addr, adv.addr + adv.size, GMEM_MIGRATE_SKIP_HOLES, &moved);
+	return ret ?: gmem_advise(ctx, &adv);
 }
 
 static long gmem_accel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)

@@ -17,6 +17,7 @@
 #include "gmem_accel_pt.h"
 #include "gmem_accel_hbm.h"
 #include "gmem_accel_counters.h"
+#include "gmem_accel_thrashing.h"
 #include "gmem_accel_trace.h"
 
 /*
@@ -41,6 +42,28 @@ struct gmem_ctx *gmem_ctx_get(struct gmem_accel *g, unsigned int id)
 static void gmem_ctx_unused(struct kref *ref)
 {
 	complete(&container_of(ref, struct gmem_ctx, users)->unused);
+}
+
+/*
+ * References on the contexts of process @mm (up to @max, into @ctxs): a CPU fault's view of
+ * who may care about the page it moves. How many; each to be put.
+ */
+unsigned int gmem_ctxs_of_mm(struct gmem_accel *g, struct mm_struct *mm, struct gmem_ctx **ctxs,
+			     unsigned int max)
+{
+	unsigned int n = 0;
+
+	mutex_lock(&g->ctx_lock);
+	for (unsigned int id = 1; id < GMEM_NUM_CONTEXTS && n < max; id++) {
+		struct gmem_ctx *ctx = g->ctx[id];
+
+		if (ctx && ctx->mm == mm) {
+			kref_get(&ctx->users);
+			ctxs[n++] = ctx;
+		}
+	}
+	mutex_unlock(&g->ctx_lock);
+	return n;
 }
 
 void gmem_ctx_put(struct gmem_ctx *ctx)
@@ -105,6 +128,7 @@ struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g)
 	}
 	xa_init(&ctx->errors);
 	mt_init(&ctx->advice);
+	gmem_thrashing_init(ctx);
 	ctx->tgid = current->tgid;
 	get_task_comm(ctx->comm, current);
 
@@ -161,6 +185,7 @@ void gmem_ctx_shutdown(struct gmem_ctx *ctx)
 	/* Fault servers still at work for this context finish first (only they can hold it). */
 	gmem_ctx_put(ctx);
 	wait_for_completion(&ctx->unused);
+	gmem_thrashing_stop(ctx);
 	gmem_notifiers_remove(ctx);
 	if (g->regs) {
 		/* Disabling drops the context's translations from the device TLB too. */

@@ -12,6 +12,10 @@
 struct gmem_ctx *gmem_ctx_create(struct gmem_accel *g);
 struct gmem_ctx *gmem_ctx_get(struct gmem_accel *g, unsigned int id);
 void gmem_ctx_put(struct gmem_ctx *ctx);
+/* A CPU fault looks at this many contexts of its process at most. */
+#define GMEM_CPU_FAULT_CTXS	4
+unsigned int gmem_ctxs_of_mm(struct gmem_accel *g, struct mm_struct *mm, struct gmem_ctx **ctxs,
+			     unsigned int max);
 void gmem_ctx_destroy(struct gmem_ctx *ctx);
 void gmem_ctx_shutdown(struct gmem_ctx *ctx);
 void gmem_ctx_get_stats(struct gmem_ctx *ctx, struct gmem_accel_stats *st);

@@ -13,9 +13,11 @@
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 
+#include "gmem_accel_ctx.h"
 #include "gmem_accel_hbm.h"
 #include "gmem_accel_migrate.h"
 #include "gmem_accel_trace.h"
+#include "gmem_accel_advice.h"
 
 static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
 			     struct gmem_owner *only, struct mm_struct *held, bool ahead,
@@ -185,6 +187,22 @@ static bool gmem_mmap_read_trylock_no_munmap(struct mm_struct *mm)
  * invalidation each (a chunk: 512 device TLB invalidations instead of one). A page that is
  * no longer there (mremap, freed) stays for the caller. How many pages moved.
  */
+/*
+ * Pages of [va, end) of @mm just went home: the contexts of @mm that keep them mapped
+ * (accessed-by) map them there now. The mmap lock is held; m->dst is free again.
+ */
+static void gmem_evict_map_accessed(struct gmem_migration *m, struct mm_struct *mm, u64 va,
+				    u64 end)
+{
+	struct gmem_ctx *ctxs[GMEM_CPU_FAULT_CTXS];
+	unsigned int n = gmem_ctxs_of_mm(m->g, mm, ctxs, ARRAY_SIZE(ctxs));
+
+	for (unsigned int i = 0; i < n; i++) {
+		gmem_advice_cpu_moved(ctxs[i], va, end, m->dst);
+		gmem_ctx_put(ctxs[i]);
+	}
+}
+
 static unsigned long gmem_evict_by_va(struct gmem_migration *m, struct mm_struct *mm,
 				      unsigned long pfn, unsigned long npages)
 {
@@ -204,6 +222,8 @@ static unsigned long gmem_evict_by_va(struct gmem_migration *m, struct mm_struct
 		run = (end - va) >> PAGE_SHIFT;
 		if (!gmem_pages_to_ram(m->g, m, vma, va, end, NULL, pfn, npages, &n))
 			moved += n;
+		if (n)
+			gmem_evict_map_accessed(m, mm, va, end);
 		cond_resched();
 	}
 	return moved;

@@ -21,6 +21,8 @@
 #include "gmem_accel_obj.h"
 #include "gmem_accel_prefetch.h"
 #include "gmem_accel_replay.h"
+#include "gmem_accel_advice.h"
+#include "gmem_accel_thrashing.h"
 #include "gmem_accel_trace.h"
 
 static void gmem_fault_read(struct gmem_accel *g, u32 idx, struct gmem_fault *f)
@@ -118,8 +120,19 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 		ret = gmem_fault_window(ctx, f[i].va & PAGE_MASK, &start, &end);
 		if (ret)
 			break;
-		if (gmem_prefers_device(ctx, f[i].va))
-			gmem_fault_migrate(ctx, start, end);
+		if (gmem_prefers_device(ctx, f[i].va)) {
+			/* A thrashing page: throttled (-ETIME: a nap, then REPLAY), or pinned. */
+			switch (gmem_thrashing_fault(ctx, f + i, n - i, end, &ctx->thrash_nap_us)) {
+			case GMEM_THRASH_THROTTLE:
+				ret = -ETIME;
+				continue;
+			case GMEM_THRASH_NONE:
+				gmem_fault_migrate(ctx, start, end);
+				break;
+			case GMEM_THRASH_PIN:
+				break;
+			}
+		}
 		/* Every fault of the group in this window (they are sorted) is requested here. */
 		first = (f[i].va - start) >> PAGE_SHIFT;
 		for (k = i; k < n && f[k].va >= start && f[k].va < end; k++)
@@ -221,6 +234,7 @@ void gmem_fault_service(struct gmem_accel *g, struct gmem_fault *f, unsigned int
 	int err = -ENXIO;
 
 	gmem_fault_inject_hold(g);
+	a->thrash_nap_us = 0;
 	ctx = gmem_ctx_get(g, f[0].ctx);
 	if (ctx) {
 		/* The device posts the faulting step's fault first; servicing sorts the group. */
@@ -237,6 +251,11 @@ void gmem_fault_service(struct gmem_accel *g, struct gmem_fault *f, unsigned int
 		if (err == -EAGAIN && gmem_pt_maps_all(ctx, first.va, first.va + PAGE_SIZE,
 						       gmem_fault_writes(&first)))
 			err = 0;
+		/* Throttled for thrashing (gmem_accel_thrashing.c): replayed after its nap. */
+		if (err == -ETIME) {
+			a->thrash_nap_us = ctx->thrash_nap_us;
+			err = 0;
+		}
 		/*
 		 * The serving thread's own signal is not the command's failure: only its
 		 * owner's death cancels it. Replayed, the fault comes back, to a fault worker
@@ -302,6 +321,7 @@ static void gmem_fault_answer(struct gmem_accel *g, struct gmem_fault *f, unsign
 		gmem_dev_count(g, GMEM_DEV_FAULT_THROTTLES, 1);
 		msleep(a.nap_ms);
 	}
+	gmem_thrashing_nap(a.thrash_nap_us);
 	/* (counted first: a process that sees its command done sees the count) */
 	gmem_dev_count(g, GMEM_DEV_REPLAY_BATCHES, 1);
 	gmem_dev_count(g, GMEM_DEV_REPLAY_BATCH_GROUPS, 1);

@@ -23,6 +23,7 @@ struct gmem_answer {
 	struct gmem_fault first;	/* its first record, after servicing sorted them */
 	unsigned int n;			/* its faults */
 	unsigned int nap_ms;		/* contention: nap before answering */
+	unsigned int thrash_nap_us;	/* thrashing: the throttle's nap before answering */
 	int err;			/* 0: REPLAY, else CANCEL with this errno */
 };
 
@@ -57,7 +58,6 @@ int gmem_fault_pages(struct gmem_ctx *ctx, u64 start, u64 end, unsigned long *re
 		     unsigned long *pfns);
 
 /* gmem_accel_fault_migrate.c: the fault server's migration policy */
-bool gmem_prefers_device(struct gmem_ctx *ctx, u64 va);
 void gmem_fault_migrate(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_fault_return(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_fault_unshare(struct gmem_ctx *ctx, u64 start, u64 end);

@@ -12,14 +12,7 @@
 #include "gmem_accel_ctx.h"
 #include "gmem_accel_migrate.h"
 #include "gmem_accel_fault.h"
-
-/* Did the process advise that @va should live in HBM (GMEM_ACCEL_IOC_ADVISE)? */
-bool gmem_prefers_device(struct gmem_ctx *ctx, u64 va)
-{
-	void *advice = mtree_load(&ctx->advice, va >> PAGE_SHIFT);
-
-	return advice && xa_to_value(advice) == GMEM_ACCEL_PREFER_DEVICE;
-}
+#include "gmem_accel_thrashing.h"
 
 /*
  * The context's fault server's migration (allocated at its first use; NULL if it cannot be).
@@ -55,9 +48,13 @@ static void gmem_fault_to_device(struct gmem_ctx *ctx, u64 start, u64 end, bool 
 	vma = vma_lookup(ctx->mm, start);
 	/* Only memory the process may read: the fault's own check comes after this. */
 	if (vma && end <= vma->vm_end && (vma->vm_flags & VM_READ) &&
-	    !gmem_window_to_device(ctx, m, vma, start, end, &n) &&
-	    n < (end - start) >> PAGE_SHIFT)
-		gmem_window_from_peers(ctx, m, vma, start, end, &n);
+	    !gmem_window_to_device(ctx, m, vma, start, end, &n)) {
+		/* A fault's move (not a return after a write) is what thrashing counts. */
+		if (n && evict)
+			gmem_thrashing_moved(ctx, m, true);
+		if (n < (end - start) >> PAGE_SHIFT)
+			gmem_window_from_peers(ctx, m, vma, start, end, &n);
+	}
 	mmap_read_unlock(ctx->mm);
 }
 

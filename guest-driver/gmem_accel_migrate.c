@@ -21,6 +21,8 @@
 #include "gmem_accel_migrate.h"
 #include "gmem_accel_fault.h"
 #include "gmem_accel_trace.h"
+#include "gmem_accel_advice.h"
+#include "gmem_accel_thrashing.h"
 
 /*
  * Can a THP move whole into @g's HBM and back (7.3; never on 6.12)? Into private HBM only: 7.3
@@ -131,6 +133,8 @@ int gmem_window_to_ram(struct gmem_accel *g, struct gmem_migration *m,
 static vm_fault_t gmem_hbm_migrate_to_ram(struct vm_fault *vmf)
 {
 	struct gmem_accel *g = gmem_hbm_owner(vmf->page);
+	struct gmem_ctx *ctxs[GMEM_CPU_FAULT_CTXS];
+	unsigned int nctx, i, nap_us = 0;
 	struct gmem_migration *m;
 	unsigned long moved = 0;
 	u64 start, end;
@@ -143,8 +147,21 @@ static vm_fault_t gmem_hbm_migrate_to_ram(struct vm_fault *vmf)
 	m = gmem_migration_get(g);
 	if (!m)
 		return VM_FAULT_OOM;
+	/* The contexts of the process: a thrashing page's CPU side naps first. */
+	nctx = gmem_ctxs_of_mm(g, vmf->vma->vm_mm, ctxs, ARRAY_SIZE(ctxs));
+	for (i = 0; i < nctx; i++)
+		nap_us = max(nap_us, gmem_thrashing_cpu_nap(ctxs[i], vmf->address));
+	gmem_thrashing_nap(nap_us);
 	gmem_window(vmf->vma, vmf->address, &start, &end);
 	ret = gmem_window_to_ram(g, m, vmf->vma, start, end, vmf->page, &moved);
+	for (i = 0; moved && i < nctx; i++)
+		gmem_thrashing_moved(ctxs[i], m, false);
+	/* Accessed-by: the device maps the new pages before the CPU's access completes. */
+	for (i = 0; i < nctx; i++) {
+		if (moved)
+			gmem_advice_cpu_moved(ctxs[i], start, end, m->dst);
+		gmem_ctx_put(ctxs[i]);
+	}
 	gmem_migration_put(g, m);
 	if (ret == -ENOMEM)
 		return VM_FAULT_OOM;
@@ -591,6 +608,9 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 			break;
 		addr = next;
 	}
+	/* Accessed-by pages are mapped where they went (into HBM: as they moved). */
+	if (!to_device)
+		gmem_advice_map_range(ctx, start, end, map_req, map_pfns);
 out:
 	for (int i = 0; i < 2; i++)
 		gmem_migration_put(g, m[i]);

@@ -22,6 +22,7 @@
 
 #include "gmem_accel_ctx.h"
 #include "gmem_accel_pt.h"
+#include "gmem_accel_thrashing.h"
 #include "gmem_accel_trace.h"
 
 struct gmem_notifier {
@@ -225,8 +226,10 @@ void gmem_notifier_gc(struct work_struct *work)
 		 * hear a change to what is mapped there: the mappings and the table go.
 		 */
 		mutex_lock(&ctx->notifier_mutex);
-		if (!xa_load(&ctx->notifiers, n->start >> GMEM_HUGE_SHIFT))
+		if (!xa_load(&ctx->notifiers, n->start >> GMEM_HUGE_SHIFT)) {
 			gmem_pt_drop_window(ctx, n->start);
+			gmem_thrashing_forget(ctx, n->start);
+		}
 		mutex_unlock(&ctx->notifier_mutex);
 		mmu_interval_notifier_remove(&n->mni);
 		gmem_dev_count(ctx->g, GMEM_DEV_NOTIFIERS_NOW, -1);

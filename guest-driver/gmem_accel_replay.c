@@ -18,6 +18,7 @@
 
 #include "gmem_accel_fault.h"
 #include "gmem_accel_replay.h"
+#include "gmem_accel_thrashing.h"
 
 enum {
 	GMEM_REPLAY_BLOCK,
@@ -117,7 +118,8 @@ unsigned int gmem_replay_drain(struct gmem_accel *g, struct gmem_fault *group,
 	unsigned int done = 0;
 
 	while (done < GMEM_FAULT_BUDGET) {
-		unsigned int k, faults = 0, nap_ms = 0, ready = gmem_fault_ready(g, count);
+		unsigned int k, faults = 0, nap_ms = 0, nap_us = 0;
+		unsigned int ready = gmem_fault_ready(g, count);
 		unsigned int limit = GMEM_FAULT_BUDGET - done;
 
 		if (!ready)
@@ -137,14 +139,16 @@ unsigned int gmem_replay_drain(struct gmem_accel *g, struct gmem_fault *group,
 		}
 		if (!k)
 			break;
-		/* Contention: the batch's longest nap, once, before its answers. */
+		/* Contention, thrashing: the batch's longest naps, once, before its answers. */
 		for (unsigned int i = 0; i < k; i++) {
 			if (answers[i].nap_ms)
 				gmem_dev_count(g, GMEM_DEV_FAULT_THROTTLES, 1);
 			nap_ms = max(nap_ms, answers[i].nap_ms);
+			nap_us = max(nap_us, answers[i].thrash_nap_us);
 		}
 		if (nap_ms)
 			msleep(nap_ms);
+		gmem_thrashing_nap(nap_us);
 		gmem_dev_count(g, GMEM_DEV_REPLAY_BATCHES, 1);
 		gmem_dev_count(g, GMEM_DEV_REPLAY_BATCH_GROUPS, k);
 		for (unsigned int i = 0; i < k; i++)

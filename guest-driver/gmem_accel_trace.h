@@ -3,8 +3,9 @@
  * gmem-accel driver trace events: /sys/kernel/tracing/events/gmem_accel/. The fault path
  * (one event per group, one per hmm_range_fault window) and the invalidation path (notifier
  * callbacks, device TLB invalidations), plus command submission to relate them to batches,
- * migration both ways, from peers and by access counters, and eviction
- * (scripts/run-timeline.sh lays them out).
+ * migration both ways and from peers, eviction, and the memory policies' decisions (density
+ * prefetch, access-counter migration, thrashing mitigation); scripts/run-timeline.sh lays
+ * them out.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM gmem_accel
@@ -307,6 +308,33 @@ TRACE_EVENT(gmem_accel_ac_migrate,
 	TP_printk("ctx=%u va=%#llx pages=%llu err=%d", __entry->ctx, __entry->va,
 		  __entry->pages, __entry->err)
 );
+
+/* Thrashing mitigation (gmem_accel_thrashing.c): a page's side throttled, pinned, unpinned. */
+DECLARE_EVENT_CLASS(gmem_accel_thrashing,
+	TP_PROTO(u16 ctx, u64 va),
+	TP_ARGS(ctx, va),
+	TP_STRUCT__entry(
+		__field(u16, ctx)
+		__field(u64, va)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__entry->va = va;
+	),
+	TP_printk("ctx=%u va=%#llx", __entry->ctx, __entry->va)
+);
+
+DEFINE_EVENT(gmem_accel_thrashing, gmem_accel_thrashing_throttle,
+	TP_PROTO(u16 ctx, u64 va),
+	TP_ARGS(ctx, va));
+
+DEFINE_EVENT(gmem_accel_thrashing, gmem_accel_thrashing_pin,
+	TP_PROTO(u16 ctx, u64 va),
+	TP_ARGS(ctx, va));
+
+DEFINE_EVENT(gmem_accel_thrashing, gmem_accel_thrashing_unpin,
+	TP_PROTO(u16 ctx, u64 va),
+	TP_ARGS(ctx, va));
 
 #endif /* GMEM_ACCEL_TRACE_H */
 

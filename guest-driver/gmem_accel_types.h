@@ -128,6 +128,11 @@ enum gmem_dev_counter {
 	GMEM_DEV_AC_MIGRATIONS,		/* regions that moved pages to HBM */
 	GMEM_DEV_AC_PAGES_MIGRATED,
 	GMEM_DEV_AC_DROPPED,		/* records the device dropped (AC_DROPPED: ring full) */
+	/* thrashing mitigation (gmem_accel_thrashing.c) */
+	GMEM_DEV_THRASHING_DETECTED,	/* pages found moving back and forth */
+	GMEM_DEV_THRASHING_THROTTLES,	/* naps of a side that moved a thrashing page */
+	GMEM_DEV_THRASHING_PINS,	/* thrashing pages pinned in system memory */
+	GMEM_DEV_THRASHING_PINNED_PAGES_NOW, /* of them, pinned now */
 	GMEM_DEV_NR_COUNTERS
 };
 
@@ -400,7 +405,13 @@ struct gmem_owner {
  * @stats:     counters for GMEM_ACCEL_IOC_STATS
  * @tgid, @comm: the opening process, for debugfs
  * @stopped:   its queue was reset at close (gmem_queue_stop()): its fault groups are gone
- * @advice:    GMEM_ACCEL_PREFER_* by page index (absent: NONE)
+ * @advice:    GMEM_ACCEL_PREFER_* by page index (absent: NONE), with GMEM_ADVICE_ACCESSED_BY
+ *             (gmem_accel_advice.c)
+ * @thrash:    2 MiB block index -> struct gmem_thrash_block (gmem_accel_thrashing.c); its
+ *             xa_lock guards the blocks' state and the two counts below
+ * @thrash_unpin: unpins the pages whose pin ran out
+ * @thrash_blocks, @thrash_tracked: blocks in @thrash; of them, with per-page state
+ * @thrash_nap_us: the nap of the group the fault server throttles (under @fault_mutex)
  * @fault_hook: see gmem_fault_hook_fn; the test_hmm interface's fault-ahead (set at open)
  * @hook_data: the hook's state
  * @fault_mutex: held by the server of one of its fault groups (one at a time: its queue
@@ -433,6 +444,10 @@ struct gmem_ctx {
 	u64 fence_seq[GMEM_CTX_FENCES];
 	u64 last_fence;			/* ring sequence number of its last batch */
 	struct maple_tree advice;
+	struct xarray thrash;
+	struct delayed_work thrash_unpin;
+	unsigned int thrash_blocks, thrash_tracked;
+	unsigned int thrash_nap_us;
 	gmem_fault_hook_fn fault_hook;
 	void *hook_data;
 	struct mutex fault_mutex;	/* one fault server at a time, and its scratch */

@@ -175,18 +175,40 @@ struct gmem_accel_stats {
 #define GMEM_ACCEL_PREFER_DEVICE	1	/* device faults migrate the pages to HBM */
 #define GMEM_ACCEL_PREFER_SYSTEM	2	/* pages live in system memory */
 
+/* struct gmem_accel_advise.flags */
+#define GMEM_ACCEL_ADVISE_ACCESSED_BY	 (1u << 0) /* the device keeps the range mapped */
+#define GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY (1u << 1) /* ... no more */
+#define GMEM_ACCEL_ADVISE_KEEP_LOCATION	 (1u << 2) /* leave the location advice as it is */
+#define GMEM_ACCEL_ADVISE_FLAGS		 (GMEM_ACCEL_ADVISE_ACCESSED_BY | \
+					  GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY | \
+					  GMEM_ACCEL_ADVISE_KEEP_LOCATION)
+
 /**
- * struct gmem_accel_advise - where a range of this process's memory should live
+ * struct gmem_accel_advise - where a range of this process's memory should live, and whether
+ * the device keeps it mapped
  * @addr:     page aligned
  * @size:     bytes, page aligned, not 0
- * @location: GMEM_ACCEL_PREFER_*
- * @flags:    must be zero
+ * @location: GMEM_ACCEL_PREFER_*; 0 with GMEM_ACCEL_ADVISE_KEEP_LOCATION
+ * @flags:    GMEM_ACCEL_ADVISE_*; 0 sets the location alone
  *
- * The policy for device faults follows: in a PREFER_DEVICE range the driver migrates the
- * faulting window (the 2 MiB block inside the VMA) to HBM and maps it there; elsewhere it
- * maps system memory for the device to reach over the bus. PREFER_SYSTEM also migrates the
- * range's HBM pages back at once. Advice belongs to the address range of this context until
- * replaced (it outlives munmap) or the file is closed; CPU accesses always bring pages back.
+ * Two attributes of each page, set independently, as CUDA's cudaMemAdvise() has them:
+ *
+ * The location (unless @flags has KEEP_LOCATION). The policy for device faults follows: in a
+ * PREFER_DEVICE range the driver migrates the faulting window (the 2 MiB block inside the
+ * VMA) to HBM and maps it there (unless the page thrashes: the driver then pins it in system
+ * memory for a while, see docs/uapi.md); elsewhere it maps system memory for the device to
+ * reach over the bus. PREFER_SYSTEM also migrates the range's HBM pages back at once.
+ *
+ * Accessed-by (ACCESSED_BY sets it, NOT_ACCESSED_BY clears it, neither leaves it): the device
+ * maps the range's pages wherever they are. ADVISE maps the present ones at once, and a move
+ * the driver makes (MIGRATE, a CPU access to HBM, eviction, a fault's migration) maps their
+ * new place before it returns, so the device's accesses there do not fault and move nothing.
+ * Changes the driver does not make (munmap, the kernel's own migration) unmap them as before.
+ *
+ * -EINVAL: an unknown flag, ACCESSED_BY with NOT_ACCESSED_BY, KEEP_LOCATION without either or
+ * with a @location, an unknown @location. Advice belongs to the address range of this
+ * context until replaced (it outlives munmap) or the file is closed; CPU accesses always
+ * bring pages back.
  */
 struct gmem_accel_advise {
 	__u64 addr;

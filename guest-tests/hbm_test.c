@@ -1298,7 +1298,7 @@ TEST_F_TIMEOUT(hbm, bad_advise_args, 60)
 	EXPECT_ADVISE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = 100, .location = 1);
 	EXPECT_ADVISE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = 0, .location = 1);
 	EXPECT_ADVISE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = PAGE, .location = 3);
-	EXPECT_ADVISE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = PAGE, .flags = 2);
+	EXPECT_ADVISE_ERRNO(EINVAL, .addr = (uintptr_t)buf, .size = PAGE, .flags = 1u << 31);
 	EXPECT_ADVISE_ERRNO(EINVAL, .addr = -PAGE, .size = 2 * PAGE, .location = 1);
 	EXPECT_ADVISE_ERRNO(EFAULT, .addr = 1ull << 60, .size = PAGE, .location = 1);
 	EXPECT_EQ(-EFAULT, ioctl(self->fd, GMEM_ACCEL_IOC_ADVISE, NULL) ? -errno : 0);

@@ -87,6 +87,10 @@ static void streams_and_work(void)
 	ok(gmemMemPrefetchAsync(buf, 64, NULL, bogus) == gmemErrorInvalidHandle &&
 	   gmemMemAdvise(buf, 64, gmemMemAdviseSetPreferredLocation, NULL) ==
 	   gmemErrorInvalidHandle, "prefetch and advise without a live stream or device");
+	ok(gmemMemAdvise(buf, 64, gmemMemAdviseSetReadMostly, NULL) == gmemErrorNotSupported &&
+	   gmemMemAdvise(buf, 64, gmemMemAdviseUnsetReadMostly, NULL) == gmemErrorNotSupported &&
+	   gmemMemAdvise(buf, 64, gmemMemAdviseSetAccessedBy, NULL) == gmemErrorInvalidHandle,
+	   "read-mostly advice: NotSupported; accessed-by checks the device");
 }
 
 static void memory(void)

@@ -145,7 +145,7 @@ gmemError_t gmemEventQuery(gmemEvent_t event);
 gmemError_t gmemMemPrefetchAsync(const void *ptr, size_t count, gmemDevice_t dst,
 				 gmemStream_t stream);
 
-/* Where memory should live (gmemMemAdvise) */
+/* Where memory should live, and who keeps it mapped (gmemMemAdvise), by CUDA's names */
 typedef enum gmemMemoryAdvise {
 	/* device faults on the range move it to @dev's HBM first */
 	gmemMemAdviseSetPreferredLocation = 1,
@@ -153,9 +153,19 @@ typedef enum gmemMemoryAdvise {
 	gmemMemAdviseUnsetPreferredLocation = 2,
 	/* the range lives in system memory; its pages in @dev's HBM come home now */
 	gmemMemAdviseSetPreferredHost = 3,
+	/* @dev keeps the range mapped wherever its pages are: its accesses do not fault */
+	gmemMemAdviseSetAccessedBy = 4,
+	/* forget that (the location advice stays) */
+	gmemMemAdviseUnsetAccessedBy = 5,
+	/* read duplication: gmemErrorNotSupported (the kernel cannot keep a CPU copy read-only) */
+	gmemMemAdviseSetReadMostly = 6,
+	gmemMemAdviseUnsetReadMostly = 7,
 } gmemMemoryAdvise_t;
 
-/* Advice for [ptr, ptr + count) on device @dev: its streams, now and later, follow it. */
+/*
+ * Advice for [ptr, ptr + count) on device @dev: its streams, now and later, follow it. The
+ * location and accessed-by are set independently. gmemErrorNotSupported for read-mostly.
+ */
 gmemError_t gmemMemAdvise(const void *ptr, size_t count, gmemMemoryAdvise_t advice,
 			  gmemDevice_t dev);
 

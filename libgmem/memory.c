@@ -68,14 +68,14 @@ struct gmem_advice {
 	struct gmem_advice *next;
 	struct gmemDevice *dev;
 	__u64 addr, size;
-	uint32_t location;
+	uint32_t location, flags;
 };
 static struct gmem_advice *advice;
 
 static int gmem_advise_fd(int fd, const struct gmem_advice *a)
 {
 	struct gmem_accel_advise arg = {
-		.addr = a->addr, .size = a->size, .location = a->location,
+		.addr = a->addr, .size = a->size, .location = a->location, .flags = a->flags,
 	};
 
 	return gmem_ioctl(fd, GMEM_ACCEL_IOC_ADVISE, &arg);
@@ -116,6 +116,8 @@ gmemError_t gmemMemAdvise(const void *ptr, size_t count, gmemMemoryAdvise_t how,
 	struct gmem_advice *a;
 	int ret, n;
 
+	if (how == gmemMemAdviseSetReadMostly || how == gmemMemAdviseUnsetReadMostly)
+		return gmem_fail(gmemErrorNotSupported);
 	if (!gmem_live_has(GMEM_KIND_DEVICE, dev))
 		return gmem_fail(gmemErrorInvalidHandle);
 	a = calloc(1, sizeof(*a));
@@ -131,6 +133,12 @@ gmemError_t gmemMemAdvise(const void *ptr, size_t count, gmemMemoryAdvise_t how,
 		break;
 	case gmemMemAdviseSetPreferredHost:
 		a->location = GMEM_ACCEL_PREFER_SYSTEM;
+		break;
+	case gmemMemAdviseSetAccessedBy:
+		a->flags = GMEM_ACCEL_ADVISE_ACCESSED_BY | GMEM_ACCEL_ADVISE_KEEP_LOCATION;
+		break;
+	case gmemMemAdviseUnsetAccessedBy:
+		a->flags = GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY | GMEM_ACCEL_ADVISE_KEEP_LOCATION;
 		break;
 	default:
 		free(a);
