@@ -5,7 +5,7 @@
 : "${REPO:?set REPO to the source tree}"
 run_vm() { "$REPO/scripts/run-vm.sh" "$@"; }
 
-plan 27
+plan 28
 expect_fail "unknown option" 2 "unknown option '--frobnicate'" run_vm --frobnicate
 expect_fail "--devices 0" 2 "--devices '0': give a number from 1 to 16" run_vm --devices 0
 expect_fail "--devices 17" 2 "--devices '17'" run_vm --devices 17
