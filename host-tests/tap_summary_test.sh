@@ -6,7 +6,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 summary() { /usr/bin/python3 "$REPO/scripts/lib/tap_summary.py" --name t "$1" | tail -n 1; }
 
-plan 10
+plan 11
 printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "TAP version 13" "1..3" "ok 1 x" \
 	"ok 2 y # SKIP no device" "ok 3 z" "GMEM-TEST-END a 0" GMEM-SUITE-END >"$tmp/good"
 check "all passing, one skipped" test "$(summary "$tmp/good")" = "2 passed, 0 failed, 1 skipped"
@@ -22,6 +22,11 @@ check "a crash mid-program: 3 missing results, unfinished program and suite" \
 printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "1..1" "ok 1 x" "GMEM-TEST-END a 139" \
 	GMEM-SUITE-END >"$tmp/status"
 check "non-zero exit with all results passing" test "$(summary "$tmp/status")" = "1 passed, 1 failed"
+
+printf '%s\n' GMEM-SUITE-BEGIN "GMEM-TEST-BEGIN a" "1..1" "ok 1 x" "ok 2 y" "GMEM-TEST-END a 0" \
+	GMEM-SUITE-END >"$tmp/extra"
+check "results beyond the plan: a failure (meson calls it an error)" \
+	test "$(summary "$tmp/extra")" = "2 passed, 1 failed"
 
 printf 'kernel panic\n' >"$tmp/none"
 check "a suite that never started" test "$(summary "$tmp/none")" = "0 passed, 1 failed"

@@ -101,6 +101,8 @@ def parse_program(name, lines, exit_status, counts):
     if plan is not None and seen < plan:
         counts.fail(f"{name}: {plan - seen} of {plan} planned results missing")
         counts.failed += plan - seen - 1  # each missing result is a failure
+    if plan is not None and seen > plan:
+        counts.fail(f"{name}: {seen} results, beyond its plan of {plan}")
     if exit_status not in (None, 0) and counts.failed == before:
         counts.fail(f"{name}: exit status {exit_status} with no failing result")
     if plan is None and seen == 0 and exit_status == 0:
@@ -163,6 +165,8 @@ def run_host_tests(build_dir, output):
                     status = t.get("returncode")
                     if status is None or t.get("result") == "TIMEOUT":
                         status = 124
+                    elif status == 0 and t.get("result") in ("FAIL", "ERROR"):
+                        status = 1     # meson's verdict on its TAP (a broken plan, say)
                     name = t["name"]
                     out.write(f"GMEM-TEST-BEGIN {name}\n{text}")
                     if not text.endswith("\n"):
