@@ -29,8 +29,11 @@
 #define MiB (1ul << 20)
 #define PARAMS "/sys/module/gmem_accel/parameters/"
 
+#define SCRATCH (64 * 1024ul)
+
 static int dev;
-static char scratch[64 * 1024] __attribute__((aligned(4096)));
+/* Where the device's reads land: a mapping of its own, away from the program's data. */
+static char *scratch;
 
 static void __attribute__((noreturn)) die(const char *what)
 {
@@ -257,10 +260,10 @@ static void bench_hammer(int fd, const char *setting)
 
 	run_begin(&r);
 	for (unsigned int p = 0; p < passes; p++) {
-		for (size_t off = 0; off < len; off += sizeof(scratch)) {
+		for (size_t off = 0; off < len; off += SCRATCH) {
 			c[n++] = (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_COPY,
 				.dst = (uintptr_t)scratch, .src = (uintptr_t)buf + off,
-				.size = sizeof(scratch) };
+				.size = SCRATCH };
 			if (n == GMEM_ACCEL_MAX_BATCH) {
 				if (run_cmds(fd, c, n))
 					die("hammer");
@@ -271,7 +274,7 @@ static void bench_hammer(int fd, const char *setting)
 	if (n && run_cmds(fd, c, n))
 		die("hammer");
 	run_end(&r, "hammer", setting, passes * len);
-	if (memcmp(scratch, buf + len - sizeof(scratch), sizeof(scratch))) {
+	if (memcmp(scratch, buf + len - SCRATCH, SCRATCH)) {
 		errno = EIO;
 		die("hammer: wrong bytes");
 	}
@@ -295,10 +298,10 @@ static void bench_oversub(int fd, const char *setting)
 	advise(fd, buf, len, GMEM_ACCEL_PREFER_DEVICE);
 	run_begin(&r);
 	for (unsigned int pass = 0; pass < 2; pass++) {
-		for (size_t off = 0; off < len; off += sizeof(scratch)) {
+		for (size_t off = 0; off < len; off += SCRATCH) {
 			c[n++] = (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_COPY,
 				.dst = (uintptr_t)scratch, .src = (uintptr_t)buf + off,
-				.size = sizeof(scratch) };
+				.size = SCRATCH };
 			if (n == GMEM_ACCEL_MAX_BATCH) {
 				if (run_cmds(fd, c, n))
 					die("oversubscription");
@@ -309,7 +312,7 @@ static void bench_oversub(int fd, const char *setting)
 	if (n && run_cmds(fd, c, n))
 		die("oversubscription");
 	run_end(&r, "oversub4x", setting, 2 * len);
-	if (memcmp(scratch, buf + len - sizeof(scratch), sizeof(scratch))) {
+	if (memcmp(scratch, buf + len - SCRATCH, SCRATCH)) {
 		errno = EIO;
 		die("oversubscription: wrong bytes");
 	}
@@ -330,8 +333,7 @@ int main(int argc, char **argv)
 	if (fd < 0)
 		die("open /dev/gmem_accelN");
 	atexit(params_restore);
-	/* (the page the results land in, mapped once for every run) */
-	memset(scratch, 0, sizeof(scratch));
+	scratch = fresh(SCRATCH, true);
 
 	for (int on = 1; on >= 0; on--) {
 		if (!param_set("uvm_perf_prefetch_enable", on ? "1" : "0")) {
@@ -358,8 +360,8 @@ int main(int argc, char **argv)
 			printf("BENCH-POLICY-SKIP thrashing\n");
 			break;
 		}
-		/* TCG's round trips are slower than a GPU's: UVM's emulation lapse. */
-		param_set("uvm_perf_thrashing_lapse_usec", "400000");
+		/* A round under TCG takes milliseconds, not a GPU's microseconds: 20x the lapse. */
+		param_set("uvm_perf_thrashing_lapse_usec", "10000");
 		bench_pingpong(fd, on ? "thrashing" : "no-thrashing");
 	}
 	params_restore();
