@@ -248,12 +248,13 @@ static void bench_pingpong(int fd, const char *setting)
 	munmap(buf, len);
 }
 
-/* The device reads the same 2 MiB of system memory over and over, 64 KiB a command. */
-static void bench_hammer(int fd, const char *setting)
+/*
+ * The device reads @buf (@len bytes) through @passes times, 64 KiB a command into the scratch,
+ * as one run of @workload; the bytes of the last read are checked.
+ */
+static void read_through(int fd, char *buf, size_t len, unsigned int passes,
+			 const char *workload, const char *setting)
 {
-	const size_t len = 2 * MiB;
-	const unsigned int passes = 64;
-	char *buf = fresh(len, true);
 	struct gmem_accel_cmd c[GMEM_ACCEL_MAX_BATCH];
 	unsigned int n = 0;
 	struct run r;
@@ -264,31 +265,34 @@ static void bench_hammer(int fd, const char *setting)
 			c[n++] = (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_COPY,
 				.dst = (uintptr_t)scratch, .src = (uintptr_t)buf + off,
 				.size = SCRATCH };
-			if (n == GMEM_ACCEL_MAX_BATCH) {
+			if (n == GMEM_ACCEL_MAX_BATCH || (p == passes - 1 && off + SCRATCH >= len)) {
 				if (run_cmds(fd, c, n))
-					die("hammer");
+					die(workload);
 				n = 0;
 			}
 		}
 	}
-	if (n && run_cmds(fd, c, n))
-		die("hammer");
-	run_end(&r, "hammer", setting, passes * len);
+	run_end(&r, workload, setting, passes * len);
 	if (memcmp(scratch, buf + len - SCRATCH, SCRATCH)) {
 		errno = EIO;
-		die("hammer: wrong bytes");
+		die(workload);
 	}
-	munmap(buf, len);
+}
+
+/* The device reads the same 2 MiB of system memory over and over. */
+static void bench_hammer(int fd, const char *setting)
+{
+	char *buf = fresh(2 * MiB, true);
+
+	read_through(fd, buf, 2 * MiB, 64, "hammer", setting);
+	munmap(buf, 2 * MiB);
 }
 
 /* A working set 4x the HBM, preferring it, that the device reads through twice. */
 static void bench_oversub(int fd, const char *setting)
 {
 	struct gmem_accel_info info = { 0 };
-	struct gmem_accel_cmd c[GMEM_ACCEL_MAX_BATCH];
 	size_t len;
-	unsigned int n = 0;
-	struct run r;
 	char *buf;
 
 	if (ioctl(fd, GMEM_ACCEL_IOC_GET_INFO, &info))
@@ -296,26 +300,7 @@ static void bench_oversub(int fd, const char *setting)
 	len = 4 * (info.hbm_size & ~(2 * MiB - 1));
 	buf = fresh(len, true);
 	advise(fd, buf, len, GMEM_ACCEL_PREFER_DEVICE);
-	run_begin(&r);
-	for (unsigned int pass = 0; pass < 2; pass++) {
-		for (size_t off = 0; off < len; off += SCRATCH) {
-			c[n++] = (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_COPY,
-				.dst = (uintptr_t)scratch, .src = (uintptr_t)buf + off,
-				.size = SCRATCH };
-			if (n == GMEM_ACCEL_MAX_BATCH) {
-				if (run_cmds(fd, c, n))
-					die("oversubscription");
-				n = 0;
-			}
-		}
-	}
-	if (n && run_cmds(fd, c, n))
-		die("oversubscription");
-	run_end(&r, "oversub4x", setting, 2 * len);
-	if (memcmp(scratch, buf + len - SCRATCH, SCRATCH)) {
-		errno = EIO;
-		die("oversubscription: wrong bytes");
-	}
+	read_through(fd, buf, len, 2, "oversub4x", setting);
 	munmap(buf, len);
 }
 
