@@ -89,6 +89,24 @@ void gmem_device_reset(struct gmem_accel *g, const char *why);
 typedef int (*gmem_device_fn)(struct device *dev, void *data);
 int gmem_walk_devices(void *data, gmem_device_fn fn);
 
+/*
+ * A 0644 module parameter @name, an unsigned int (default @def) that takes only writes in
+ * [@lo, @hi]: anything else is -EINVAL and leaves it unchanged. @changed (or NULL) is called
+ * after each write. Readers READ_ONCE() @name itself.
+ */
+struct gmem_param_range {
+	unsigned int *val;
+	unsigned int min, max;
+	void (*changed)(void);
+};
+extern const struct kernel_param_ops gmem_param_range_ops;
+
+#define GMEM_PARAM_RANGE(name, def, lo, hi, changed, desc)				\
+	static unsigned int name = def;							\
+	static struct gmem_param_range name##_range = { &name, lo, hi, changed };	\
+	module_param_cb(name, &gmem_param_range_ops, &name##_range, 0644);		\
+	MODULE_PARM_DESC(name, desc)
+
 /* gmem_accel_chardev.c: file life cycle shared by both nodes */
 int gmem_file_open(struct gmem_accel *g, struct file *file);
 int gmem_file_release(struct file *file);

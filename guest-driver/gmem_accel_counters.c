@@ -51,26 +51,8 @@ module_param_cb(uvm_perf_access_counter_migration_enable, &gmem_ac_enable_ops,
 MODULE_PARM_DESC(uvm_perf_access_counter_migration_enable,
 		 "whether access counters migrate what the device reaches in system memory: <= -1 default (off, as UVM's without ATS), 0 off, >= 1 on");
 
-static unsigned int uvm_perf_access_counter_threshold = GMEM_AC_THRESHOLD_DEFAULT;
-
-static int gmem_ac_set_threshold(const char *val, const struct kernel_param *kp)
-{
-	unsigned int v;
-
-	if (kstrtouint(val, 0, &v) || v < 1 || v > GMEM_AC_THRESHOLD_MAX)
-		return -EINVAL;
-	WRITE_ONCE(uvm_perf_access_counter_threshold, v);
-	gmem_ac_apply_all();
-	return 0;
-}
-
-static const struct kernel_param_ops gmem_ac_threshold_ops = {
-	.set = gmem_ac_set_threshold,
-	.get = param_get_uint,
-};
-module_param_cb(uvm_perf_access_counter_threshold, &gmem_ac_threshold_ops,
-		&uvm_perf_access_counter_threshold, 0644);
-MODULE_PARM_DESC(uvm_perf_access_counter_threshold,
+GMEM_PARAM_RANGE(uvm_perf_access_counter_threshold, GMEM_AC_THRESHOLD_DEFAULT, 1,
+		 GMEM_AC_THRESHOLD_MAX, gmem_ac_apply_all,
 		 "accesses to a region that make a notification, 1..65535 (default 256)");
 
 /* Kept as the log2 of the region size; read and written as UVM's string. */
@@ -106,25 +88,7 @@ module_param_cb(uvm_perf_access_counter_granularity, &gmem_ac_granularity_ops, N
 MODULE_PARM_DESC(uvm_perf_access_counter_granularity,
 		 "size of the region a counter tracks: 64k or 2m (default 2m)");
 
-static unsigned int uvm_perf_access_counter_batch_count = 256;
-
-static int gmem_ac_set_batch(const char *val, const struct kernel_param *kp)
-{
-	unsigned int v;
-
-	if (kstrtouint(val, 0, &v) || v < 1)
-		return -EINVAL;
-	WRITE_ONCE(uvm_perf_access_counter_batch_count, v);
-	return 0;
-}
-
-static const struct kernel_param_ops gmem_ac_batch_ops = {
-	.set = gmem_ac_set_batch,
-	.get = param_get_uint,
-};
-module_param_cb(uvm_perf_access_counter_batch_count, &gmem_ac_batch_ops,
-		&uvm_perf_access_counter_batch_count, 0644);
-MODULE_PARM_DESC(uvm_perf_access_counter_batch_count,
+GMEM_PARAM_RANGE(uvm_perf_access_counter_batch_count, 256, 1, UINT_MAX, NULL,
 		 "notifications taken per pass of the worker, >= 1 (default 256)");
 
 static bool gmem_ac_wanted(void)

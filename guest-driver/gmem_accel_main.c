@@ -36,6 +36,31 @@ static void gmem_accel_release(struct device *dev)
 	kfree(g);
 }
 
+static int gmem_param_range_set(const char *val, const struct kernel_param *kp)
+{
+	const struct gmem_param_range *r = kp->arg;
+	unsigned int v;
+
+	if (kstrtouint(val, 0, &v) || v < r->min || v > r->max)
+		return -EINVAL;
+	WRITE_ONCE(*r->val, v);
+	if (r->changed)
+		r->changed();
+	return 0;
+}
+
+static int gmem_param_range_get(char *buf, const struct kernel_param *kp)
+{
+	const struct gmem_param_range *r = kp->arg;
+
+	return sysfs_emit(buf, "%u\n", READ_ONCE(*r->val));
+}
+
+const struct kernel_param_ops gmem_param_range_ops = {
+	.set = gmem_param_range_set,
+	.get = gmem_param_range_get,
+};
+
 /* Call @fn on each gmem-accel class device (referenced meanwhile) until it returns nonzero. */
 int gmem_walk_devices(void *data, gmem_device_fn fn)
 {

@@ -14,47 +14,19 @@
 #include <linux/moduleparam.h>
 #include <linux/userfaultfd_k.h>
 
+#include "gmem_accel.h"
 #include "gmem_accel_ctx.h"
 #include "gmem_accel_pt.h"
 #include "gmem_accel_fault.h"
 #include "gmem_accel_prefetch.h"
 #include "gmem_accel_trace.h"
 
-/* A module parameter's range: [0] the least value, [1] the largest. */
-static int gmem_param_set_range(const char *val, const struct kernel_param *kp,
-				const unsigned int *range)
-{
-	unsigned int v;
-	int ret = kstrtouint(val, 0, &v);
-
-	if (ret)
-		return ret;
-	if (v < range[0] || v > range[1])
-		return -EINVAL;
-	WRITE_ONCE(*(unsigned int *)kp->arg, v);
-	return 0;
-}
-
-#define GMEM_PREFETCH_PARAM(name, def, lo, hi, desc)					\
-	static unsigned int name = def;							\
-	static int name##_set(const char *val, const struct kernel_param *kp)		\
-	{										\
-		static const unsigned int range[2] = { lo, hi };			\
-		return gmem_param_set_range(val, kp, range);				\
-	}										\
-	static const struct kernel_param_ops name##_ops = {				\
-		.set = name##_set,							\
-		.get = param_get_uint,							\
-	};										\
-	module_param_cb(name, &name##_ops, &name, 0644);				\
-	MODULE_PARM_DESC(name, desc)
-
-GMEM_PREFETCH_PARAM(uvm_perf_prefetch_enable, 1, 0, 1,
-		    "density prefetch of device faults: 1 on, 0 off (default 1)");
-GMEM_PREFETCH_PARAM(uvm_perf_prefetch_threshold, 51, 1, 100,
-		    "percent of a region resident for the device above which its other pages are prefetched, 1-100 (default 51)");
-GMEM_PREFETCH_PARAM(uvm_perf_prefetch_min_faults, 1, 1, 20,
-		    "faults a group needs in a window for that window to prefetch, 1-20 (default 1)");
+GMEM_PARAM_RANGE(uvm_perf_prefetch_enable, 1, 0, 1, NULL,
+		 "density prefetch of device faults: 1 on, 0 off (default 1)");
+GMEM_PARAM_RANGE(uvm_perf_prefetch_threshold, 51, 1, 100, NULL,
+		 "percent of a region resident for the device above which its other pages are prefetched, 1-100 (default 51)");
+GMEM_PARAM_RANGE(uvm_perf_prefetch_min_faults, 1, 1, 20, NULL,
+		 "faults a group needs in a window for that window to prefetch, 1-20 (default 1)");
 
 /* How many bits of @map in [first, first + len) (a naturally aligned power of two) are set. */
 static unsigned int gmem_region_weight(const unsigned long *map, unsigned int first,

@@ -16,6 +16,7 @@
 #include <linux/delay.h>
 #include <linux/moduleparam.h>
 
+#include "gmem_accel.h"
 #include "gmem_accel_fault.h"
 #include "gmem_accel_replay.h"
 #include "gmem_accel_thrashing.h"
@@ -28,52 +29,12 @@ enum {
 	GMEM_REPLAY_POLICIES
 };
 
-static unsigned int uvm_perf_fault_replay_policy = GMEM_REPLAY_BATCH_FLUSH;
-static unsigned int uvm_perf_fault_batch_count = GMEM_FAULT_GROUP_MAX;
-
-/* A module parameter's range: [0] the least value, [1] the largest. */
-static int gmem_replay_param_set(const char *val, const struct kernel_param *kp,
-				 unsigned int lo, unsigned int hi)
-{
-	unsigned int v;
-	int ret = kstrtouint(val, 0, &v);
-
-	if (ret)
-		return ret;
-	if (v < lo || v > hi)
-		return -EINVAL;
-	WRITE_ONCE(*(unsigned int *)kp->arg, v);
-	return 0;
-}
-
-static int gmem_replay_policy_set(const char *val, const struct kernel_param *kp)
-{
-	return gmem_replay_param_set(val, kp, 0, GMEM_REPLAY_POLICIES - 1);
-}
-
-/* Up to the fault queue's size: a batch never holds more than the queue does. */
-static int gmem_replay_batch_count_set(const char *val, const struct kernel_param *kp)
-{
-	return gmem_replay_param_set(val, kp, 1, 1u << GMEM_FQ_LOG2);
-}
-
-static const struct kernel_param_ops gmem_replay_policy_ops = {
-	.set = gmem_replay_policy_set,
-	.get = param_get_uint,
-};
-
-static const struct kernel_param_ops gmem_replay_batch_count_ops = {
-	.set = gmem_replay_batch_count_set,
-	.get = param_get_uint,
-};
-
-module_param_cb(uvm_perf_fault_replay_policy, &gmem_replay_policy_ops,
-		&uvm_perf_fault_replay_policy, 0644);
-MODULE_PARM_DESC(uvm_perf_fault_replay_policy,
+GMEM_PARAM_RANGE(uvm_perf_fault_replay_policy, GMEM_REPLAY_BATCH_FLUSH, 0,
+		 GMEM_REPLAY_POLICIES - 1, NULL,
 		 "when fault workers answer groups: 0 block, 1 batch, 2 batch_flush, 3 once (default 2)");
-module_param_cb(uvm_perf_fault_batch_count, &gmem_replay_batch_count_ops,
-		&uvm_perf_fault_batch_count, 0644);
-MODULE_PARM_DESC(uvm_perf_fault_batch_count,
+/* Up to the fault queue's size: a batch never holds more than the queue does. */
+GMEM_PARAM_RANGE(uvm_perf_fault_batch_count, GMEM_FAULT_GROUP_MAX, 1, 1u << GMEM_FQ_LOG2,
+		 NULL,
 		 "faults a fault worker takes into one batch, 1-16384 (default 256)");
 
 /* Do the fault workers answer in batches (any policy but block)? */

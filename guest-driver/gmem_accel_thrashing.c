@@ -26,58 +26,22 @@
 #include "gmem_accel_thrashing.h"
 #include "gmem_accel_trace.h"
 
-/* A module parameter with the range UVM accepts; a write out of it is -EINVAL. */
-struct gmem_thrash_param {
-	unsigned int val, min, max;
-};
+GMEM_PARAM_RANGE(uvm_perf_thrashing_enable, 1, 0, 1, NULL, "Detect and mitigate thrashing (0/1)");
+GMEM_PARAM_RANGE(uvm_perf_thrashing_threshold, 3, 1, 7, NULL,
+		 "Moves in a row, each within the lapse, that make a page thrash");
+GMEM_PARAM_RANGE(uvm_perf_thrashing_pin_threshold, 10, 1, 255, NULL,
+		 "Throttles of a thrashing page before it is pinned in system memory");
+GMEM_PARAM_RANGE(uvm_perf_thrashing_lapse_usec, 500, 1, UINT_MAX, NULL,
+		 "Time (us) within which a move counts as following the one before");
+GMEM_PARAM_RANGE(uvm_perf_thrashing_nap, 1, 1, 100, NULL, "A throttled side's nap (x lapse)");
+GMEM_PARAM_RANGE(uvm_perf_thrashing_epoch, 2000, 1, UINT_MAX, NULL,
+		 "Time without thrashing after which a block's state is reset (x lapse)");
+GMEM_PARAM_RANGE(uvm_perf_thrashing_pin, 300, 0, UINT_MAX, NULL,
+		 "Time a page stays pinned (x lapse; 0: until its block is reset)");
+GMEM_PARAM_RANGE(uvm_perf_thrashing_max_resets, 4, 0, UINT_MAX, NULL,
+		 "Resets of a block's state, after which it keeps it");
 
-static int gmem_thrash_param_set(const char *s, const struct kernel_param *kp)
-{
-	struct gmem_thrash_param *p = kp->arg;
-	unsigned int v;
-	int ret = kstrtouint(s, 0, &v);
-
-	if (ret)
-		return ret;
-	if (v < p->min || v > p->max)
-		return -EINVAL;
-	WRITE_ONCE(p->val, v);
-	return 0;
-}
-
-static int gmem_thrash_param_get(char *buf, const struct kernel_param *kp)
-{
-	const struct gmem_thrash_param *p = kp->arg;
-
-	return sysfs_emit(buf, "%u\n", READ_ONCE(p->val));
-}
-
-static const struct kernel_param_ops gmem_thrash_param_ops = {
-	.set = gmem_thrash_param_set,
-	.get = gmem_thrash_param_get,
-};
-
-#define GMEM_THRASH_PARAM(name, def, lo, hi, desc)					\
-	static struct gmem_thrash_param name = { def, lo, hi };				\
-	module_param_cb(name, &gmem_thrash_param_ops, &name, 0644);			\
-	MODULE_PARM_DESC(name, desc)
-
-GMEM_THRASH_PARAM(uvm_perf_thrashing_enable, 1, 0, 1, "Detect and mitigate thrashing (0/1)");
-GMEM_THRASH_PARAM(uvm_perf_thrashing_threshold, 3, 1, 7,
-		  "Moves in a row, each within the lapse, that make a page thrash");
-GMEM_THRASH_PARAM(uvm_perf_thrashing_pin_threshold, 10, 1, 255,
-		  "Throttles of a thrashing page before it is pinned in system memory");
-GMEM_THRASH_PARAM(uvm_perf_thrashing_lapse_usec, 500, 1, UINT_MAX,
-		  "Time (us) within which a move counts as following the one before");
-GMEM_THRASH_PARAM(uvm_perf_thrashing_nap, 1, 1, 100, "A throttled side's nap (x lapse)");
-GMEM_THRASH_PARAM(uvm_perf_thrashing_epoch, 2000, 1, UINT_MAX,
-		  "Time without thrashing after which a block's state is reset (x lapse)");
-GMEM_THRASH_PARAM(uvm_perf_thrashing_pin, 300, 0, UINT_MAX,
-		  "Time a page stays pinned (x lapse; 0: until its block is reset)");
-GMEM_THRASH_PARAM(uvm_perf_thrashing_max_resets, 4, 0, UINT_MAX,
-		  "Resets of a block's state, after which it keeps it");
-
-#define GMEM_P(name)	READ_ONCE(uvm_perf_thrashing_##name.val)
+#define GMEM_P(name)	READ_ONCE(uvm_perf_thrashing_##name)
 
 /* A nap never keeps a fault server or a CPU fault longer than this, whatever the params. */
 #define GMEM_THRASH_NAP_MAX_US	(USEC_PER_SEC)

@@ -30,25 +30,6 @@
 #define RW (PROT_READ | PROT_WRITE)
 #define AB (GMEM_ACCEL_ADVISE_ACCESSED_BY | GMEM_ACCEL_ADVISE_KEEP_LOCATION)
 
-static uint8_t *map_pages(size_t len)
-{
-	uint8_t *p = map_anon(len, RW);
-
-	if (p && (madvise(p, len, MADV_NOHUGEPAGE) || no_numa_scan(p, len))) {
-		munmap(p, len);
-		return NULL;
-	}
-	return p;
-}
-
-static int advise(int fd, void *addr, size_t len, unsigned int location, unsigned int flags)
-{
-	struct gmem_accel_advise a = { .addr = (uintptr_t)addr, .size = len,
-				       .location = location, .flags = flags };
-
-	return ioctl(fd, GMEM_ACCEL_IOC_ADVISE, &a) ? -errno : 0;
-}
-
 FIXTURE(advice) {
 	int fd;
 	int dm;			/* /dev/gmem_dmirror0: the same device's test_hmm interface */
@@ -63,7 +44,7 @@ FIXTURE_SETUP(advice)
 	ASSERT_LE(0, self->fd);
 	self->dm = open("/dev/gmem_dmirror0", O_RDWR);
 	ASSERT_LE(0, self->dm);
-	self->buf = map_pages(2 * HALF);
+	self->buf = map_small_pages(2 * HALF);
 	self->want = malloc(HALF);
 	ASSERT_NE(NULL, self->buf);
 	ASSERT_NE(NULL, self->want);
@@ -119,7 +100,7 @@ TEST_F_TIMEOUT(advice, accessed_by_device_never_faults, 300)
 {
 	long faults;
 
-	ASSERT_EQ(0, advise(self->fd, self->buf, 2 * HALF, 0, AB));
+	ASSERT_EQ(0, dev_advise(self->fd, self->buf, 2 * HALF, 0, AB));
 	faults = copy_while_moving(_metadata, self->fd, self->dm, self->buf, self->want);
 	EXPECT_EQ(0, faults);
 	/* And the first copy did not fault either: ADVISE mapped the present pages. */
@@ -137,9 +118,9 @@ TEST_F_TIMEOUT(advice, without_accessed_by_device_faults, 300)
 /* NOT_ACCESSED_BY takes it back: the moves fault again. */
 TEST_F_TIMEOUT(advice, not_accessed_by_undoes_it, 300)
 {
-	ASSERT_EQ(0, advise(self->fd, self->buf, 2 * HALF, 0, AB));
-	ASSERT_EQ(0, advise(self->fd, self->buf, 2 * HALF, 0,
-			    GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY | GMEM_ACCEL_ADVISE_KEEP_LOCATION));
+	ASSERT_EQ(0, dev_advise(self->fd, self->buf, 2 * HALF, 0, AB));
+	ASSERT_EQ(0, dev_advise(self->fd, self->buf, 2 * HALF, 0,
+				GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY | GMEM_ACCEL_ADVISE_KEEP_LOCATION));
 	EXPECT_LT(0, copy_while_moving(_metadata, self->fd, self->dm, self->buf, self->want));
 }
 
@@ -149,16 +130,16 @@ TEST_F_TIMEOUT(advice, not_accessed_by_undoes_it, 300)
  */
 TEST_F_TIMEOUT(advice, keep_location_keeps_prefer_device, 300)
 {
-	uint8_t *fresh = map_pages(4 * PAGE);
+	uint8_t *fresh = map_small_pages(4 * PAGE);
 
 	ASSERT_NE(NULL, fresh);
-	ASSERT_EQ(0, advise(self->fd, fresh, 4 * PAGE, GMEM_ACCEL_PREFER_DEVICE, 0));
-	ASSERT_EQ(0, advise(self->fd, fresh, 4 * PAGE, 0, AB));
+	ASSERT_EQ(0, dev_advise(self->fd, fresh, 4 * PAGE, GMEM_ACCEL_PREFER_DEVICE, 0));
+	ASSERT_EQ(0, dev_advise(self->fd, fresh, 4 * PAGE, 0, AB));
 	/* Untouched memory: nothing to map yet; the device's fault migrates it to HBM. */
 	ASSERT_EQ(0, dev_fill(self->fd, fresh, 3, 4 * PAGE));
 	EXPECT_TRUE(page_view(self->fd, fresh) & GMEM_ACCEL_PAGE_HBM);
 	/* Location NONE (flags 0): accessed-by stays, the next fault maps system memory. */
-	ASSERT_EQ(0, advise(self->fd, fresh, 4 * PAGE, GMEM_ACCEL_PREFER_NONE, 0));
+	ASSERT_EQ(0, dev_advise(self->fd, fresh, 4 * PAGE, GMEM_ACCEL_PREFER_NONE, 0));
 	EXPECT_EQ(3, fresh[0]);	/* home */
 	EXPECT_FALSE(page_view(self->fd, fresh) & GMEM_ACCEL_PAGE_HBM);
 	munmap(fresh, 4 * PAGE);
@@ -169,18 +150,18 @@ TEST_F_TIMEOUT(advice, bad_flags, 60)
 {
 	uint8_t *b = self->buf;
 
-	EXPECT_EQ(-EINVAL, advise(self->fd, b, PAGE, 0, 1u << 3));
-	EXPECT_EQ(-EINVAL, advise(self->fd, b, PAGE, 0, 1u << 31));
-	EXPECT_EQ(-EINVAL, advise(self->fd, b, PAGE, 0, GMEM_ACCEL_ADVISE_ACCESSED_BY |
-				  GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY));
-	EXPECT_EQ(-EINVAL, advise(self->fd, b, PAGE, 0, GMEM_ACCEL_ADVISE_KEEP_LOCATION));
-	EXPECT_EQ(-EINVAL, advise(self->fd, b, PAGE, GMEM_ACCEL_PREFER_DEVICE, AB));
-	EXPECT_EQ(-EINVAL, advise(self->fd, b, PAGE, 3, GMEM_ACCEL_ADVISE_ACCESSED_BY));
+	EXPECT_EQ(-EINVAL, dev_advise(self->fd, b, PAGE, 0, 1u << 3));
+	EXPECT_EQ(-EINVAL, dev_advise(self->fd, b, PAGE, 0, 1u << 31));
+	EXPECT_EQ(-EINVAL, dev_advise(self->fd, b, PAGE, 0, GMEM_ACCEL_ADVISE_ACCESSED_BY |
+				      GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY));
+	EXPECT_EQ(-EINVAL, dev_advise(self->fd, b, PAGE, 0, GMEM_ACCEL_ADVISE_KEEP_LOCATION));
+	EXPECT_EQ(-EINVAL, dev_advise(self->fd, b, PAGE, GMEM_ACCEL_PREFER_DEVICE, AB));
+	EXPECT_EQ(-EINVAL, dev_advise(self->fd, b, PAGE, 3, GMEM_ACCEL_ADVISE_ACCESSED_BY));
 	/* Valid ones. */
-	EXPECT_EQ(0, advise(self->fd, b, PAGE, GMEM_ACCEL_PREFER_NONE, 0));
-	EXPECT_EQ(0, advise(self->fd, b, PAGE, GMEM_ACCEL_PREFER_NONE,
-			    GMEM_ACCEL_ADVISE_ACCESSED_BY));
-	EXPECT_EQ(0, advise(self->fd, b, PAGE, 0, GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY));
+	EXPECT_EQ(0, dev_advise(self->fd, b, PAGE, GMEM_ACCEL_PREFER_NONE, 0));
+	EXPECT_EQ(0, dev_advise(self->fd, b, PAGE, GMEM_ACCEL_PREFER_NONE,
+				GMEM_ACCEL_ADVISE_ACCESSED_BY));
+	EXPECT_EQ(0, dev_advise(self->fd, b, PAGE, 0, GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY));
 	/* None of the refused ones took effect: the device faults as without advice. */
 	ASSERT_EQ(0, dev_fill(self->fd, b + PAGE, 1, PAGE));
 	EXPECT_LT(0, ctx_stats(self->fd).faults);

@@ -166,42 +166,6 @@ static long wait_in_hbm(int fd, void *dst, void *src, size_t npages, int timeout
 	return n;
 }
 
-/* The trace buffer, NUL-terminated (free() it), or NULL. */
-static char *read_trace(void)
-{
-	size_t len = 0, cap = 1 << 16;
-	char *buf = malloc(cap);
-	int fd = open("/sys/kernel/tracing/trace", O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0 || !buf) {
-		free(buf);
-		return NULL;
-	}
-	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
-		len += n;
-		if (len + 1 == cap)
-			buf = realloc(buf, cap *= 2);
-	}
-	close(fd);
-	buf[len] = 0;
-	return buf;
-}
-
-/* Does a line of @text hold all of @a, @b, @c and @d? */
-static bool has_line(const char *text, const char *a, const char *b, const char *c,
-		     const char *d)
-{
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		char line[512];
-
-		snprintf(line, sizeof(line), "%.*s", (int)strcspn(l, "\n"), l);
-		if (strstr(line, a) && strstr(line, b) && strstr(line, c) && strstr(line, d))
-			return true;
-	}
-	return false;
-}
-
 FIXTURE(counters) {
 	char saved[NPARAMS][32];
 	bool have_saved;
@@ -326,15 +290,18 @@ TEST_F_TIMEOUT(counters, trace_events, 300)
 	EXPECT_LE(mig0 + 1, wait_at_least("ac_migrations", mig0 + 1, 60000));
 	ASSERT_EQ(0, write_sysfs(TRACE_EVENTS "notify/enable", "0"));
 	ASSERT_EQ(0, write_sysfs(TRACE_EVENTS "migrate/enable", "0"));
-	trace = read_trace();
+	trace = read_whole_file("/sys/kernel/tracing/trace");
 	ASSERT_NE(NULL, trace);
 	snprintf(want_ctx, sizeof(want_ctx), "ctx=%u ", ctx_stats(self->fd).context);
 	snprintf(want_va, sizeof(want_va), "va=%#lx ", (unsigned long)self->src);
-	EXPECT_TRUE(has_line(trace, "gmem_accel_ac_notify:", want_ctx, want_va, "aperture=remote"));
-	EXPECT_TRUE(has_line(trace, "gmem_accel_ac_migrate:", want_ctx, want_va, "err=0"));
+	EXPECT_TRUE(text_has_line(trace, "gmem_accel_ac_notify:", want_ctx, want_va,
+				  "aperture=remote", NULL));
+	EXPECT_TRUE(text_has_line(trace, "gmem_accel_ac_migrate:", want_ctx, want_va, "err=0",
+				  NULL));
 	snprintf(want_va, sizeof(want_va), "va=%#lx ", (unsigned long)self->dst);
-	EXPECT_TRUE(has_line(trace, "gmem_accel_ac_notify:", want_ctx, want_va, "aperture=local"));
-	if (!has_line(trace, "gmem_accel_ac_migrate:", want_ctx, "err=0", "pages="))
+	EXPECT_TRUE(text_has_line(trace, "gmem_accel_ac_notify:", want_ctx, want_va,
+				  "aperture=local", NULL));
+	if (!text_has_line(trace, "gmem_accel_ac_migrate:", want_ctx, "err=0", "pages=", NULL))
 		TH_LOG("the trace was:\n%s", trace);
 	free(trace);
 	bytes_exact(_metadata, self);

@@ -11,6 +11,7 @@
 #include <sys/klog.h>
 #include <sys/mman.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <termios.h>
@@ -325,6 +326,74 @@ void *map_anon(size_t len, int prot)
 	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
+}
+
+void *map_small_pages(size_t len)
+{
+	void *p = map_anon(len, PROT_READ | PROT_WRITE);
+
+	if (p && (madvise(p, len, MADV_NOHUGEPAGE) || no_numa_scan(p, len))) {
+		munmap(p, len);
+		return NULL;
+	}
+	return p;
+}
+
+int dev_advise(int fd, void *addr, size_t len, unsigned int location, unsigned int flags)
+{
+	struct gmem_accel_advise a = { .addr = (uintptr_t)addr, .size = len,
+				       .location = location, .flags = flags };
+
+	return ioctl(fd, GMEM_ACCEL_IOC_ADVISE, &a) ? -errno : 0;
+}
+
+char *read_whole_file(const char *path)
+{
+	size_t len = 0, cap = 1 << 16;
+	char *buf = malloc(cap), *more;
+	int fd = open(path, O_RDONLY | O_NONBLOCK);
+	ssize_t n;
+
+	if (fd < 0 || !buf) {
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		return NULL;
+	}
+	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += n;
+		if (len + 1 < cap)
+			continue;
+		more = realloc(buf, cap *= 2);
+		if (!more) {
+			free(buf);
+			close(fd);
+			return NULL;
+		}
+		buf = more;
+	}
+	close(fd);
+	buf[len] = 0;
+	return buf;
+}
+
+bool text_has_line(const char *text, ...)
+{
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *needle;
+		bool all = true;
+		char line[512];
+		va_list ap;
+
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(l, "\n"), l);
+		va_start(ap, text);
+		while (all && (needle = va_arg(ap, const char *)))
+			all = strstr(line, needle) != NULL;
+		va_end(ap);
+		if (all)
+			return true;
+	}
+	return false;
 }
 
 int host_qmp(const char *json, char *reply, size_t len)

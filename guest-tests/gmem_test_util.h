@@ -83,6 +83,10 @@ struct gmem_accel_stats ctx_stats(int fd);
 void pattern(void *buf, size_t len, unsigned int seed);
 /* Private anonymous memory, NULL on failure. */
 void *map_anon(size_t len, int prot);
+/* Read-write anonymous memory in 4 KiB pages, no NUMA balancing scan; NULL on failure. */
+void *map_small_pages(size_t len);
+/* GMEM_ACCEL_IOC_ADVISE of [addr, addr + len): @location and @flags; 0 or -errno. */
+int dev_advise(int fd, void *addr, size_t len, unsigned int location, unsigned int flags);
 
 /*
  * Ask the host (scripts/lib/host-control.py, over ttyS2) to run one QMP command, @json on
@@ -115,6 +119,11 @@ int gmem_monitor_hbm_users(int n, uint64_t hbm, struct gmem_hbm_use *out, int ma
 
 /* How many times @needle occurs in the kernel log (klogctl); -1 if it cannot be read. */
 int gmem_kernel_log_count(const char *needle);
+
+/* The whole of a small text file (tracefs, sysfs), NUL-terminated (free() it), or NULL. */
+char *read_whole_file(const char *path);
+/* Does one line of @text hold every string of the NULL-terminated list after it? */
+bool text_has_line(const char *text, ...) __attribute__((sentinel));
 
 /* Does a path exist? */
 bool path_exists(const char *path);

@@ -29,21 +29,6 @@
 #define HUGE (2ul << 20)
 #define RW (PROT_READ | PROT_WRITE)
 
-/*
- * Anonymous memory the kernel backs with 4 KiB pages (THP is a test of its own), which NUMA
- * balancing leaves alone (no_numa_scan(): every test here looks at what the device maps).
- */
-static uint8_t *map_small_pages(size_t len)
-{
-	uint8_t *p = map_anon(len, RW);
-
-	if (p && (madvise(p, len, MADV_NOHUGEPAGE) || no_numa_scan(p, len))) {
-		munmap(p, len);
-		return NULL;
-	}
-	return p;
-}
-
 /* A pattern in @buf, and the same bytes in @want to check against later. */
 static void pattern_with_copy(uint8_t *buf, uint8_t *want, size_t len, unsigned int seed)
 {
@@ -1071,14 +1056,6 @@ TEST_F_TIMEOUT(hbm_proc, two_processes, 300)
 	}
 }
 
-static int advise(int fd, void *addr, size_t len, unsigned int location)
-{
-	struct gmem_accel_advise a = { .addr = (uintptr_t)addr, .size = len,
-				       .location = location };
-
-	return ioctl(fd, GMEM_ACCEL_IOC_ADVISE, &a) ? -errno : 0;
-}
-
 #define MAX_DEVS 16
 
 /*
@@ -1100,7 +1077,7 @@ static void hop(struct __test_metadata *_metadata, const int *fd, int from, int 
 	ASSERT_EQ(npages, pages_in_hbm(fd[from], buf, npages)) TH_LOG("device %d", from);
 	if (by_fault) {
 		/* A device fault in a PREFER_DEVICE range takes the same road. */
-		ASSERT_EQ(0, advise(fd[to], buf, len, GMEM_ACCEL_PREFER_DEVICE));
+		ASSERT_EQ(0, dev_advise(fd[to], buf, len, GMEM_ACCEL_PREFER_DEVICE, 0));
 		ASSERT_EQ(0, dev_copy(fd[to], out, buf, len));
 	} else {
 		ASSERT_EQ((long)npages, dev_migrate(fd[to], buf, len, GMEM_ACCEL_TO_DEVICE))
@@ -1239,8 +1216,8 @@ TEST_F_TIMEOUT(hbm, advise_device_migrates_on_fault, 120)
 	ASSERT_NE(NULL, fresh);
 	ASSERT_NE(NULL, copy);
 	pattern_with_copy(buf, want, len, 6);
-	ASSERT_EQ(0, advise(self->fd, buf, len, GMEM_ACCEL_PREFER_DEVICE));
-	ASSERT_EQ(0, advise(self->fd, fresh, len, GMEM_ACCEL_PREFER_DEVICE));
+	ASSERT_EQ(0, dev_advise(self->fd, buf, len, GMEM_ACCEL_PREFER_DEVICE, 0));
+	ASSERT_EQ(0, dev_advise(self->fd, fresh, len, GMEM_ACCEL_PREFER_DEVICE, 0));
 	EXPECT_EQ(0, pages_in_hbm(self->fd, buf, npages));	/* advice alone moves nothing */
 
 	ASSERT_EQ(0, dev_copy(self->fd, copy, buf, len));
@@ -1257,7 +1234,7 @@ TEST_F_TIMEOUT(hbm, advise_device_migrates_on_fault, 120)
 	EXPECT_EQ(0, memcmp(buf, want, len));
 
 	/* Advice withdrawn: the next faults map system memory. */
-	ASSERT_EQ(0, advise(self->fd, buf, len, GMEM_ACCEL_PREFER_NONE));
+	ASSERT_EQ(0, dev_advise(self->fd, buf, len, GMEM_ACCEL_PREFER_NONE, 0));
 	ASSERT_LE(0, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_SYSTEM));
 	ASSERT_EQ(0, dev_copy(self->fd, copy, buf, len));
 	EXPECT_EQ(0, pages_in_hbm(self->fd, buf, npages));
@@ -1275,7 +1252,7 @@ TEST_F_TIMEOUT(hbm, advise_system_brings_pages_home, 120)
 	ASSERT_NE(NULL, buf);
 	pattern_with_copy(buf, want, len, 7);
 	ASSERT_EQ((long)npages, dev_migrate(self->fd, buf, len, GMEM_ACCEL_TO_DEVICE));
-	ASSERT_EQ(0, advise(self->fd, buf, len, GMEM_ACCEL_PREFER_SYSTEM));
+	ASSERT_EQ(0, dev_advise(self->fd, buf, len, GMEM_ACCEL_PREFER_SYSTEM, 0));
 	EXPECT_EQ(self->hbm_pages0, dev_stat("hbm_pages_now"));
 	EXPECT_EQ(0, pages_in_hbm(self->fd, buf, npages));
 	ASSERT_EQ(0, dev_fill(self->fd, buf, 0, PAGE));

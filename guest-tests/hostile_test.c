@@ -59,14 +59,6 @@ static int write_int(const char *path, long v)
 	return ret;
 }
 
-static int advise(int fd, void *addr, size_t len, unsigned int location)
-{
-	struct gmem_accel_advise a = { .addr = (uintptr_t)addr, .size = len,
-				       .location = location };
-
-	return ioctl(fd, GMEM_ACCEL_IOC_ADVISE, &a) ? -errno : 0;
-}
-
 FIXTURE(hostile) {
 	int fd[NFILES];
 };
@@ -231,8 +223,8 @@ TEST_F_TIMEOUT(hostile, prot_none_stays_unreadable_through_hbm, 120)
 	EXPECT_EQ(-EFAULT, dev_copy(fd, out, data, len));
 	EXPECT_EQ(-EFAULT, dev_copy(fd, out, fresh, len));
 
-	ASSERT_EQ(0, advise(fd, data, len, GMEM_ACCEL_PREFER_DEVICE));
-	ASSERT_EQ(0, advise(fd, fresh, len, GMEM_ACCEL_PREFER_DEVICE));
+	ASSERT_EQ(0, dev_advise(fd, data, len, GMEM_ACCEL_PREFER_DEVICE, 0));
+	ASSERT_EQ(0, dev_advise(fd, fresh, len, GMEM_ACCEL_PREFER_DEVICE, 0));
 	for (int i = 0; i < 2; i++) {
 		EXPECT_EQ(-EFAULT, dev_copy(fd, out, data, len)) TH_LOG("read %d", i);
 		EXPECT_EQ(-EFAULT, dev_copy(fd, out, fresh, len)) TH_LOG("read %d", i);

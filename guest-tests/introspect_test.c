@@ -46,42 +46,6 @@ static int write_file(const char *path, const char *s)
 	return n == (ssize_t)strlen(s) ? 0 : -EIO;
 }
 
-/* The whole of a (small) text file, NUL-terminated; free() it. */
-static char *slurp(const char *path)
-{
-	size_t len = 0, cap = 1 << 16;
-	char *buf = malloc(cap);
-	int fd = open(path, O_RDONLY | O_NONBLOCK);
-	ssize_t n;
-
-	if (fd < 0 || !buf) {
-		free(buf);
-		return NULL;
-	}
-	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
-		len += n;
-		if (len + 1 == cap)
-			buf = realloc(buf, cap *= 2);
-	}
-	close(fd);
-	buf[len] = 0;
-	return buf;
-}
-
-/* Does some line of @text contain all of @a, @b and @c? */
-static bool has_line(const char *text, const char *a, const char *b, const char *c)
-{
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		size_t len = strcspn(l, "\n");
-		char line[512];
-
-		snprintf(line, sizeof(line), "%.*s", (int)len, l);
-		if (strstr(line, a) && strstr(line, b) && strstr(line, c))
-			return true;
-	}
-	return false;
-}
-
 /* The debugfs "contexts" line of context @id, parsed; 0 or -errno. */
 static int debugfs_context(unsigned int id, int *pid, char *comm, struct gmem_accel_stats *st)
 {
@@ -168,7 +132,7 @@ TEST_F_TIMEOUT(introspect, debugfs_matches_stats, 120)
 
 /* Some line of the trace must hold all three strings. */
 #define EXPECT_TRACE(a, b, c) do {						\
-	bool seen = has_line(trace, a, b, c);					\
+	bool seen = text_has_line(trace, a, b, c, NULL);			\
 	EXPECT_TRUE(seen) TH_LOG("no trace line with \"%s\", \"%s\", \"%s\"", a, b, c);	\
 	all_seen &= seen;							\
 } while (0)
@@ -197,7 +161,7 @@ TEST_F_TIMEOUT(introspect, trace_events, 120)
 	EXPECT_EQ(0, munmap(p, PAGE));
 
 	ASSERT_EQ(0, write_file(TRACEFS "/events/gmem_accel/enable", "0"));
-	trace = slurp(TRACEFS "/trace");
+	trace = read_whole_file(TRACEFS "/trace");
 	ASSERT_NE(NULL, trace);
 	snprintf(want_ctx, sizeof(want_ctx), "ctx=%u ", ctx);
 	snprintf(want_va, sizeof(want_va), "va=%#lx ", (unsigned long)p);
@@ -233,9 +197,10 @@ TEST_F_TIMEOUT(introspect, dynamic_debug, 120)
 	ASSERT_LE(0, fd);
 	ASSERT_LE(0, kmsg);
 	ASSERT_NE(MAP_FAILED, p);
-	sites = slurp(control);
+	sites = read_whole_file(control);
 	ASSERT_NE(NULL, sites);
-	EXPECT_TRUE(has_line(sites, "gmem_accel_fault.c", "[gmem_accel]", "fault group"));
+	EXPECT_TRUE(text_has_line(sites, "gmem_accel_fault.c", "[gmem_accel]", "fault group",
+				  NULL));
 	free(sites);
 	lseek(kmsg, 0, SEEK_END);
 	ASSERT_EQ(0, write_file(control, "module gmem_accel +p"));
@@ -288,7 +253,7 @@ TEST_F_TIMEOUT(introspect, close_with_queued_command, 120)
 	ASSERT_NE(MAP_FAILED, dst);
 	ASSERT_NE(NULL, seen);
 	memset(src, 0x5c, len);
-	saved = slurp(DRAIN_PARAM);
+	saved = read_whole_file(DRAIN_PARAM);
 	ASSERT_NE(NULL, saved);
 	id = ctx_stats(fd).context;
 	/* 16384 pages to fault on both sides: far longer than close() below takes. */

@@ -207,14 +207,6 @@ static void bench_touch(int fd, const char *workload, const char *setting, bool 
 	free(order);
 }
 
-static void advise(int fd, void *p, size_t len, unsigned int location)
-{
-	struct gmem_accel_advise a = { .addr = (uintptr_t)p, .size = len, .location = location };
-
-	if (ioctl(fd, GMEM_ACCEL_IOC_ADVISE, &a))
-		die("advise");
-}
-
 /*
  * The CPU and the device take turns writing the same 64 pages, which prefer HBM: the CPU the
  * first byte of each, the device the second half of each.
@@ -231,7 +223,8 @@ static void bench_pingpong(int fd, const char *setting)
 		c[k] = (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_FILL,
 			.dst = (uintptr_t)buf + k * PAGE + PAGE / 2, .size = PAGE / 2,
 			.value = 0x5a5a5a5a5a5a5a5aull };
-	advise(fd, buf, len, GMEM_ACCEL_PREFER_DEVICE);
+	if (dev_advise(fd, buf, len, GMEM_ACCEL_PREFER_DEVICE, 0))
+		die("advise");
 	run_begin(&r);
 	for (unsigned int i = 0; i < rounds; i++) {
 		for (size_t off = 0; off < len; off += PAGE)
@@ -299,7 +292,8 @@ static void bench_oversub(int fd, const char *setting)
 		die("info");
 	len = 4 * (info.hbm_size & ~(2 * MiB - 1));
 	buf = fresh(len, true);
-	advise(fd, buf, len, GMEM_ACCEL_PREFER_DEVICE);
+	if (dev_advise(fd, buf, len, GMEM_ACCEL_PREFER_DEVICE, 0))
+		die("advise");
 	read_through(fd, buf, len, 2, "oversub4x", setting);
 	munmap(buf, len);
 }

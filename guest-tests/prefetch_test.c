@@ -71,22 +71,10 @@ static int64_t stat0(const char *name)
 	return v;
 }
 
-/* 4 KiB pages (no THP: a THP maps a window at once, prefetch or not), no NUMA scan. */
-static uint8_t *map_small(size_t len)
-{
-	uint8_t *p = map_anon(len, PROT_READ | PROT_WRITE);
-
-	if (p && (madvise(p, len, MADV_NOHUGEPAGE) || no_numa_scan(p, len))) {
-		munmap(p, len);
-		return NULL;
-	}
-	return p;
-}
-
 /* A 2 MiB aligned buffer of @len bytes (4 KiB pages), or NULL. */
 static uint8_t *map_aligned(size_t len)
 {
-	uint8_t *p = map_small(len + 2 * MIB), *a;
+	uint8_t *p = map_small_pages(len + 2 * MIB), *a;
 
 	if (!p)
 		return NULL;
@@ -346,7 +334,7 @@ static int policy_child(int rounds, unsigned int seed)
 	if (fd < 0)
 		return 10;
 	for (int r = 0; r < rounds; r++) {
-		uint8_t *buf = map_small(len);
+		uint8_t *buf = map_small_pages(len);
 		struct gmem_accel_cmd c[GMEM_ACCEL_MAX_BATCH];
 		uint64_t fence[INFLIGHT];
 

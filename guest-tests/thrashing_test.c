@@ -62,26 +62,6 @@ static uint64_t get_param(const char *name)
 	return v;
 }
 
-/* 4 KiB pages NUMA balancing leaves alone (its scans would move pages too). */
-static uint64_t *map_pages(size_t len)
-{
-	uint64_t *p = map_anon(len, RW);
-
-	if (p && (madvise(p, len, MADV_NOHUGEPAGE) || no_numa_scan(p, len))) {
-		munmap(p, len);
-		return NULL;
-	}
-	return p;
-}
-
-static int advise(int fd, void *addr, size_t len, unsigned int location, unsigned int flags)
-{
-	struct gmem_accel_advise a = { .addr = (uintptr_t)addr, .size = len,
-				       .location = location, .flags = flags };
-
-	return ioctl(fd, GMEM_ACCEL_IOC_ADVISE, &a) ? -errno : 0;
-}
-
 /* A fill by the device, waited for through signals (EINTR: the batch goes on). */
 static int dev_fill_patiently(int fd, void *dst, uint64_t value, size_t len)
 {
@@ -191,9 +171,9 @@ FIXTURE_SETUP(thrash)
 	ASSERT_EQ(0, set_param("lapse_usec", 200000));
 	self->fd = gmem_open(self->dev, O_RDWR);
 	ASSERT_LE(0, self->fd);
-	self->buf = map_pages(LEN);
+	self->buf = map_small_pages(LEN);
 	ASSERT_NE(NULL, self->buf);
-	ASSERT_EQ(0, advise(self->fd, self->buf, LEN, GMEM_ACCEL_PREFER_DEVICE, 0));
+	ASSERT_EQ(0, dev_advise(self->fd, self->buf, LEN, GMEM_ACCEL_PREFER_DEVICE, 0));
 	self->detected0 = stat_of(self->dev, "thrashing_detected");
 	self->throttles0 = stat_of(self->dev, "thrashing_throttles");
 	self->pins0 = stat_of(self->dev, "thrashing_pins");
@@ -314,10 +294,10 @@ TEST_F_TIMEOUT(thrash, kill_during_pinned_ping_pong, 900)
 	ASSERT_LE(0, pid);
 	if (!pid) {
 		int fd = gmem_open(self->dev, O_RDWR);
-		uint64_t *buf = map_pages(LEN);
+		uint64_t *buf = map_small_pages(LEN);
 		unsigned int round = 0;
 
-		if (fd < 0 || !buf || advise(fd, buf, LEN, GMEM_ACCEL_PREFER_DEVICE, 0))
+		if (fd < 0 || !buf || dev_advise(fd, buf, LEN, GMEM_ACCEL_PREFER_DEVICE, 0))
 			_exit(2);
 		for (;;)
 			if (ping_pong_round(fd, buf, round++))
@@ -349,9 +329,9 @@ TEST_F_TIMEOUT(thrash, munmap_races_pin_and_unpin, 900)
 
 		ASSERT_LT(0, n) TH_LOG("pass %d: %ld", i, n);
 		ASSERT_EQ(0, munmap(self->buf, LEN));
-		self->buf = map_pages(LEN);
+		self->buf = map_small_pages(LEN);
 		ASSERT_NE(NULL, self->buf);
-		ASSERT_EQ(0, advise(self->fd, self->buf, LEN, GMEM_ACCEL_PREFER_DEVICE, 0));
+		ASSERT_EQ(0, dev_advise(self->fd, self->buf, LEN, GMEM_ACCEL_PREFER_DEVICE, 0));
 	}
 	EXPECT_EQ(self->pinned0, gmem_wait_stat(self->dev, "thrashing_pinned_pages_now",
 						self->pinned0, 60000));
