@@ -110,26 +110,11 @@ static unsigned int gmem_blocks(u64 start, u64 end, unsigned int shift)
 	return ((end - 1) >> shift) - (start >> shift) + 1;
 }
 
-/*
- * Spares for @n ranges like [start, end) that map before the next reservation: a migration
- * reserves for two windows while one is in flight (gmem_window_in_pipelined()), as each maps
- * its own, and the first would take what the second's top-up found there.
- */
-int gmem_pt_reserve_n(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int n)
+/* Top the spares of each kind up to @need[kind]. */
+static int gmem_spares_fill(struct gmem_ctx *ctx, const unsigned int need[2])
 {
 	struct gmem_pt_spares *sp = &ctx->spares;
-	unsigned int need[2];
 
-	might_sleep();
-	lockdep_assert_not_held(&ctx->lock);
-	if (start >= end)
-		return 0;
-	/* At most one new table per block each level's tables cover. */
-	need[0] = n * gmem_blocks(start, end, GMEM_PT_SHIFT(2));
-	need[1] = n * (gmem_blocks(start, end, GMEM_PT_SHIFT(3)) +
-		       gmem_blocks(start, end, GMEM_PT_SHIFT(4)));
-	if (WARN_ON_ONCE(need[0] > GMEM_PT_SPARE_MAX || need[1] > GMEM_PT_SPARE_MAX))
-		return -EINVAL;		/* callers map a 2 MiB window at a time */
 	for (int k = 0; k < 2; k++) {
 		while (READ_ONCE(sp->n[k]) < need[k]) {
 			struct gmem_pt *pt = kzalloc(sizeof(*pt), GFP_KERNEL);
@@ -151,6 +136,50 @@ int gmem_pt_reserve_n(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int n)
 		}
 	}
 	return 0;
+}
+
+/*
+ * The tables of each kind that mapping [start, end) would create now. A range whose tables
+ * exist takes no spare, so a context's faults allocate only where it maps for the first time.
+ */
+static void gmem_pt_missing(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int need[2])
+{
+	mutex_lock(&ctx->lock);
+	for (int level = 1; level < GMEM_PT_LEVELS; level++) {
+		u64 span = 1ull << GMEM_PT_SHIFT(level + 1);
+
+		for (u64 va = ALIGN_DOWN(start, span); va < end; va += span)
+			if (!gmem_pt_table(ctx, va, level, false))
+				need[gmem_spare_kind(level)]++;
+	}
+	mutex_unlock(&ctx->lock);
+}
+
+/*
+ * Spares for @n ranges like [start, end) that map before the next reservation: a migration
+ * reserves for two windows while one is in flight (gmem_window_in_pipelined()), as each maps
+ * its own, and the first would take what the second's top-up found there. One range gets
+ * the tables it lacks; more get a bound for any range of that size.
+ */
+int gmem_pt_reserve_n(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int n)
+{
+	unsigned int need[2] = { 0, 0 };
+
+	might_sleep();
+	lockdep_assert_not_held(&ctx->lock);
+	if (start >= end)
+		return 0;
+	if (n == 1) {
+		gmem_pt_missing(ctx, start, end, need);
+	} else {
+		/* At most one new table per block each level's tables cover. */
+		need[0] = n * gmem_blocks(start, end, GMEM_PT_SHIFT(2));
+		need[1] = n * (gmem_blocks(start, end, GMEM_PT_SHIFT(3)) +
+			       gmem_blocks(start, end, GMEM_PT_SHIFT(4)));
+	}
+	if (WARN_ON_ONCE(need[0] > GMEM_PT_SPARE_MAX || need[1] > GMEM_PT_SPARE_MAX))
+		return -EINVAL;		/* callers map a 2 MiB window at a time */
+	return gmem_spares_fill(ctx, need);
 }
 
 int gmem_pt_reserve(struct gmem_ctx *ctx, u64 start, u64 end)
@@ -532,11 +561,22 @@ void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npage
 	mutex_unlock(&ctx->lock);
 }
 
-/* The context's root table; 0 or -ENOMEM. */
+/*
+ * The root, and spares for the first command's paths below it (one buffer read, another
+ * written, under one upper path): its faults then allocate no table, the open did.
+ */
 int gmem_pt_init(struct gmem_ctx *ctx)
 {
+	static const unsigned int path[2] = { 2, GMEM_PT_LEVELS - 2 };
+	int ret;
+
 	spin_lock_init(&ctx->spares.lock);
-	return gmem_pt_alloc(ctx, &ctx->root, GMEM_PT_LEVELS);
+	ret = gmem_pt_alloc(ctx, &ctx->root, GMEM_PT_LEVELS);
+	if (!ret && gmem_spares_fill(ctx, path)) {
+		gmem_pt_fini(ctx);
+		ret = -ENOMEM;
+	}
+	return ret;
 }
 
 /* Free the whole table and the spares: the device no longer walks it. */
