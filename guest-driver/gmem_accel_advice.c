@@ -239,8 +239,10 @@ int gmem_advise(struct gmem_ctx *ctx, const struct gmem_accel_advise *adv)
 		return ret;
 	/* Read-mostly is the managed pages' own; PREFER_SYSTEM brings them home too. */
 	ret = gmem_managed_advise(ctx, adv->addr, end, adv->flags, adv->location);
-	if (ret)
+	if (ret < 0)
 		return ret;
+	if (ret)	/* all managed: nothing for hmm to move or map */
+		return 0;
 	/* Home at once (and the accessed-by pages mapped there, by gmem_migrate()). */
 	if (!keep && adv->location == GMEM_ACCEL_PREFER_SYSTEM && ctx->g->hbm.mapped)
 		return gmem_migrate(ctx, adv->addr, end, GMEM_MIGRATE_SKIP_HOLES, &moved);

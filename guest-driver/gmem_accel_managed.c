@@ -460,7 +460,8 @@ int gmem_managed_check(struct gmem_ctx *ctx, u64 start, u64 end)
  * Apply ADVISE's @flags (GMEM_ACCEL_ADVISE_*) and @location to the managed device pages of
  * [start, end) (each one a byte of the range touches): set or clear read-mostly (clearing it
  * collapses duplicates home); PREFER_SYSTEM brings HBM pages home (duplicates stay: reads come
- * before the location). A range not wholly managed is left alone.
+ * before the location). A range not wholly managed is left alone (0); 1 if it was all managed,
+ * -errno if a page could not come home.
  */
 int gmem_managed_advise(struct gmem_ctx *ctx, u64 start, u64 end, u32 flags, u32 location)
 {
@@ -470,15 +471,13 @@ int gmem_managed_advise(struct gmem_ctx *ctx, u64 start, u64 end, u32 flags, u32
 	u64 addr = start;
 	int ret = 0;
 
-	if (!(flags & (GMEM_ACCEL_ADVISE_READ_MOSTLY | GMEM_ACCEL_ADVISE_NOT_READ_MOSTLY)) &&
-	    !home)
-		return 0;
 	if (!mmget_not_zero(ctx->mm))
 		return 0;
 	mmap_read_lock(ctx->mm);
 	if (gmem_managed_covers(ctx, start, end))
 		goto out;
-	while (addr < end && !ret) {
+	ret = 1;
+	while (addr < end && ret > 0) {
 		struct gmem_obj *obj;
 		unsigned long first, last;
 		u64 stop;
@@ -489,16 +488,18 @@ int gmem_managed_advise(struct gmem_ctx *ctx, u64 start, u64 end, u32 flags, u32
 		first = gmem_obj_offset(vma, addr) / obj->page_size;
 		last = (gmem_obj_offset(vma, stop) - 1) / obj->page_size;
 		mutex_lock(&obj->lock);
-		for (unsigned long i = first; i <= last && !ret; i++) {
+		for (unsigned long i = first; i <= last && ret > 0; i++) {
 			if (flags & GMEM_ACCEL_ADVISE_READ_MOSTLY)
 				set_bit(i, obj->read_mostly);
 			if (flags & GMEM_ACCEL_ADVISE_NOT_READ_MOSTLY) {
 				clear_bit(i, obj->read_mostly);
-				if (obj->mstate[i] == GMEM_MANAGED_DUP)
-					ret = gmem_managed_home(obj, i, false, ctx->id, 0);
+				if (obj->mstate[i] == GMEM_MANAGED_DUP &&
+				    gmem_managed_home(obj, i, false, ctx->id, 0))
+					ret = -EIO;
 			}
-			if (home && obj->mstate[i] == GMEM_MANAGED_HBM)
-				ret = gmem_managed_home(obj, i, false, ctx->id, 0);
+			if (home && obj->mstate[i] == GMEM_MANAGED_HBM &&
+			    gmem_managed_home(obj, i, false, ctx->id, 0))
+				ret = -EIO;
 		}
 		mutex_unlock(&obj->lock);
 		addr = stop;
