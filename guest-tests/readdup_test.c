@@ -487,6 +487,42 @@ TEST_F_TIMEOUT(readdup, hostile, 600)
 	munmap(map, len);
 }
 
+/*
+ * Unbind with managed pages in HBM and duplicated: they come home first, the device's writes
+ * in them, and the CPU reads them with no device left; the device binds again.
+ */
+TEST_F_TIMEOUT(readdup, unbind_brings_pages_home, 300)
+{
+	const size_t n = 8, len = n * PAGE;
+	uint8_t *map = managed_map(self->fd, len, MANAGED_4K);
+	uint8_t *dst = map_anon(len, RW), *want = malloc(len);
+	char addr[32];
+
+	ASSERT_NE(NULL, map);
+	ASSERT_NE(NULL, dst);
+	ASSERT_EQ(0, gmem_pci_addr(0, addr, sizeof(addr)));
+	pattern(want, len, 5);
+	memcpy(map, want, len);
+	ASSERT_EQ(0, advise(self->fd, map, len / 2, 0, RM));
+	ASSERT_EQ(0, dev_copy(self->fd, dst, map, len));	/* half duplicated, half moved */
+	ASSERT_EQ(0, dev_fill(self->fd, map + len - PAGE, 0x6b6b6b6b6b6b6b6bull, PAGE));
+	memset(want + len - PAGE, 0x6b, PAGE);
+	EXPECT_EQ(DUP_VIEW, page_view(self->fd, map));
+	ASSERT_EQ(0, write_sysfs("/sys/bus/pci/drivers/gmem_accel/unbind", addr));
+	EXPECT_EQ(0, memcmp(map, want, len));
+	map[0] ^= 1;		/* and writes, with no device */
+	EXPECT_EQ(want[0] ^ 1, map[0]);
+	munmap(map, len);
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, write_sysfs("/sys/bus/pci/drivers/gmem_accel/bind", addr));
+	for (int i = 0; i < 600 && !path_exists("/dev/gmem_accel0"); i++)
+		usleep(100000);
+	EXPECT_TRUE(path_exists("/dev/gmem_accel0"));
+	munmap(dst, len);
+	free(want);
+}
+
 static void on_signal(int sig)
 {
 }
