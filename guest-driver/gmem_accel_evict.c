@@ -118,7 +118,7 @@ struct page *gmem_hbm_alloc(struct gmem_ctx *ctx, struct gmem_migration *m, bool
 	for (unsigned int tries = 0;
 	     !(page = huge ? gmem_hbm_take_huge(g) : gmem_hbm_take(g)); tries++) {
 		if (m->no_evict || tries == (huge ? 1 : hbm->nchunks) ||
-		    !(gmem_managed_evict_one(g) || gmem_hbm_evict_chunk(g, ctx->mm, false)))
+		    !(gmem_managed_evict_one(g, NULL) || gmem_hbm_evict_chunk(g, ctx->mm, false)))
 			return NULL;
 		m->evicted = true;
 	}

@@ -84,7 +84,7 @@ static void gmem_managed_drop(struct gmem_obj *obj, unsigned long i)
 		gmem_dev_count(obj->g, GMEM_DEV_READDUP_PAGES_NOW, -1);
 	gmem_hbm_obj_give(obj->g, obj->hbm[i], obj->page_size >> PAGE_SHIFT);
 	obj->mstate[i] = GMEM_MANAGED_SYS;
-	obj->nhbm--;
+	WRITE_ONCE(obj->nhbm, obj->nhbm - 1);	/* (eviction looks without the lock) */
 }
 
 /*
@@ -141,7 +141,7 @@ static int gmem_managed_in(struct gmem_obj *obj, unsigned long i, u64 hbm, bool 
 	ret = gmem_managed_copy(obj, i, true);
 	if (ret)
 		return ret;
-	obj->nhbm++;
+	WRITE_ONCE(obj->nhbm, obj->nhbm + 1);
 	obj->mstate[i] = dup ? GMEM_MANAGED_DUP : GMEM_MANAGED_HBM;
 	if (dup) {
 		gmem_dev_count(obj->g, GMEM_DEV_READDUP_COPIES, 1);
@@ -221,7 +221,7 @@ void gmem_managed_device_prepare(struct gmem_ctx *ctx, u64 va, bool write)
 		    obj->mstate[i] == GMEM_MANAGED_SYS && !spare) {
 			mutex_unlock(&obj->lock);
 			/* HBM first, with nothing held: making room may evict. */
-			if (gmem_obj_hbm_take(g, obj->page_size >> PAGE_SHIFT, &hbm))
+			if (gmem_obj_hbm_take(g, obj->page_size >> PAGE_SHIFT, &hbm, obj))
 				break;		/* none: the device reaches system memory */
 			spare = true;
 			continue;
@@ -372,14 +372,17 @@ static unsigned long gmem_managed_evict(struct gmem_obj *obj)
 	return n;
 }
 
-/* A managed object of @g with HBM copies, the one that had them longest, referenced. */
-static struct gmem_obj *gmem_managed_next(struct gmem_accel *g)
+/*
+ * A managed object of @g with HBM copies, not @mine, the one that had them longest,
+ * referenced.
+ */
+static struct gmem_obj *gmem_managed_next(struct gmem_accel *g, struct gmem_obj *mine)
 {
 	struct gmem_obj *obj, *found = NULL;
 
 	mutex_lock(&g->obj_lock);
 	list_for_each_entry(obj, &g->objs, link) {
-		if (gmem_obj_is_managed(obj) && READ_ONCE(obj->nhbm) &&
+		if (obj != mine && gmem_obj_is_managed(obj) && READ_ONCE(obj->nhbm) &&
 		    kref_get_unless_zero(&obj->ref)) {
 			found = obj;
 			/* next time, the next one */
@@ -393,11 +396,13 @@ static struct gmem_obj *gmem_managed_next(struct gmem_accel *g)
 
 /*
  * Make room in HBM: the HBM copies of the managed object that had them longest go (read
- * duplicates are dropped, HBM pages copied home). True if any went. With no lock held.
+ * duplicates are dropped, HBM pages copied home), unless it is @mine (a managed object's own
+ * pages do not push each other out: one command's pages would take turns). True if any
+ * went. With no lock held.
  */
-bool gmem_managed_evict_one(struct gmem_accel *g)
+bool gmem_managed_evict_one(struct gmem_accel *g, struct gmem_obj *mine)
 {
-	struct gmem_obj *obj = gmem_managed_next(g);
+	struct gmem_obj *obj = gmem_managed_next(g, mine);
 	unsigned long n;
 
 	if (!obj)
@@ -415,7 +420,7 @@ void gmem_managed_dev_unbind(struct gmem_accel *g)
 {
 	struct gmem_obj *obj;
 
-	for (unsigned int tries = 0; tries < 1024 && (obj = gmem_managed_next(g)); tries++) {
+	for (unsigned int tries = 0; tries < 1024 && (obj = gmem_managed_next(g, NULL)); tries++) {
 		gmem_managed_evict(obj);
 		gmem_obj_put(obj);
 	}

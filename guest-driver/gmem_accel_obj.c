@@ -337,16 +337,18 @@ static bool gmem_obj_evict_one(struct gmem_accel *g)
  * @npages of object HBM (gmem_hbm_obj_take()). When HBM is full, managed objects' HBM copies
  * give way first (they have a home in system memory already), then migrated pages, the least
  * recently used chunk first, as for a migration; then unpinned objects, oldest first.
- * -ENOSPC if it cannot be had. With no lock held.
+ * -ENOSPC if it cannot be had. @mine: a managed object whose copies stay (the one the HBM is
+ * for), or NULL. With no lock held.
  */
-int gmem_obj_hbm_take(struct gmem_accel *g, unsigned int npages, u64 *off)
+int gmem_obj_hbm_take(struct gmem_accel *g, unsigned int npages, u64 *off, struct gmem_obj *mine)
 {
 	unsigned int evictions = 0;
 	int ret;
 
 	while ((ret = gmem_hbm_obj_take(g, npages, off))) {
 		if (evictions++ == g->hbm.nchunks ||
-		    !(gmem_managed_evict_one(g) || gmem_hbm_evict_lru(g) || gmem_obj_evict_one(g)))
+		    !(gmem_managed_evict_one(g, mine) || gmem_hbm_evict_lru(g) ||
+		      gmem_obj_evict_one(g)))
 			break;
 	}
 	return ret;
@@ -359,7 +361,7 @@ static int gmem_obj_take_hbm(struct gmem_obj *obj)
 	int ret = 0;
 
 	for (i = 0; i < obj->npages; i++) {
-		ret = gmem_obj_hbm_take(obj->g, obj->page_size >> PAGE_SHIFT, &obj->addr[i]);
+		ret = gmem_obj_hbm_take(obj->g, obj->page_size >> PAGE_SHIFT, &obj->addr[i], NULL);
 		if (ret)
 			break;
 	}
