@@ -269,6 +269,40 @@ TEST_F_TIMEOUT(readdup, duplicate_and_collapse, 240)
 	free(want);
 }
 
+/*
+ * PREFER_SYSTEM: the device reaches a managed page in system memory instead of moving it; a
+ * read-mostly page is still duplicated (reads come first, as in UVM), and a device write
+ * collapses it to system memory.
+ */
+TEST_F_TIMEOUT(readdup, prefer_system, 180)
+{
+	const size_t n = 4, len = n * PAGE;
+	uint8_t *map = managed_map(self->fd, len, MANAGED_4K);
+	uint8_t *dst = map_anon(len, RW);
+	int64_t to_hbm = stat_of("managed_to_hbm"), cpu = stat_of("readdup_collapse_cpu");
+
+	ASSERT_NE(NULL, map);
+	ASSERT_NE(NULL, dst);
+	memset(map, 0x44, len);
+	ASSERT_EQ(0, advise(self->fd, map, len, GMEM_ACCEL_PREFER_SYSTEM, 0));
+	ASSERT_EQ(0, dev_fill(self->fd, map, 0x5555555555555555ull, PAGE));
+	EXPECT_EQ(GMEM_ACCEL_PAGE_READ | GMEM_ACCEL_PAGE_WRITE, page_view(self->fd, map));
+	EXPECT_EQ(to_hbm, stat_of("managed_to_hbm"));
+	EXPECT_EQ(0x55, map[PAGE - 1]);
+
+	ASSERT_EQ(0, advise(self->fd, map + PAGE, PAGE, 0, RM));
+	ASSERT_EQ(0, dev_copy(self->fd, dst, map + PAGE, PAGE));
+	EXPECT_EQ(DUP_VIEW, page_view(self->fd, map + PAGE));
+	ASSERT_EQ(0, dev_fill(self->fd, map + PAGE, 0x6666666666666666ull, 8));
+	EXPECT_EQ(GMEM_ACCEL_PAGE_READ | GMEM_ACCEL_PAGE_WRITE, page_view(self->fd, map + PAGE));
+	EXPECT_EQ(cpu + 1, stat_of("readdup_collapse_cpu"));
+	EXPECT_EQ(0x66, map[PAGE]);
+	EXPECT_EQ(0x44, map[PAGE + 8]);
+	EXPECT_EQ(to_hbm, stat_of("managed_to_hbm"));
+	munmap(map, len);
+	munmap(dst, len);
+}
+
 /* ADVISE's rules for read-mostly. */
 TEST_F_TIMEOUT(readdup, advise_rules, 120)
 {
