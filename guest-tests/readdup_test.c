@@ -330,17 +330,23 @@ TEST_F_TIMEOUT(readdup, advise_rules, 120)
 struct writer {
 	uint64_t *words;	/* word 0..7 of each page */
 	size_t npages;
-	uint64_t rounds;
+	bool stop;		/* set by the device's side when it is done */
+	uint64_t rounds;	/* out: the last round written */
 };
 
+/* Round after round, until told to stop: r into words 0..7 of every page. */
 static void *cpu_writer(void *arg)
 {
 	struct writer *w = arg;
+	uint64_t r;
 
-	for (uint64_t r = 1; r <= w->rounds; r++)
+	for (r = 1; !__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE); r++) {
 		for (size_t p = 0; p < w->npages; p++)
 			for (size_t k = 0; k < 8; k++)
 				__atomic_store_n(&w->words[p * PAGE / 8 + k], r, __ATOMIC_RELAXED);
+		usleep(50);	/* (the device's turns in between) */
+	}
+	w->rounds = r - 1;
 	return NULL;
 }
 
@@ -355,7 +361,7 @@ TEST_F_TIMEOUT(readdup, no_lost_write, 600)
 	const unsigned int iters = debug_kernel() ? 20 : 60;
 	uint8_t *map = managed_map(self->fd, len, MANAGED_4K);
 	uint8_t *dst = map_anon(len, RW);
-	struct writer w = { .npages = n, .rounds = debug_kernel() ? 2000 : 20000 };
+	struct writer w = { .npages = n };
 	int64_t cpu = stat_of("readdup_collapse_cpu"), dev = stat_of("readdup_collapse_device");
 	pthread_t t;
 
@@ -369,9 +375,11 @@ TEST_F_TIMEOUT(readdup, no_lost_write, 600)
 		for (size_t p = 0; p < n; p++)
 			ASSERT_EQ(0, dev_fill(self->fd, map + p * PAGE + PAGE / 2, i, PAGE / 2));
 	}
+	__atomic_store_n(&w.stop, true, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
 	/* (the two sides did take the pages from each other) */
-	TH_LOG("collapses: cpu %lld, device %lld", (long long)(stat_of("readdup_collapse_cpu") - cpu),
+	TH_LOG("rounds %llu; collapses: cpu %lld, device %lld", (unsigned long long)w.rounds,
+	       (long long)(stat_of("readdup_collapse_cpu") - cpu),
 	       (long long)(stat_of("readdup_collapse_device") - dev));
 	for (size_t p = 0; p < n; p++) {
 		uint64_t *words = (uint64_t *)(map + p * PAGE);
