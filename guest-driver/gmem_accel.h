@@ -52,9 +52,10 @@
  *    with gmem_ctx.lock.
  * 10. gmem_accel.obj_lock (mutex): the device's list of objects; only an object's lock is
  *     taken under it (an object's last reference may drop under mmap_lock, in munmap).
- *     gmem_obj.lock (mutex): where an object is (eviction moves it); taken under mmap_lock
- *     by a CPU fault, before gmem_ctx.lock by a device fault, and held by an eviction while
- *     it unmaps the object (the MMU notifier then takes gmem_ctx.lock).
+ *     gmem_obj.lock (mutex): where an object is (eviction moves it; a managed object's device
+ *     pages, gmem_accel_managed.c); taken under mmap_lock by a CPU fault, before gmem_ctx.lock
+ *     by a device fault, and held by an eviction or a managed page's move while it unmaps the
+ *     object (the MMU notifier then takes gmem_ctx.lock) and copies on queue 0.
  * 11. Spinlocks, under which no other lock of the driver's is taken:
  *     gmem_pt_spares.lock: spare table pages.
  *     gmem_hbm.lock: HBM chunk lists.

@@ -4,6 +4,7 @@
  * ctx->advice: where a range should live (GMEM_ACCEL_PREFER_*), read by the fault server's
  * migration policy, and accessed-by: the device keeps the range's pages mapped wherever they
  * are, so that whenever the driver moves them it maps their new place before it is done.
+ * Read-mostly belongs to managed objects' pages (gmem_accel_managed.c).
  */
 #include <linux/hmm.h>
 #include <linux/mm.h>
@@ -16,6 +17,7 @@
 #include "gmem_accel_fault.h"
 #include "gmem_accel_migrate.h"
 #include "gmem_accel_advice.h"
+#include "gmem_accel_obj.h"
 
 /* A page's advice in ctx->advice: GMEM_ACCEL_PREFER_* in the low bits, and accessed-by. */
 #define GMEM_ADVICE_LOCATION	0x3ul
@@ -32,6 +34,12 @@ static unsigned long gmem_advice_of(struct gmem_ctx *ctx, u64 va)
 bool gmem_prefers_device(struct gmem_ctx *ctx, u64 va)
 {
 	return (gmem_advice_of(ctx, va) & GMEM_ADVICE_LOCATION) == GMEM_ACCEL_PREFER_DEVICE;
+}
+
+/* Did the process advise that @va should live in system memory? */
+bool gmem_prefers_system(struct gmem_ctx *ctx, u64 va)
+{
+	return (gmem_advice_of(ctx, va) & GMEM_ADVICE_LOCATION) == GMEM_ACCEL_PREFER_SYSTEM;
 }
 
 /*
@@ -195,6 +203,7 @@ void gmem_advice_cpu_moved(struct gmem_ctx *ctx, u64 start, u64 end, unsigned lo
 int gmem_advise(struct gmem_ctx *ctx, const struct gmem_accel_advise *adv)
 {
 	unsigned long first = adv->addr >> PAGE_SHIFT, clear = 0, set = 0, *scratch;
+	u32 rm = adv->flags & (GMEM_ACCEL_ADVISE_READ_MOSTLY | GMEM_ACCEL_ADVISE_NOT_READ_MOSTLY);
 	bool keep = adv->flags & GMEM_ACCEL_ADVISE_KEEP_LOCATION;
 	u64 end = adv->addr + adv->size, moved;
 	int ret;
@@ -204,11 +213,19 @@ int gmem_advise(struct gmem_ctx *ctx, const struct gmem_accel_advise *adv)
 	if ((adv->flags & GMEM_ACCEL_ADVISE_ACCESSED_BY) &&
 	    (adv->flags & GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY))
 		return -EINVAL;
-	if (keep && (adv->location || !(adv->flags & (GMEM_ACCEL_ADVISE_ACCESSED_BY |
-						      GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY))))
+	if (rm == (GMEM_ACCEL_ADVISE_READ_MOSTLY | GMEM_ACCEL_ADVISE_NOT_READ_MOSTLY))
+		return -EINVAL;
+	if (keep && (adv->location || !(rm || adv->flags & (GMEM_ACCEL_ADVISE_ACCESSED_BY |
+							    GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY))))
 		return -EINVAL;
 	if (adv->location > GMEM_ACCEL_PREFER_SYSTEM)
 		return -EINVAL;
+	/* Read duplication needs memory whose CPU mappings the driver owns: managed objects. */
+	if (rm) {
+		ret = gmem_managed_check(ctx, adv->addr, end);
+		if (ret)
+			return ret;
+	}
 	if (!keep) {
 		clear |= GMEM_ADVICE_LOCATION;
 		set |= adv->location;
@@ -220,6 +237,12 @@ int gmem_advise(struct gmem_ctx *ctx, const struct gmem_accel_advise *adv)
 	ret = gmem_advice_update(ctx, first, (end >> PAGE_SHIFT) - 1, clear, set);
 	if (ret)
 		return ret;
+	/* Read-mostly is the managed pages' own; PREFER_SYSTEM brings them home too. */
+	ret = gmem_managed_advise(ctx, adv->addr, end, adv->flags, adv->location);
+	if (ret < 0)
+		return ret;
+	if (ret)	/* all managed: nothing for hmm to move or map */
+		return 0;
 	/* Home at once (and the accessed-by pages mapped there, by gmem_migrate()). */
 	if (!keep && adv->location == GMEM_ACCEL_PREFER_SYSTEM && ctx->g->hbm.mapped)
 		return gmem_migrate(ctx, adv->addr, end, GMEM_MIGRATE_SKIP_HOLES, &moved);

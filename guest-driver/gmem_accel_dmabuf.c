@@ -62,6 +62,10 @@ long gmem_obj_export(struct gmem_file *f, void __user *uarg)
 	obj = gmem_obj_lookup(f, e.handle);
 	if (!obj)
 		return -ENOENT;
+	if (gmem_obj_is_managed(obj)) {	/* its pages move: no other device reaches them */
+		gmem_obj_put(obj);
+		return -EOPNOTSUPP;
+	}
 	info.ops = &gmem_dmabuf_ops;
 	info.size = obj->size;
 	info.flags = O_RDWR;

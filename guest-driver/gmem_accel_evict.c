@@ -18,6 +18,7 @@
 #include "gmem_accel_migrate.h"
 #include "gmem_accel_trace.h"
 #include "gmem_accel_advice.h"
+#include "gmem_accel_obj.h"
 
 static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
 			     struct gmem_owner *only, struct mm_struct *held, bool ahead,
@@ -101,7 +102,8 @@ void gmem_evict_work(struct work_struct *work)
 
 /*
  * An HBM page for context @ctx's migration @m — with @huge, a whole 2 MiB folio — locked and
- * referenced as migrate_vma wants it. When HBM is full the least recently used chunk is
+ * referenced as migrate_vma wants it. When HBM is full managed objects' HBM copies go first
+ * (they have a home in system memory already), then the least recently used chunk is
  * evicted to system memory (once for a folio, which otherwise moves as pages; m->evicted
  * notes it), unless m->no_evict; NULL if nothing could be freed (every page in use is pinned
  * or mid-migration).
@@ -116,7 +118,7 @@ struct page *gmem_hbm_alloc(struct gmem_ctx *ctx, struct gmem_migration *m, bool
 	for (unsigned int tries = 0;
 	     !(page = huge ? gmem_hbm_take_huge(g) : gmem_hbm_take(g)); tries++) {
 		if (m->no_evict || tries == (huge ? 1 : hbm->nchunks) ||
-		    !gmem_hbm_evict_chunk(g, ctx->mm, false))
+		    !(gmem_managed_evict_one(g, NULL) || gmem_hbm_evict_chunk(g, ctx->mm, false)))
 			return NULL;
 		m->evicted = true;
 	}

@@ -246,6 +246,7 @@ static void gmem_accel_remove(struct pci_dev *pdev)
 		if (ctx)
 			gmem_ctx_shutdown(ctx);
 	}
+	gmem_managed_dev_unbind(g);	/* managed objects' HBM copies, home */
 	gmem_hbm_evict_all(g);	/* the device copies every page out */
 	gmem_hbm_fini(g);
 	gmem_hw_fini(g);

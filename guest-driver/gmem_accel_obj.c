@@ -158,6 +158,8 @@ static void gmem_obj_release(struct kref *ref)
 	mutex_lock(&g->obj_lock);
 	list_del(&obj->link);
 	mutex_unlock(&g->obj_lock);
+	if (gmem_obj_is_managed(obj))
+		gmem_managed_fini(obj);		/* its HBM copies */
 	gmem_obj_free_pages(obj, obj->npages);
 	gmem_dev_count(g, GMEM_DEV_OBJECTS_NOW, -1);
 	ida_free(&gmem_obj_ids, obj->id);
@@ -332,24 +334,34 @@ static bool gmem_obj_evict_one(struct gmem_accel *g)
 }
 
 /*
- * HBM for every device page of @obj. When HBM is full, migrated pages are evicted to make
- * room, the least recently used chunk first, as for a migration; then unpinned objects,
- * oldest first. -ENOSPC if it cannot be had.
+ * @npages of object HBM (gmem_hbm_obj_take()). When HBM is full, managed objects' HBM copies
+ * give way first (they have a home in system memory already), then migrated pages, the least
+ * recently used chunk first, as for a migration; then unpinned objects, oldest first.
+ * -ENOSPC if it cannot be had. @mine: a managed object whose copies stay (the one the HBM is
+ * for), or NULL. With no lock held.
  */
+int gmem_obj_hbm_take(struct gmem_accel *g, unsigned int npages, u64 *off, struct gmem_obj *mine)
+{
+	unsigned int evictions = 0;
+	int ret;
+
+	while ((ret = gmem_hbm_obj_take(g, npages, off))) {
+		if (evictions++ == g->hbm.nchunks ||
+		    !(gmem_managed_evict_one(g, mine) || gmem_hbm_evict_lru(g) ||
+		      gmem_obj_evict_one(g)))
+			break;
+	}
+	return ret;
+}
+
+/* HBM for every device page of @obj (gmem_obj_hbm_take()); -ENOSPC if it cannot be had. */
 static int gmem_obj_take_hbm(struct gmem_obj *obj)
 {
-	struct gmem_accel *g = obj->g;
-	unsigned int evictions = 0;
 	unsigned long i;
 	int ret = 0;
 
 	for (i = 0; i < obj->npages; i++) {
-		/* No room: migrated pages go home first, then unpinned objects. */
-		while ((ret = gmem_hbm_obj_take(g, obj->page_size >> PAGE_SHIFT, &obj->addr[i]))) {
-			if (evictions++ == g->hbm.nchunks ||
-			    !(gmem_hbm_evict_lru(g) || gmem_obj_evict_one(g)))
-				break;
-		}
+		ret = gmem_obj_hbm_take(obj->g, obj->page_size >> PAGE_SHIFT, &obj->addr[i], NULL);
 		if (ret)
 			break;
 	}
@@ -377,12 +389,18 @@ static int gmem_obj_pick(struct gmem_accel *g, u64 size, u32 flags, u64 *page_si
 	if ((flags & ~GMEM_ACCEL_OBJ_KNOWN) || hweight32(flags & GMEM_OBJ_PLACEMENT) > 1 ||
 	    hweight32(ps) > 1 || !size || size > GMEM_ACCEL_OBJ_MAX_SIZE)
 		return -EINVAL;
+	/* Managed: its home is system memory, its device pages move on their own. */
+	if ((flags & GMEM_ACCEL_OBJ_MANAGED) &&
+	    (flags & (GMEM_OBJ_PLACEMENT | GMEM_ACCEL_OBJ_PINNED)))
+		return -EINVAL;
 	if (ps)
 		*page_size = ps == GMEM_ACCEL_OBJ_PAGE_4K ? SZ_4K :
 			     ps == GMEM_ACCEL_OBJ_PAGE_64K ? SZ_64K : SZ_2M;
 	else
 		*page_size = size < SZ_64K ? SZ_4K : size < SZ_2M ? SZ_64K : SZ_2M;
 	*place = flags & GMEM_OBJ_PLACEMENT;
+	if (flags & GMEM_ACCEL_OBJ_MANAGED)
+		*place = GMEM_ACCEL_OBJ_SYSTEM;
 	if (*place == GMEM_ACCEL_OBJ_HBM && !g->hbm.mapped)
 		return -ENODEV;		/* this device has no HBM to give */
 	if (!*place)	/* HBM while it has room without evicting anything */
@@ -416,6 +434,8 @@ static struct gmem_obj *gmem_obj_create(struct gmem_accel *g, u64 size, u32 flag
 	obj->page_size = page_size;
 	obj->size = round_up(size, page_size);
 	obj->npages = obj->size / page_size;
+	if (flags & GMEM_ACCEL_OBJ_MANAGED)
+		place = GMEM_ACCEL_OBJ_MANAGED;	/* in system memory, never GMEM_ACCEL_OBJ_HBM */
 	obj->flags = place | (flags & GMEM_ACCEL_OBJ_PINNED) |
 		     (page_size == SZ_4K ? GMEM_ACCEL_OBJ_PAGE_4K :
 		      page_size == SZ_64K ? GMEM_ACCEL_OBJ_PAGE_64K : GMEM_ACCEL_OBJ_PAGE_2M);
@@ -426,10 +446,16 @@ static struct gmem_obj *gmem_obj_create(struct gmem_accel *g, u64 size, u32 flag
 	if (ret > 0) {
 		obj->id = ret;
 		ret = place == GMEM_ACCEL_OBJ_HBM ? gmem_obj_take_hbm(obj) : gmem_obj_take_system(obj);
+		if (!ret && place == GMEM_ACCEL_OBJ_MANAGED) {
+			ret = gmem_managed_init(obj);
+			if (ret)
+				gmem_obj_free_pages(obj, obj->npages);
+		}
 		if (ret)
 			ida_free(&gmem_obj_ids, obj->id);
 	}
 	if (ret) {
+		gmem_managed_fini(obj);
 		kvfree(obj->addr);
 		kvfree(obj->pages);
 		kfree(obj);
@@ -583,7 +609,8 @@ void gmem_obj_debugfs_show(struct gmem_accel *g, struct seq_file *m)
 	list_for_each_entry(obj, &g->objs, link) {
 		mutex_lock(&obj->lock);
 		seq_printf(m, "%llu %llu %llu %s %#llx %d %u %d %s\n", obj->id, obj->size,
-			   obj->page_size, gmem_obj_in_hbm(obj) ? "hbm" : "system",
+			   obj->page_size, gmem_obj_in_hbm(obj) ? "hbm" :
+			   gmem_obj_is_managed(obj) ? "managed" : "system",
 			   gmem_obj_in_hbm(obj) ? obj->addr[0] : ~0ull,
 			   !!(obj->flags & GMEM_ACCEL_OBJ_PINNED), kref_read(&obj->ref),
 			   obj->tgid, obj->comm);

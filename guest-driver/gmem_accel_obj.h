@@ -28,6 +28,10 @@
  * @peers:     other devices it was imported on (struct gmem_obj_peer)
  * @tgid:      who allocated it, for debugfs
  * @comm:      and its name
+ * @mstate:    managed: per device page, GMEM_MANAGED_* (gmem_accel_managed.c); NULL otherwise
+ * @hbm:       managed: per device page not GMEM_MANAGED_SYS, its HBM copy's offset
+ * @read_mostly: managed: per device page, read duplication advised (bitmap)
+ * @nhbm:      managed: device pages with an HBM copy
  */
 struct gmem_obj {
 	struct kref ref;
@@ -45,6 +49,10 @@ struct gmem_obj {
 	struct list_head peers;
 	pid_t tgid;
 	char comm[TASK_COMM_LEN];
+	u8 *mstate;
+	u64 *hbm;
+	unsigned long *read_mostly;
+	unsigned long nhbm;
 };
 
 /**
@@ -63,6 +71,17 @@ struct gmem_obj_peer {
 static inline bool gmem_obj_in_hbm(const struct gmem_obj *obj)
 {
 	return obj->flags & GMEM_ACCEL_OBJ_HBM;
+}
+
+static inline bool gmem_obj_is_managed(const struct gmem_obj *obj)
+{
+	return obj->flags & GMEM_ACCEL_OBJ_MANAGED;
+}
+
+/* Byte offset in its object of @va in object mapping @vma. */
+static inline u64 gmem_obj_offset(const struct vm_area_struct *vma, u64 va)
+{
+	return ((vma->vm_pgoff & GMEM_OBJ_PGOFF_MASK) << PAGE_SHIFT) + (va - vma->vm_start);
 }
 
 /* gmem_accel_obj.c: device memory objects: allocation, mmap, device faults on them */
@@ -87,6 +106,27 @@ struct gmem_obj *gmem_obj_lookup_id(struct gmem_file *f, unsigned long id);
 struct gmem_obj_peer *gmem_obj_peer_of(struct gmem_obj *obj, struct gmem_accel *g);
 u64 gmem_obj_mmap_offset(const struct gmem_obj *obj);
 int gmem_obj_add_peer(struct gmem_obj *obj, struct gmem_accel *g);
+int gmem_obj_hbm_take(struct gmem_accel *g, unsigned int npages, u64 *off, struct gmem_obj *mine);
+bool gmem_obj_vma(const struct vm_area_struct *vma);
+void gmem_obj_vm_open(struct vm_area_struct *vma);
+void gmem_obj_vm_close(struct vm_area_struct *vma);
+
+/* gmem_accel_managed.c: managed objects: residency by device page, read duplication */
+enum gmem_managed_state {
+	GMEM_MANAGED_SYS,	/* system memory holds it; no HBM copy */
+	GMEM_MANAGED_HBM,	/* its HBM copy holds it; the system page is stale */
+	GMEM_MANAGED_DUP,	/* both hold it, both mapped read-only (a read duplicate) */
+};
+
+extern const struct vm_operations_struct gmem_managed_vm_ops;
+int gmem_managed_init(struct gmem_obj *obj);
+void gmem_managed_fini(struct gmem_obj *obj);
+void gmem_managed_device_prepare(struct gmem_ctx *ctx, u64 va, bool write);
+u64 gmem_managed_target(struct gmem_obj *obj, u64 off, bool *hbm, bool *wr, bool *dup);
+bool gmem_managed_evict_one(struct gmem_accel *g, struct gmem_obj *mine);
+void gmem_managed_dev_unbind(struct gmem_accel *g);
+int gmem_managed_check(struct gmem_ctx *ctx, u64 start, u64 end);
+int gmem_managed_advise(struct gmem_ctx *ctx, u64 start, u64 end, u32 flags, u32 location);
 
 /* gmem_accel_dmabuf.c */
 long gmem_obj_export(struct gmem_file *f, void __user *uarg);

@@ -93,12 +93,6 @@ void gmem_obj_dev_fini(struct gmem_accel *g)
 
 /* ---- CPU mappings ---- */
 
-/* Byte offset in its object of @va in object mapping @vma. */
-static u64 gmem_obj_offset(const struct vm_area_struct *vma, u64 va)
-{
-	return ((vma->vm_pgoff & GMEM_OBJ_PGOFF_MASK) << PAGE_SHIFT) + (va - vma->vm_start);
-}
-
 /* The bus address of the object's byte @off: HBM offset or system memory's DMA address. */
 static u64 gmem_obj_target(const struct gmem_obj *obj, u64 off)
 {
@@ -134,12 +128,12 @@ static vm_fault_t gmem_obj_vm_fault(struct vm_fault *vmf)
 }
 
 /* A VMA copied (fork) or split off (partial munmap, mprotect) refers to the object too. */
-static void gmem_obj_vm_open(struct vm_area_struct *vma)
+void gmem_obj_vm_open(struct vm_area_struct *vma)
 {
 	kref_get(&((struct gmem_obj *)vma->vm_private_data)->ref);
 }
 
-static void gmem_obj_vm_close(struct vm_area_struct *vma)
+void gmem_obj_vm_close(struct vm_area_struct *vma)
 {
 	gmem_obj_put(vma->vm_private_data);
 }
@@ -150,6 +144,12 @@ static const struct vm_operations_struct gmem_obj_vm_ops = {
 	.fault = gmem_obj_vm_fault,
 };
 
+/* Is @vma a mapping of an object (of any device)? */
+bool gmem_obj_vma(const struct vm_area_struct *vma)
+{
+	return vma->vm_ops == &gmem_obj_vm_ops || vma->vm_ops == &gmem_managed_vm_ops;
+}
+
 /* Make @vma (shared, inside the object) a mapping of @obj; takes over a reference. */
 static void gmem_obj_map_vma(struct gmem_obj *obj, struct vm_area_struct *vma)
 {
@@ -157,7 +157,7 @@ static void gmem_obj_map_vma(struct gmem_obj *obj, struct vm_area_struct *vma)
 	if (gmem_obj_in_hbm(obj))
 		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
 	vma->vm_private_data = obj;
-	vma->vm_ops = &gmem_obj_vm_ops;
+	vma->vm_ops = gmem_obj_is_managed(obj) ? &gmem_managed_vm_ops : &gmem_obj_vm_ops;
 }
 
 int gmem_obj_mmap(struct file *file, struct vm_area_struct *vma)
@@ -219,6 +219,8 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 
 	if (IS_ERR(mni))
 		return PTR_ERR(mni);
+	/* A managed object's page moves first (its zaps would fail the read_retry below). */
+	gmem_managed_device_prepare(ctx, va, write);
 	for (unsigned int tries = 0; tries < 16; tries++) {
 		struct vm_area_struct *vma;
 		unsigned long seq;
@@ -227,12 +229,12 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 		u64 base, ws, we;
 		int ret = 0, replaced = 0;
 		const u64 *addr;
-		bool wr, hbm;
+		bool wr, hbm, managed;
 
 		seq = mmu_interval_read_begin(mni);
 		mmap_read_lock(ctx->mm);
 		vma = vma_lookup(ctx->mm, va);
-		if (!vma || vma->vm_ops != &gmem_obj_vm_ops) {
+		if (!vma || !gmem_obj_vma(vma)) {
 			mmap_read_unlock(ctx->mm);
 			return -ENOENT;
 		}
@@ -246,8 +248,17 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 		else if (write && !wr)
 			ret = -EPERM;
 		kref_get(&obj->ref);
-		ws = max_t(u64, ALIGN_DOWN(va, GMEM_HUGE_SIZE), vma->vm_start);
-		we = min_t(u64, ALIGN(va + 1, GMEM_HUGE_SIZE), vma->vm_end);
+		/* A managed object's pages move one by one: only the faulting one is mapped. */
+		managed = gmem_obj_is_managed(obj);
+		if (managed) {
+			ws = va - gmem_obj_offset(vma, va) % obj->page_size;
+			we = ws + obj->page_size;
+		} else {
+			ws = ALIGN_DOWN(va, GMEM_HUGE_SIZE);
+			we = ALIGN(va + 1, GMEM_HUGE_SIZE);
+		}
+		ws = max_t(u64, ws, vma->vm_start);
+		we = min_t(u64, we, vma->vm_end);
 		base = gmem_obj_offset(vma, ws);	/* object offset at ws */
 		mmap_read_unlock(ctx->mm);
 
@@ -276,11 +287,15 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 		for (u64 a = ws; a < we && ret >= 0;) {
 			u64 off = base + (a - ws), ps = obj->page_size;
 			u64 unit = addr[off / ps];
+			bool w = wr, h = hbm, dup = false;
 
+			if (managed)	/* where the page is now: system memory or its HBM copy */
+				unit = gmem_managed_target(obj, off, &h, &w, &dup);
 			/* A whole device page, aligned in VA and in memory: one leaf (or group). */
 			if (off % ps || !IS_ALIGNED(a, ps) || a + ps > we || !IS_ALIGNED(unit, ps))
 				ps = PAGE_SIZE;
-			ret = gmem_pt_map_obj(ctx, a, unit + off % obj->page_size, ps, hbm, wr);
+			ret = gmem_pt_map_obj(ctx, a, unit + off % obj->page_size, ps, h, w && wr,
+					      dup);
 			replaced |= ret > 0;
 			a += ps;
 		}

@@ -555,6 +555,8 @@ void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npage
 				flags |= GMEM_ACCEL_PAGE_2M;
 			if ((e & GMEM_PTE_CONT) && gmem_pt_cont_whole(ctx, va + i * PAGE_SIZE))
 				flags |= GMEM_ACCEL_PAGE_64K;
+			if ((e & GMEM_PTE_SW_OBJECT) && (e & GMEM_PTE_SW_OBJ_DUP))
+				flags |= GMEM_ACCEL_PAGE_DUPLICATE;
 		}
 		out[i] = flags;
 	}

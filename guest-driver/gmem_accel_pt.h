@@ -13,11 +13,14 @@
 /*
  * Software bits of device PTEs (GMEM_PTE_SW_MASK): the page-table code's own (bit 8, a
  * cleared entry whose page is still DMA-mapped; bit 11, an object's page, whose DMA mapping
- * the object owns), and those a context's hook may set (gmem_pt_mark()).
+ * the object owns; with it, bit 10, a read duplicate), and those a context's hook may set on
+ * other leaves (gmem_pt_mark()).
  */
 #define GMEM_PTE_SW_STALE	(1ull << 8)
 #define GMEM_PTE_SW_HOOK_MASK	(0x6ull << 8)
 #define GMEM_PTE_SW_OBJECT	(1ull << 11)
+/* On an object's leaf (GMEM_PTE_SW_OBJECT) only: a read duplicate's HBM copy (managed) */
+#define GMEM_PTE_SW_OBJ_DUP	(1ull << 10)
 
 /* gmem_accel_pt.c: device page tables */
 int gmem_pt_init(struct gmem_ctx *ctx);
@@ -39,7 +42,7 @@ void gmem_pt_map_migrated(struct gmem_ctx *ctx, struct mmu_interval_notifier *mn
 			  const unsigned long *src, const unsigned long *dst, unsigned long npages,
 			  unsigned long seq);
 int gmem_pt_map_obj(struct gmem_ctx *ctx, u64 va, u64 target, u64 page_size, bool hbm,
-		    bool write);
+		    bool write, bool dup);
 
 /* Within the page-table code (gmem_accel_pt.c, gmem_accel_pt_map.c) */
 /* The device a context's page-table pages and leaves are DMA-mapped for. */

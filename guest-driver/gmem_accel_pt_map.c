@@ -125,9 +125,10 @@ static int gmem_pt_set_hbm_64k(struct gmem_ctx *ctx, u64 va, u64 off, bool write
  * held, tables reserved for [va, va + page_size); returns as gmem_pt_set_4k() does.
  */
 int gmem_pt_map_obj(struct gmem_ctx *ctx, u64 va, u64 target, u64 page_size, bool hbm,
-		    bool write)
+		    bool write, bool dup)
 {
-	u64 entry = gmem_leaf_pte(target, write, hbm) | GMEM_PTE_SW_OBJECT;
+	u64 entry = gmem_leaf_pte(target, write, hbm) | GMEM_PTE_SW_OBJECT |
+		    (dup ? GMEM_PTE_SW_OBJ_DUP : 0);
 
 	lockdep_assert_held(&ctx->lock);
 	if (page_size == GMEM_HUGE_SIZE)

@@ -332,6 +332,40 @@ DEFINE_EVENT(gmem_accel_thrashing, gmem_accel_thrashing_pin,
 	TP_PROTO(u16 ctx, u64 va),
 	TP_ARGS(ctx, va));
 
+/*
+ * Read duplication (gmem_accel_managed.c): a managed object's device page duplicated, or its
+ * duplicate collapsed (to HBM or system memory); by context @ctx (-1: the CPU, the driver) at
+ * @va (0 if none), object @obj, byte @off of it.
+ */
+DECLARE_EVENT_CLASS(gmem_accel_readdup,
+	TP_PROTO(int ctx, u64 va, u64 obj, u64 off, bool to_hbm),
+	TP_ARGS(ctx, va, obj, off, to_hbm),
+	TP_STRUCT__entry(
+		__field(int, ctx)
+		__field(u64, va)
+		__field(u64, obj)
+		__field(u64, off)
+		__field(bool, to_hbm)
+	),
+	TP_fast_assign(
+		__entry->ctx = ctx;
+		__entry->va = va;
+		__entry->obj = obj;
+		__entry->off = off;
+		__entry->to_hbm = to_hbm;
+	),
+	TP_printk("ctx=%d va=%#llx obj=%llu off=%#llx to=%s", __entry->ctx, __entry->va,
+		  __entry->obj, __entry->off, __entry->to_hbm ? "hbm" : "sys")
+);
+
+DEFINE_EVENT(gmem_accel_readdup, gmem_accel_readdup_dup,
+	TP_PROTO(int ctx, u64 va, u64 obj, u64 off, bool to_hbm),
+	TP_ARGS(ctx, va, obj, off, to_hbm));
+
+DEFINE_EVENT(gmem_accel_readdup, gmem_accel_readdup_collapse,
+	TP_PROTO(int ctx, u64 va, u64 obj, u64 off, bool to_hbm),
+	TP_ARGS(ctx, va, obj, off, to_hbm));
+
 DEFINE_EVENT(gmem_accel_thrashing, gmem_accel_thrashing_unpin,
 	TP_PROTO(u16 ctx, u64 va),
 	TP_ARGS(ctx, va));

@@ -133,6 +133,14 @@ enum gmem_dev_counter {
 	GMEM_DEV_THRASHING_THROTTLES,	/* naps of a side that moved a thrashing page */
 	GMEM_DEV_THRASHING_PINS,	/* thrashing pages pinned in system memory */
 	GMEM_DEV_THRASHING_PINNED_PAGES_NOW, /* of them, pinned now */
+	/* managed objects and read duplication (gmem_accel_managed.c), in device pages */
+	GMEM_DEV_MANAGED_TO_HBM,	/* moved to HBM (system page stale) */
+	GMEM_DEV_MANAGED_TO_SYS,	/* copied home from HBM (HBM copy dropped or kept) */
+	GMEM_DEV_MANAGED_EVICTIONS,	/* HBM copies that gave way to another HBM allocation */
+	GMEM_DEV_READDUP_COPIES,	/* read duplicates made (a copy either way) */
+	GMEM_DEV_READDUP_COLLAPSE_CPU,	/* duplicates collapsed to system memory */
+	GMEM_DEV_READDUP_COLLAPSE_DEVICE, /* duplicates collapsed to HBM by a device write */
+	GMEM_DEV_READDUP_PAGES_NOW,	/* duplicated now */
 	GMEM_DEV_NR_COUNTERS
 };
 

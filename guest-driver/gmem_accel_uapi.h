@@ -120,6 +120,8 @@ struct gmem_accel_wait {
 #define GMEM_ACCEL_PAGE_2M	(1u << 2)	/* by a 2 MiB device page */
 #define GMEM_ACCEL_PAGE_HBM	(1u << 3)	/* to device memory */
 #define GMEM_ACCEL_PAGE_64K	(1u << 4)	/* by a 64 KiB device page (a CONT group) */
+/* a read duplicate: the device maps its own HBM copy read-only and system memory holds a copy too */
+#define GMEM_ACCEL_PAGE_DUPLICATE (1u << 5)
 
 /**
  * struct gmem_accel_snapshot - the device's view of a range of this process's pages
@@ -179,9 +181,13 @@ struct gmem_accel_stats {
 #define GMEM_ACCEL_ADVISE_ACCESSED_BY	 (1u << 0) /* the device keeps the range mapped */
 #define GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY (1u << 1) /* ... no more */
 #define GMEM_ACCEL_ADVISE_KEEP_LOCATION	 (1u << 2) /* leave the location advice as it is */
+#define GMEM_ACCEL_ADVISE_READ_MOSTLY	 (1u << 3) /* read duplication (managed memory) */
+#define GMEM_ACCEL_ADVISE_NOT_READ_MOSTLY (1u << 4) /* ... no more: duplicates collapse */
 #define GMEM_ACCEL_ADVISE_FLAGS		 (GMEM_ACCEL_ADVISE_ACCESSED_BY | \
 					  GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY | \
-					  GMEM_ACCEL_ADVISE_KEEP_LOCATION)
+					  GMEM_ACCEL_ADVISE_KEEP_LOCATION | \
+					  GMEM_ACCEL_ADVISE_READ_MOSTLY | \
+					  GMEM_ACCEL_ADVISE_NOT_READ_MOSTLY)
 
 /**
  * struct gmem_accel_advise - where a range of this process's memory should live, and whether
@@ -205,8 +211,17 @@ struct gmem_accel_stats {
  * new place before it returns, so the device's accesses there do not fault and move nothing.
  * Changes the driver does not make (munmap, the kernel's own migration) unmap them as before.
  *
- * -EINVAL: an unknown flag, ACCESSED_BY with NOT_ACCESSED_BY, KEEP_LOCATION without either or
- * with a @location, an unknown @location. Advice belongs to the address range of this
+ * Read-mostly (READ_MOSTLY sets it, NOT_READ_MOSTLY clears it, neither leaves it), only on
+ * managed memory (GMEM_ACCEL_OBJ_MANAGED): a device read of a page in system memory copies it
+ * to HBM and both keep a read-only copy (a read duplicate, GMEM_ACCEL_PAGE_DUPLICATE); the
+ * first write from either side collapses the copies to the writer. NOT_READ_MOSTLY collapses
+ * the range's duplicates to system memory. The attribute belongs to the object's device pages
+ * (every mapping of them), not to this context's addresses.
+ *
+ * -EINVAL: an unknown flag, ACCESSED_BY with NOT_ACCESSED_BY, READ_MOSTLY with
+ * NOT_READ_MOSTLY, KEEP_LOCATION without one of those four or with a @location, an unknown
+ * @location. -EOPNOTSUPP: (NOT_)READ_MOSTLY on a range not wholly inside mappings of managed
+ * objects of this device. Advice belongs to the address range of this
  * context until replaced (it outlives munmap) or the file is closed; CPU accesses always
  * bring pages back.
  */
@@ -249,7 +264,9 @@ struct gmem_accel_migrate {
 #define GMEM_ACCEL_OBJ_PAGE_64K		(1u << 3)
 #define GMEM_ACCEL_OBJ_PAGE_2M		(1u << 4)
 #define GMEM_ACCEL_OBJ_PINNED		(1u << 5)	/* never evicted to system memory */
-#define GMEM_ACCEL_OBJ_KNOWN		0x3fu
+/* migrates page by page between system memory and HBM on demand */
+#define GMEM_ACCEL_OBJ_MANAGED		(1u << 6)
+#define GMEM_ACCEL_OBJ_KNOWN		0x7fu
 
 /* Largest object: as much as the largest HBM (64 GiB) */
 #define GMEM_ACCEL_OBJ_MAX_SIZE		(1ull << 36)
@@ -263,6 +280,10 @@ struct gmem_accel_migrate {
  * @handle:      out: names the object on this file
  * @mmap_offset: out: mmap(2) offset of the object (MAP_SHARED), the same on every file of
  *               the device that holds it
+ *
+ * MANAGED (with no placement and not PINNED, else EINVAL): the object lives in system memory
+ * and its device pages migrate one by one on demand, to HBM as the device touches them and
+ * back as the CPU does (read-mostly pages are duplicated instead, GMEM_ACCEL_IOC_ADVISE).
  *
  * The object is zeroed. ENOSPC if HBM has no room for an HBM object, ENOMEM for system memory.
  */
@@ -308,6 +329,8 @@ struct gmem_accel_obj_free {
  * @flags:  in: O_CLOEXEC, else zero
  * @fd:     out: the dma-buf; pass it to another process (SCM_RIGHTS) to import
  * @pad:    zero
+ *
+ * EOPNOTSUPP for a managed object (GMEM_ACCEL_OBJ_MANAGED).
  */
 struct gmem_accel_obj_export {
 	__u32 handle;

@@ -150,7 +150,7 @@ TEST_F_TIMEOUT(advice, bad_flags, 60)
 {
 	uint8_t *b = self->buf;
 
-	EXPECT_EQ(-EINVAL, dev_advise(self->fd, b, PAGE, 0, 1u << 3));
+	EXPECT_EQ(-EINVAL, dev_advise(self->fd, b, PAGE, 0, 1u << 5));
 	EXPECT_EQ(-EINVAL, dev_advise(self->fd, b, PAGE, 0, 1u << 31));
 	EXPECT_EQ(-EINVAL, dev_advise(self->fd, b, PAGE, 0, GMEM_ACCEL_ADVISE_ACCESSED_BY |
 				      GMEM_ACCEL_ADVISE_NOT_ACCESSED_BY));
