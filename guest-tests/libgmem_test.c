@@ -355,6 +355,62 @@ TEST_F_TIMEOUT(lib, device_memory, 300)
 }
 
 /*
+ * Managed memory: pages move to the side that touches them; read-mostly keeps a copy on each
+ * side until one writes; no IPC handle; read-mostly elsewhere is NotSupported.
+ */
+TEST_F_TIMEOUT(lib, managed_memory, 300)
+{
+	int64_t obj0 = stat0("objects_now"), hbm0 = stat0("hbm_pages_now");
+	size_t len = 64 * PAGE;
+	struct gmemPointerAttributes at;
+	uint8_t *p, *out = anon(len), *plain = anon(PAGE);
+	gmemIpcMemHandle_t h;
+
+	ASSERT_TRUE(out && plain);
+	ASSERT_EQ(gmemSuccess, gmemMallocManaged(self->dev, (void **)&p, len, gmemMemPage4K));
+	ASSERT_EQ(gmemSuccess, gmemPointerGetAttributes(&at, p + len - 1));
+	EXPECT_EQ(gmemPlacementManaged, at.placement);
+	EXPECT_EQ(4096u, at.pageSize);
+	EXPECT_EQ(0, p[len - 1]);			/* zeroed */
+	memset(p, 0x5a, len);
+	ASSERT_EQ(gmemSuccess, gmemMemcpy(out, p, len, self->s));	/* device reads */
+	EXPECT_EQ(0x5a, out[len - 1]);
+
+	/* Read-mostly: the device's next read makes copies in HBM, the CPU keeps its own. */
+	ASSERT_EQ(gmemSuccess, gmemMemAdvise(p, len, gmemMemAdviseSetReadMostly, self->dev));
+	memset(p, 0x6b, len);				/* (brings every page home) */
+	ASSERT_EQ(gmemSuccess, gmemMemcpy(out, p, len, self->s));
+	EXPECT_EQ(0x6b, out[0]);
+	EXPECT_EQ((int64_t)(len / PAGE), stat0("readdup_pages_now"));
+	EXPECT_EQ(0x6b, p[len / 2]);			/* the CPU reads its copy */
+	EXPECT_EQ((int64_t)(len / PAGE), stat0("readdup_pages_now"));
+	p[0] = 0x11;					/* a write collapses that page */
+	EXPECT_EQ((int64_t)(len / PAGE) - 1, stat0("readdup_pages_now"));
+	ASSERT_EQ(gmemSuccess, gmemMemcpy(out, p, PAGE, self->s));
+	EXPECT_EQ(0x11, out[0]);
+	ASSERT_EQ(gmemSuccess, gmemMemAdvise(p, len, gmemMemAdviseUnsetReadMostly, self->dev));
+	EXPECT_EQ(0, stat0("readdup_pages_now"));
+
+	EXPECT_EQ(gmemErrorNotSupported, gmemIpcGetMemHandle(&h, p));
+	EXPECT_EQ(gmemErrorNotSupported,
+		  gmemMemAdvise(plain, PAGE, gmemMemAdviseSetReadMostly, self->dev));
+	EXPECT_EQ(0, gmemGetLastErrno());		/* the library's own check */
+	EXPECT_EQ(gmemErrorNotSupported,
+		  gmemMemAdvise(p, len + PAGE, gmemMemAdviseSetReadMostly, self->dev));
+	void *q = &at;
+
+	EXPECT_EQ(gmemErrorInvalidValue, gmemMallocManaged(self->dev, &q, PAGE,
+							   gmemMemPlaceDevice));
+	EXPECT_EQ(NULL, q);
+	EXPECT_EQ(gmemErrorInvalidValue, gmemMallocManaged(self->dev, &q, PAGE, gmemMemPinned));
+	EXPECT_EQ(gmemSuccess, gmemFree(p));
+	EXPECT_EQ(obj0, stat0("objects_now"));
+	EXPECT_EQ(hbm0, gmem_wait_stat(0, "hbm_pages_now", hbm0, 10000));
+	munmap(out, len);
+	munmap(plain, PAGE);
+}
+
+/*
  * IPC: a child receives an allocation and an event over a Unix socket, waits for the event,
  * checks every byte, has the device write its half, and the parent sees it; a descriptor
  * that is no gmem-accel memory is refused.

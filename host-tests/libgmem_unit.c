@@ -90,7 +90,8 @@ static void streams_and_work(void)
 	ok(gmemMemAdvise(buf, 64, gmemMemAdviseSetReadMostly, NULL) == gmemErrorNotSupported &&
 	   gmemMemAdvise(buf, 64, gmemMemAdviseUnsetReadMostly, NULL) == gmemErrorNotSupported &&
 	   gmemMemAdvise(buf, 64, gmemMemAdviseSetAccessedBy, NULL) == gmemErrorInvalidHandle,
-	   "read-mostly advice: NotSupported; accessed-by checks the device");
+	   "read-mostly advice on memory that is no managed allocation: NotSupported; "
+	   "accessed-by checks the device");
 }
 
 static void memory(void)
@@ -102,6 +103,10 @@ static void memory(void)
 	ok(gmemMalloc(NULL, &p, 4096, 0) == gmemErrorInvalidHandle && p == NULL,
 	   "malloc on no device: InvalidHandle, pointer NULL");
 	ok(gmemMalloc(NULL, NULL, 4096, 0) == gmemErrorInvalidValue, "malloc into NULL");
+	p = buf;
+	ok(gmemMallocManaged(NULL, &p, 4096, 0) == gmemErrorInvalidHandle && p == NULL &&
+	   gmemMallocManaged(NULL, NULL, 4096, 0) == gmemErrorInvalidValue,
+	   "managed malloc on no device: InvalidHandle, pointer NULL; into NULL: InvalidValue");
 	ok(gmemFree(NULL) == gmemSuccess, "free(NULL) is fine, as free's");
 	ok(gmemFree(buf) == gmemErrorInvalidValue, "free of memory that is no allocation");
 	ok(gmemPointerGetAttributes(&attr, buf) == gmemErrorInvalidValue &&

@@ -157,14 +157,20 @@ typedef enum gmemMemoryAdvise {
 	gmemMemAdviseSetAccessedBy = 4,
 	/* forget that (the location advice stays) */
 	gmemMemAdviseUnsetAccessedBy = 5,
-	/* read duplication: gmemErrorNotSupported (the kernel cannot keep a CPU copy read-only) */
+	/*
+	 * read duplication, on managed memory (gmemMallocManaged) only: the device reads a copy
+	 * in its HBM and the CPU its own, until either writes (gmemErrorNotSupported elsewhere:
+	 * the kernel cannot keep an anonymous page's CPU mapping read-only)
+	 */
 	gmemMemAdviseSetReadMostly = 6,
+	/* no more: the duplicates collapse to system memory */
 	gmemMemAdviseUnsetReadMostly = 7,
 } gmemMemoryAdvise_t;
 
 /*
  * Advice for [ptr, ptr + count) on device @dev: its streams, now and later, follow it. The
- * location and accessed-by are set independently. gmemErrorNotSupported for read-mostly.
+ * location and accessed-by are set independently. Read-mostly belongs to the managed
+ * allocation itself (every stream sees it at once); gmemErrorNotSupported on other memory.
  */
 gmemError_t gmemMemAdvise(const void *ptr, size_t count, gmemMemoryAdvise_t advice,
 			  gmemDevice_t dev);
@@ -183,13 +189,21 @@ gmemError_t gmemMemAdvise(const void *ptr, size_t count, gmemMemoryAdvise_t advi
  * same pointer. Neither placement flag: HBM if it has room, else system memory.
  */
 gmemError_t gmemMalloc(gmemDevice_t dev, void **ptr, size_t size, unsigned int flags);
-/* Free what gmemMalloc gave (or unmap what gmemIpcOpenMemHandle opened). */
+/*
+ * Managed memory, as CUDA's cudaMallocManaged: @size bytes, zeroed, mapped at *@ptr for the CPU
+ * and @dev alike. Each device page lives in system memory or in @dev's HBM and moves to the
+ * side that touches it; with gmemMemAdviseSetReadMostly both keep a copy until one writes.
+ * @flags: at most one page size (gmemMemPage*), nothing else. No IPC handle (as CUDA's).
+ */
+gmemError_t gmemMallocManaged(gmemDevice_t dev, void **ptr, size_t size, unsigned int flags);
+/* Free what gmemMalloc or gmemMallocManaged gave (or unmap what gmemIpcOpenMemHandle opened). */
 gmemError_t gmemFree(void *ptr);
 
 /* Where an allocation is (gmemMemGetInfo) */
 typedef enum gmemMemoryPlacement {
 	gmemPlacementHost = 1,
 	gmemPlacementDevice = 2,
+	gmemPlacementManaged = 3,	/* page by page, where it was last used */
 } gmemMemoryPlacement_t;
 
 /**

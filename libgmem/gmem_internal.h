@@ -50,6 +50,7 @@ struct gmem_alloc {
 	size_t size;
 	uint32_t handle;
 	bool imported;
+	bool managed;
 };
 
 /* The registry of live handles: a handle is checked here before it is used. */

@@ -109,6 +109,36 @@ void gmem_advice_forget(struct gmemDevice *dev)
 	pthread_mutex_unlock(&gmem_lock);
 }
 
+/*
+ * Read-mostly is the managed allocation's own state, not a context's: one ADVISE on the
+ * device's file sets it for every stream, and nothing is kept to give to later ones.
+ */
+static gmemError_t gmem_advise_read_mostly(const void *ptr, size_t count, bool set,
+					   gmemDevice_t dev)
+{
+	struct gmem_advice a = {
+		.flags = GMEM_ACCEL_ADVISE_KEEP_LOCATION |
+			 (set ? GMEM_ACCEL_ADVISE_READ_MOSTLY : GMEM_ACCEL_ADVISE_NOT_READ_MOSTLY),
+	};
+	const struct gmem_alloc *al;
+	bool managed;
+	int ret;
+
+	pthread_mutex_lock(&gmem_lock);
+	al = gmem_alloc_find(ptr);
+	managed = al && al->managed && count &&
+		  count <= al->size - (size_t)((const char *)ptr - (const char *)al->base);
+	pthread_mutex_unlock(&gmem_lock);
+	if (!managed)		/* malloc'd, mmap'd or device memory: no duplication there */
+		return gmem_fail(gmemErrorNotSupported);
+	if (!gmem_live_has(GMEM_KIND_DEVICE, dev))
+		return gmem_fail(gmemErrorInvalidHandle);
+	if (!gmem_page_range(ptr, count, &a.addr, &a.size))
+		return gmem_fail(gmemErrorInvalidValue);
+	ret = gmem_advise_fd(dev->fd, &a);
+	return ret ? gmem_fail_errno(-ret) : gmem_ok();
+}
+
 gmemError_t gmemMemAdvise(const void *ptr, size_t count, gmemMemoryAdvise_t how,
 			  gmemDevice_t dev)
 {
@@ -117,7 +147,7 @@ gmemError_t gmemMemAdvise(const void *ptr, size_t count, gmemMemoryAdvise_t how,
 	int ret, n;
 
 	if (how == gmemMemAdviseSetReadMostly || how == gmemMemAdviseUnsetReadMostly)
-		return gmem_fail(gmemErrorNotSupported);
+		return gmem_advise_read_mostly(ptr, count, how == gmemMemAdviseSetReadMostly, dev);
 	if (!gmem_live_has(GMEM_KIND_DEVICE, dev))
 		return gmem_fail(gmemErrorInvalidHandle);
 	a = calloc(1, sizeof(*a));
@@ -195,7 +225,8 @@ static gmemError_t gmem_map_object(struct gmemDevice *dev, uint32_t handle, uint
 		return gmem_fail_errno(err);
 	}
 	*a = (struct gmem_alloc){ .dev = dev, .base = p, .size = q.size, .handle = handle,
-				  .imported = imported };
+				  .imported = imported,
+				  .managed = q.flags & GMEM_ACCEL_OBJ_MANAGED };
 	pthread_mutex_lock(&gmem_lock);
 	a->next = gmem_allocs;
 	gmem_allocs = a;
@@ -205,9 +236,16 @@ static gmemError_t gmem_map_object(struct gmemDevice *dev, uint32_t handle, uint
 	return gmem_ok();
 }
 
-gmemError_t gmemMalloc(gmemDevice_t dev, void **ptr, size_t size, unsigned int flags)
+/* gmemMalloc's flags, which are the driver's bit for bit (asserted above) */
+#define GMEM_MALLOC_FLAGS	(gmemMemPlaceDevice | gmemMemPlaceHost | gmemMemPage4K | \
+				 gmemMemPage64K | gmemMemPage2M | gmemMemPinned)
+#define GMEM_MALLOC_PAGE_SIZES	(gmemMemPage4K | gmemMemPage64K | gmemMemPage2M)
+
+/* Allocate an object of @flags (of @allowed) and @kind (the driver's flags), and map it. */
+static gmemError_t gmem_malloc(gmemDevice_t dev, void **ptr, size_t size, unsigned int flags,
+			       unsigned int allowed, unsigned int kind)
 {
-	struct gmem_accel_obj_alloc al = { .size = size };
+	struct gmem_accel_obj_alloc al = { .size = size, .flags = flags | kind };
 	int ret;
 
 	if (!ptr)
@@ -215,14 +253,23 @@ gmemError_t gmemMalloc(gmemDevice_t dev, void **ptr, size_t size, unsigned int f
 	*ptr = NULL;
 	if (!gmem_live_has(GMEM_KIND_DEVICE, dev))
 		return gmem_fail(gmemErrorInvalidHandle);
-	/* The public flags are the driver's, bit for bit (asserted below). */
-	if (!size || size > GMEM_ACCEL_OBJ_MAX_SIZE || (flags & ~GMEM_ACCEL_OBJ_KNOWN))
+	if (!size || size > GMEM_ACCEL_OBJ_MAX_SIZE || (flags & ~allowed))
 		return gmem_fail(gmemErrorInvalidValue);
-	al.flags = flags;
 	ret = gmem_ioctl(dev->fd, GMEM_ACCEL_IOC_OBJ_ALLOC, &al);
 	if (ret)
 		return gmem_fail_errno(-ret);
 	return gmem_map_object(dev, al.handle, al.mmap_offset, false, ptr);
+}
+
+gmemError_t gmemMalloc(gmemDevice_t dev, void **ptr, size_t size, unsigned int flags)
+{
+	return gmem_malloc(dev, ptr, size, flags, GMEM_MALLOC_FLAGS, 0);
+}
+
+/* Placement is each page's own, and managed pages are never pinned: a page size only. */
+gmemError_t gmemMallocManaged(gmemDevice_t dev, void **ptr, size_t size, unsigned int flags)
+{
+	return gmem_malloc(dev, ptr, size, flags, GMEM_MALLOC_PAGE_SIZES, GMEM_ACCEL_OBJ_MANAGED);
 }
 
 gmemError_t gmem_ipc_open(struct gmemDevice *dev, int fd, void **ptr)
@@ -287,8 +334,12 @@ gmemError_t gmemPointerGetAttributes(struct gmemPointerAttributes *attr, const v
 	if (ret)
 		return gmem_fail_errno(-ret);
 	attr->size = q.size;
-	attr->placement = (q.flags & GMEM_ACCEL_OBJ_HBM) ? gmemPlacementDevice :
-							    gmemPlacementHost;
+	if (q.flags & GMEM_ACCEL_OBJ_MANAGED)
+		attr->placement = gmemPlacementManaged;
+	else if (q.flags & GMEM_ACCEL_OBJ_HBM)
+		attr->placement = gmemPlacementDevice;
+	else
+		attr->placement = gmemPlacementHost;
 	attr->pageSize = q.page_size;
 	attr->hbmAddr = q.hbm_addr;
 	attr->pinned = !!(q.flags & GMEM_ACCEL_OBJ_PINNED);
