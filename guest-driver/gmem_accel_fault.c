@@ -23,6 +23,7 @@
 #include "gmem_accel_replay.h"
 #include "gmem_accel_advice.h"
 #include "gmem_accel_thrashing.h"
+#include "gmem_accel_oversub.h"
 #include "gmem_accel_trace.h"
 
 static void gmem_fault_read(struct gmem_accel *g, u32 idx, struct gmem_fault *f)
@@ -127,7 +128,9 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 				ret = -ETIME;
 				continue;
 			case GMEM_THRASH_NONE:
-				gmem_fault_migrate(ctx, start, end);
+				/* HBM oversubscribed: mapped where it is. */
+				if (!gmem_oversub_remote(ctx, start))
+					gmem_fault_migrate(ctx, start, end);
 				break;
 			case GMEM_THRASH_PIN:
 				break;
