@@ -64,7 +64,7 @@ static const struct kernel_param_ops gmem_oversub_param_ops = {
 GMEM_OVERSUB_PARAM(gmem_perf_oversub_enable, 1, 0, 1,
 		   "Map in system memory, not migrate, while HBM is oversubscribed (0/1)");
 GMEM_OVERSUB_PARAM(gmem_perf_oversub_epoch_msec, 1000, 1, 3600000,
-		   "Time (ms) a chunk's use counts as recent, and oversubscription lasts unrenewed");
+		   "Time (ms) without HBM use that ends a burst, without pressure oversubscription");
 
 static u64 gmem_oversub_epoch_ns(void)
 {
@@ -72,8 +72,8 @@ static u64 gmem_oversub_epoch_ns(void)
 }
 
 /*
- * Device @g's state renewed at @now: true if this starts an episode. A state whose epoch ran
- * out unnoticed ends first.
+ * Device @g's oversubscription renewed at @now: true if this starts an episode (none, or one
+ * whose epoch ran out without a fault noticing).
  */
 static bool gmem_oversub_renew(struct gmem_accel *g, u64 now)
 {

@@ -180,8 +180,12 @@ FIXTURE(oversub) {
 	uint64_t saved[2];
 	size_t hbm, len;
 	uint64_t *buf, *scratch;
-	int64_t hbm0, dma0, notifiers0, contexts0;
+	int64_t gauges0[4];
 };
+
+/* What a closed test leaves as it found: nothing in HBM, DMA-mapped, watched, open. */
+static const char *const gauges[] = { "hbm_pages_now", "dma_mapped_pages_now", "notifiers_now",
+				      "contexts_now" };
 
 /*
  * An earlier test's oversubscription ends: its epoch, made short, runs out, and the next
@@ -221,10 +225,8 @@ FIXTURE_SETUP(oversub)
 	/* TCG streams HBM through far slower than a GPU: a quiet epoch it does not end early. */
 	ASSERT_EQ(0, set_param("epoch_msec", 10000));
 	ASSERT_TRUE(gmem_test_begin(_metadata->timeout));
-	self->hbm0 = stat_of(self->dev, "hbm_pages_now");
-	self->dma0 = stat_of(self->dev, "dma_mapped_pages_now");
-	self->notifiers0 = stat_of(self->dev, "notifiers_now");
-	self->contexts0 = stat_of(self->dev, "contexts_now");
+	for (int i = 0; i < 4; i++)
+		self->gauges0[i] = stat_of(self->dev, gauges[i]);
 	self->fd = gmem_open(self->dev, O_RDWR);
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, ioctl(self->fd, GMEM_ACCEL_IOC_GET_INFO, &info));
@@ -242,16 +244,14 @@ FIXTURE_TEARDOWN(oversub)
 		set_param(params[i], self->saved[i]);
 }
 
-/* Closed: nothing left in HBM, DMA-mapped, or watched (each gauge back at its baseline). */
-static void expect_baseline(struct __test_metadata *_metadata, FIXTURE_DATA(oversub) *self)
+/* Closed: each gauge back at its baseline @gauges0. */
+static void expect_baseline(struct __test_metadata *_metadata, int dev, const int64_t *gauges0)
 {
-	EXPECT_EQ(self->hbm0, gmem_wait_stat(self->dev, "hbm_pages_now", self->hbm0, 120000));
-	EXPECT_EQ(self->dma0, gmem_wait_stat(self->dev, "dma_mapped_pages_now", self->dma0,
-					     120000));
-	EXPECT_EQ(self->notifiers0, gmem_wait_stat(self->dev, "notifiers_now",
-						   self->notifiers0, 120000));
-	EXPECT_EQ(self->contexts0, gmem_wait_stat(self->dev, "contexts_now", self->contexts0,
-						  120000));
+	for (int k = 0; k < 4; k++) {
+		int64_t v = gmem_wait_stat(dev, gauges[k], gauges0[k], 120000);
+
+		EXPECT_EQ(gauges0[k], v) TH_LOG("%s", gauges[k]);
+	}
 }
 
 /*
@@ -286,7 +286,7 @@ TEST_F_TIMEOUT(oversub, stream_4x_maps_remotely, 1800)
 	self->buf = NULL;
 	close(self->fd);
 	self->fd = -1;
-	expect_baseline(_metadata, self);
+	expect_baseline(_metadata, self->dev, self->gauges0);
 }
 
 /* Without it: every window migrates at its fault and evicts another, in both passes. */
@@ -412,14 +412,14 @@ TEST_F_TIMEOUT(oversub, kill_during_oversubscribed_stream, 1800)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFSIGNALED(status)) TH_LOG("child exited %d", WEXITSTATUS(status));
 	EXPECT_LE(remote0 + 64, remote);
-	expect_baseline(_metadata, self);
+	expect_baseline(_metadata, self->dev, self->gauges0);
 }
 
 struct racer {
 	int fd;
 	uint64_t *buf, *scratch;
 	size_t len;
-	volatile int stop;
+	int stop;		/* __atomic */
 	int bad;		/* a command that ended other than 0 or EFAULT */
 	unsigned long batches;
 };
@@ -430,8 +430,8 @@ static void *race_reader(void *arg)
 	struct racer *r = arg;
 	struct gmem_accel_cmd c[BATCH];
 
-	while (!r->stop) {
-		for (size_t off = r->len / 2; off < r->len && !r->stop; off += BATCH * CMD_LEN) {
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
+		for (size_t off = r->len / 2; off < r->len; off += BATCH * CMD_LEN) {
 			int ret;
 
 			for (unsigned int n = 0; n < BATCH; n++)
@@ -481,7 +481,7 @@ TEST_F_TIMEOUT(oversub, munmap_races_remote_mapping, 1800)
 		ASSERT_EQ(0, advise(self->fd, p, half, GMEM_ACCEL_PREFER_DEVICE));
 		fill_words(p, half, half, 8);
 	}
-	r.stop = 1;
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	EXPECT_EQ(0, r.bad);
 	TH_LOG("%lu batches raced", r.batches);
@@ -493,7 +493,7 @@ TEST_F_TIMEOUT(oversub, munmap_races_remote_mapping, 1800)
 	self->buf = NULL;
 	close(self->fd);
 	self->fd = -1;
-	expect_baseline(_metadata, self);
+	expect_baseline(_metadata, self->dev, self->gauges0);
 }
 
 static void on_alarm(int sig)
