@@ -424,14 +424,14 @@ struct racer {
 	unsigned long batches;
 };
 
-/* Device reads of the buffer's second half, over and over, while it is unmapped and back. */
+/* Device reads of the buffer's last quarter, over and over, while it is unmapped and back. */
 static void *race_reader(void *arg)
 {
 	struct racer *r = arg;
 	struct gmem_accel_cmd c[BATCH];
 
 	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
-		for (size_t off = r->len / 2; off < r->len; off += BATCH * CMD_LEN) {
+		for (size_t off = r->len / 4 * 3; off < r->len; off += BATCH * CMD_LEN) {
 			int ret;
 
 			for (unsigned int n = 0; n < BATCH; n++)
@@ -456,7 +456,7 @@ static void *race_reader(void *arg)
 TEST_F_TIMEOUT(oversub, munmap_races_remote_mapping, 1800)
 {
 	struct racer r = { .fd = self->fd, .len = self->len };
-	size_t half = self->len / 2;
+	size_t part = self->len / 4 * 3;
 	pthread_t t;
 
 	self->buf = stream_buf(self->fd, self->len, 7);
@@ -467,27 +467,27 @@ TEST_F_TIMEOUT(oversub, munmap_races_remote_mapping, 1800)
 	r.scratch = map_anon(BATCH * CMD_LEN, RW);
 	ASSERT_NE(NULL, r.scratch);
 	ASSERT_EQ(0, pthread_create(&t, NULL, race_reader, &r));
-	for (int i = 0; i < 6; i++) {
-		char *second = (char *)self->buf + half;
+	for (int i = 0; i < 3; i++) {
+		char *last = (char *)self->buf + part;
 		void *p;
 
 		usleep(200000);
-		ASSERT_EQ(0, munmap(second, half));
+		ASSERT_EQ(0, munmap(last, self->len - part));
 		usleep(20000);
-		p = mmap(second, half, RW, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-		ASSERT_EQ((void *)second, p);
-		ASSERT_EQ(0, madvise(p, half, MADV_NOHUGEPAGE));
-		ASSERT_EQ(0, no_numa_scan(p, half));
-		ASSERT_EQ(0, advise(self->fd, p, half, GMEM_ACCEL_PREFER_DEVICE));
-		fill_words(p, half, half, 8);
+		p = mmap(last, self->len - part, RW, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		ASSERT_EQ((void *)last, p);
+		ASSERT_EQ(0, madvise(p, self->len - part, MADV_NOHUGEPAGE));
+		ASSERT_EQ(0, no_numa_scan(p, self->len - part));
+		ASSERT_EQ(0, advise(self->fd, p, self->len - part, GMEM_ACCEL_PREFER_DEVICE));
+		fill_words(p, part, self->len - part, 8);
 	}
 	__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	EXPECT_EQ(0, r.bad);
 	TH_LOG("%lu batches raced", r.batches);
-	/* The first half as it was, the second as written last. */
-	EXPECT_EQ(0, stream(self->fd, self->buf, 0, half, 7, self->scratch));
-	EXPECT_EQ(0, stream(self->fd, self->buf, half, self->len, 8, self->scratch));
+	/* The first three quarters as they were, the last as written last. */
+	EXPECT_EQ(0, stream(self->fd, self->buf, 0, part, 7, self->scratch));
+	EXPECT_EQ(0, stream(self->fd, self->buf, part, self->len, 8, self->scratch));
 	munmap(r.scratch, BATCH * CMD_LEN);
 	munmap(self->buf, self->len);
 	self->buf = NULL;
