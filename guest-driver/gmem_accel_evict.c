@@ -19,6 +19,7 @@
 #include "gmem_accel_trace.h"
 #include "gmem_accel_advice.h"
 #include "gmem_accel_obj.h"
+#include "gmem_accel_oversub.h"
 
 static void gmem_evict_range(struct gmem_accel *g, unsigned long pfn, unsigned long npages,
 			     struct gmem_owner *only, struct mm_struct *held, bool ahead,
@@ -34,14 +35,20 @@ static bool gmem_hbm_evict_chunk(struct gmem_accel *g, struct mm_struct *held, b
 	struct gmem_hbm *hbm = &g->hbm;
 	struct gmem_chunk *victim;
 	u64 begun_ns = ktime_get_ns();
+	bool in_burst = false;
 
 	spin_lock(&hbm->lock);
 	victim = list_first_entry_or_null(&hbm->lru, struct gmem_chunk, link);
-	if (victim)	/* next time, the next one, should this one not empty */
+	if (victim) {	/* next time, the next one, should this one not empty */
 		list_move_tail(&victim->link, &hbm->lru);
+		/* Used in this burst of use: the working set does not fit in HBM. */
+		gmem_oversub_busy(hbm);
+		in_burst = victim->used_ns >= hbm->burst_ns;
+	}
 	spin_unlock(&hbm->lock);
 	if (!victim)
 		return false;
+	gmem_oversub_evicting(g, gmem_chunk_pfn(hbm, victim), in_burst);
 	gmem_dev_count(g, GMEM_DEV_EVICTIONS, 1);
 	if (ahead)
 		gmem_dev_count(g, GMEM_DEV_EVICTIONS_AHEAD, 1);

@@ -23,6 +23,7 @@
 #include "gmem_accel_replay.h"
 #include "gmem_accel_advice.h"
 #include "gmem_accel_thrashing.h"
+#include "gmem_accel_oversub.h"
 #include "gmem_accel_trace.h"
 
 static void gmem_fault_read(struct gmem_accel *g, u32 idx, struct gmem_fault *f)
@@ -96,6 +97,7 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 	}
 	while (i < n && !ret) {
 		unsigned long first, last;
+		bool remote = false;
 		unsigned int k, w;
 		u64 start, end;
 
@@ -127,7 +129,10 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 				ret = -ETIME;
 				continue;
 			case GMEM_THRASH_NONE:
-				gmem_fault_migrate(ctx, start, end);
+				/* HBM oversubscribed: mapped where it is. */
+				remote = gmem_oversub_remote(ctx, start);
+				if (!remote)
+					gmem_fault_migrate(ctx, start, end);
 				break;
 			case GMEM_THRASH_PIN:
 				break;
@@ -147,7 +152,10 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 				req[p] |= HMM_PFN_REQ_WRITE;
 		}
 		ret = gmem_fault_range(ctx, start, end, first, last, req, pfns);
-		if (!ret)
+		/* (the whole window instead of the migration it stands for: no prefetch) */
+		if (!ret && remote)
+			gmem_map_window(ctx, start, end, req, pfns);
+		else if (!ret)
 			gmem_prefetch(ctx, start, end, f + w, k - w, req, pfns);
 		cond_resched();
 	}

@@ -15,6 +15,7 @@
 #include <linux/slab.h>
 
 #include "gmem_accel_hbm.h"
+#include "gmem_accel_oversub.h"
 #include "gmem_accel_migrate.h"
 
 struct gmem_accel *gmem_hbm_owner(struct page *page)
@@ -59,6 +60,7 @@ struct page *gmem_hbm_take(struct gmem_accel *g)
 			return NULL;
 		}
 		list_move_tail(&c->link, &hbm->lru);
+		c->used_ns = gmem_oversub_busy(hbm);
 		hbm->fill = c;
 		gmem_dev_count(g, GMEM_DEV_HBM_CHUNKS_NOW, 1);
 		i = find_first_zero_bit(c->busy, GMEM_WINDOW_PAGES);
@@ -87,6 +89,7 @@ struct page *gmem_hbm_take_huge(struct gmem_accel *g)
 		bitmap_fill(c->busy, GMEM_WINDOW_PAGES);
 		c->used = GMEM_WINDOW_PAGES;
 		c->huge = true;
+		c->used_ns = gmem_oversub_busy(hbm);
 		spin_unlock(&hbm->lock);
 		gmem_dev_count(g, GMEM_DEV_HBM_CHUNKS_NOW, 1);
 		gmem_dev_count(g, GMEM_DEV_HBM_PAGES_NOW, GMEM_WINDOW_PAGES);
@@ -108,8 +111,10 @@ void gmem_hbm_touch(struct gmem_accel *g, struct page *page)
 
 	spin_lock(&hbm->lock);
 	/* (the fill chunk too: 2 MiB folios handed out since are newer than its start) */
-	if (c->used)
+	if (c->used) {
 		list_move_tail(&c->link, &hbm->lru);
+		c->used_ns = gmem_oversub_busy(hbm);
+	}
 	spin_unlock(&hbm->lock);
 }
 

@@ -370,6 +370,23 @@ DEFINE_EVENT(gmem_accel_thrashing, gmem_accel_thrashing_unpin,
 	TP_PROTO(u16 ctx, u64 va),
 	TP_ARGS(ctx, va));
 
+/*
+ * Oversubscription (gmem_accel_oversub.c): HBM found oversubscribed (enter: @va the evicted
+ * chunk's first page's, ctx its owner's or 0), no longer (leave), a fault window mapped in
+ * system memory instead of migrated (remote).
+ */
+DEFINE_EVENT(gmem_accel_thrashing, gmem_accel_oversub_enter,
+	TP_PROTO(u16 ctx, u64 va),
+	TP_ARGS(ctx, va));
+
+DEFINE_EVENT(gmem_accel_thrashing, gmem_accel_oversub_leave,
+	TP_PROTO(u16 ctx, u64 va),
+	TP_ARGS(ctx, va));
+
+DEFINE_EVENT(gmem_accel_thrashing, gmem_accel_oversub_remote,
+	TP_PROTO(u16 ctx, u64 va),
+	TP_ARGS(ctx, va));
+
 #endif /* GMEM_ACCEL_TRACE_H */
 
 /* Out of tree: the header is found next to the sources (Kbuild adds -I$(src)). */

@@ -141,6 +141,9 @@ enum gmem_dev_counter {
 	GMEM_DEV_READDUP_COLLAPSE_CPU,	/* duplicates collapsed to system memory */
 	GMEM_DEV_READDUP_COLLAPSE_DEVICE, /* duplicates collapsed to HBM by a device write */
 	GMEM_DEV_READDUP_PAGES_NOW,	/* duplicated now */
+	/* oversubscription (gmem_accel_oversub.c) */
+	GMEM_DEV_OVERSUB_EPISODES,	/* times HBM was found oversubscribed */
+	GMEM_DEV_OVERSUB_REMOTE_MAPS,	/* fault windows mapped in system memory, not migrated */
 	GMEM_DEV_NR_COUNTERS
 };
 
@@ -169,6 +172,7 @@ struct gmem_chunk {
 	unsigned int obj_pages;		/* pages objects hold: then on gmem_hbm.objs */
 	/* Where each page's data lives in its owner's address space (gmem_hbm_set_va()). */
 	unsigned long va[GMEM_WINDOW_PAGES];
+	u64 used_ns;			/* last filled or used (gmem_oversub_busy()) */
 };
 
 /* Migrations kept for reuse between uses (gmem_migration_get()), ~80 KiB each. */
@@ -190,6 +194,8 @@ struct gmem_hbm {
 	struct list_head objs;		/* chunks holding objects' pages (never evicted) */
 	struct gmem_chunk *fill;	/* where the next pages come from */
 	bool mapped;
+	/* the current burst of use: its start, its last fill or use (gmem_oversub_busy()) */
+	u64 burst_ns, busy_ns;
 };
 
 /*
@@ -344,6 +350,9 @@ struct gmem_accel {
 
 	/* migrations' scratch between uses (gmem_migration_get()), each slot taken by xchg() */
 	struct gmem_migration *spare_migrations[GMEM_SPARE_MIGRATIONS];
+
+	/* oversubscribed since (ns; 0: not), renewed by pressure (gmem_accel_oversub.c) */
+	atomic64_t oversub_ns;
 };
 
 /* A device page-table page and, above level 1, the tables it points to. */

@@ -98,10 +98,11 @@ static bool policies_off(bool off)
 {
 	static const char *const names[] = { "uvm_perf_prefetch_enable",
 					     "uvm_perf_thrashing_enable",
-					     "uvm_perf_access_counter_migration_enable" };
+					     "uvm_perf_access_counter_migration_enable",
+					     "gmem_perf_oversub_enable" };
 	bool all = true;
 
-	for (unsigned int i = 0; i < 3; i++) {
+	for (unsigned int i = 0; i < 4; i++) {
 		if (off) {
 			all &= param_set(names[i], "0");
 			continue;
