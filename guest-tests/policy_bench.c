@@ -6,7 +6,8 @@
  * pages in random order, a CPU/device ping-pong on one page set (thrashing mitigation), a
  * device reading one remote range over and over (access-counter migration), and a working set
  * 4x the HBM that the device streams through twice with PREFER_DEVICE advice (every policy at
- * its default, against every policy off). One line a run:
+ * its default, against every policy off), and managed memory the device and the CPU read in
+ * turns (read duplication). One line a run:
  *   BENCH-POLICY <workload> <setting> <ms> <fault groups> <pages migrated> <evictions> <MiB/s>
  * A policy whose parameter the driver lacks is skipped (BENCH-POLICY-SKIP). Every run checks
  * its bytes. Parameters are restored at the end.
@@ -119,6 +120,13 @@ static bool policies_off(bool off)
 	return all;
 }
 
+/* Pages moved between system memory and HBM, managed objects' (in 4 KiB device pages) too. */
+static int64_t pages_moved(void)
+{
+	return stat_of("migrated_to_device") + stat_of("migrated_to_system") +
+	       stat_of("managed_to_hbm") + stat_of("managed_to_sys");
+}
+
 struct run {
 	double t0;
 	int64_t groups, migrated, evictions;
@@ -127,7 +135,7 @@ struct run {
 static void run_begin(struct run *r)
 {
 	r->groups = stat_of("fault_groups");
-	r->migrated = stat_of("migrated_to_device") + stat_of("migrated_to_system");
+	r->migrated = pages_moved();
 	r->evictions = stat_of("evictions");
 	r->t0 = now_ms();
 }
@@ -138,8 +146,7 @@ static void run_end(struct run *r, const char *workload, const char *setting, si
 
 	printf("BENCH-POLICY %s %s %.1f %lld %lld %lld %.1f\n", workload, setting, ms,
 	       (long long)(stat_of("fault_groups") - r->groups),
-	       (long long)(stat_of("migrated_to_device") + stat_of("migrated_to_system") -
-			   r->migrated),
+	       (long long)(pages_moved() - r->migrated),
 	       (long long)(stat_of("evictions") - r->evictions), bytes / MiB / (ms / 1e3));
 	fflush(stdout);
 }
@@ -242,18 +249,12 @@ static void bench_pingpong(int fd, const char *setting)
 	munmap(buf, len);
 }
 
-/*
- * The device reads @buf (@len bytes) through @passes times, 64 KiB a command into the scratch,
- * as one run of @workload; the bytes of the last read are checked.
- */
-static void read_through(int fd, char *buf, size_t len, unsigned int passes,
-			 const char *workload, const char *setting)
+/* The device reads @buf (@len bytes) through @passes times, 64 KiB a command into the scratch. */
+static void read_all(int fd, const char *buf, size_t len, unsigned int passes, const char *what)
 {
 	struct gmem_accel_cmd c[GMEM_ACCEL_MAX_BATCH];
 	unsigned int n = 0;
-	struct run r;
 
-	run_begin(&r);
 	for (unsigned int p = 0; p < passes; p++) {
 		for (size_t off = 0; off < len; off += SCRATCH) {
 			c[n++] = (struct gmem_accel_cmd){ .op = GMEM_ACCEL_OP_COPY,
@@ -261,11 +262,21 @@ static void read_through(int fd, char *buf, size_t len, unsigned int passes,
 				.size = SCRATCH };
 			if (n == GMEM_ACCEL_MAX_BATCH || (p == passes - 1 && off + SCRATCH >= len)) {
 				if (run_cmds(fd, c, n))
-					die(workload);
+					die(what);
 				n = 0;
 			}
 		}
 	}
+}
+
+/* read_all() as one run of @workload; the bytes of the last read are checked. */
+static void read_through(int fd, char *buf, size_t len, unsigned int passes,
+			 const char *workload, const char *setting)
+{
+	struct run r;
+
+	run_begin(&r);
+	read_all(fd, buf, len, passes, workload);
 	run_end(&r, workload, setting, passes * len);
 	if (memcmp(scratch, buf + len - SCRATCH, SCRATCH)) {
 		errno = EIO;
@@ -297,6 +308,52 @@ static void bench_oversub(int fd, const char *setting)
 		die("advise");
 	read_through(fd, buf, len, 2, "oversub4x", setting);
 	munmap(buf, len);
+}
+
+/*
+ * 16 MiB of managed memory the CPU wrote, read by the device and then by the CPU, in turns:
+ * with read-mostly each side keeps a copy after the first round; without, every round moves
+ * every page to HBM and back.
+ */
+static void bench_readdup(int fd, bool read_mostly)
+{
+	struct gmem_accel_obj_alloc al = { .size = 16 * MiB,
+		.flags = GMEM_ACCEL_OBJ_MANAGED | GMEM_ACCEL_OBJ_PAGE_4K };
+	struct gmem_accel_obj_free fr = { 0 };
+	const unsigned int rounds = 10;
+	unsigned long sum = 0, want = 0;
+	const char *setting = read_mostly ? "read-mostly" : "no-read-mostly";
+	struct run r;
+	char *buf;
+
+	if (ioctl(fd, GMEM_ACCEL_IOC_OBJ_ALLOC, &al))
+		die("managed object");
+	buf = mmap(NULL, al.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, al.mmap_offset);
+	if (buf == MAP_FAILED)
+		die("mmap of the managed object");
+	pattern(buf, al.size, 9);
+	for (size_t off = 0; off < al.size; off += 64)
+		want += (unsigned char)buf[off];
+	if (read_mostly &&
+	    dev_advise(fd, buf, al.size, 0, GMEM_ACCEL_ADVISE_READ_MOSTLY |
+					    GMEM_ACCEL_ADVISE_KEEP_LOCATION))
+		die("advise read-mostly");
+	run_begin(&r);
+	for (unsigned int i = 0; i < rounds; i++) {
+		read_all(fd, buf, al.size, 1, "readdup");
+		sum = 0;
+		for (size_t off = 0; off < al.size; off += 64)
+			sum += (unsigned char)buf[off];
+	}
+	run_end(&r, "readdup", setting, 2 * rounds * al.size);
+	if (sum != want || memcmp(scratch, buf + al.size - SCRATCH, SCRATCH)) {
+		errno = EIO;
+		die("readdup: wrong bytes");
+	}
+	munmap(buf, al.size);
+	fr.handle = al.handle;
+	if (ioctl(fd, GMEM_ACCEL_IOC_OBJ_FREE, &fr))
+		die("free the managed object");
 }
 
 int main(int argc, char **argv)
@@ -353,6 +410,8 @@ int main(int argc, char **argv)
 		bench_hammer(fd, on ? "access-counters" : "no-access-counters");
 	}
 	params_restore();
+	bench_readdup(fd, true);
+	bench_readdup(fd, false);
 	bench_oversub(fd, "defaults");
 	if (policies_off(true))
 		bench_oversub(fd, "all-off");

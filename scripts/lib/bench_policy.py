@@ -14,6 +14,8 @@ WORKLOADS = [
      ["thrashing", "no-thrashing"]),
     ("hammer", "the device reads 2 MiB of system memory 64 times, 64 KiB a command",
      ["access-counters", "no-access-counters"]),
+    ("readdup", "16 MiB of managed memory the device, then the CPU, reads, 10 rounds",
+     ["read-mostly", "no-read-mostly"]),
     ("oversub4x", "a working set 4x the HBM preferring it, read through twice by the device",
      ["defaults", "all-off"]),
 ]
@@ -23,6 +25,7 @@ EFFECTS = [
     ("random", "prefetch", "no-prefetch", "density prefetch on random pages"),
     ("pingpong", "thrashing", "no-thrashing", "thrashing mitigation"),
     ("hammer", "access-counters", "no-access-counters", "access-counter migration"),
+    ("readdup", "read-mostly", "no-read-mostly", "read duplication"),
     ("oversub4x", "defaults", "all-off", "every policy at its default"),
 ]
 COLUMNS = ("ms", "groups", "migrated", "evictions", "MiBps")
