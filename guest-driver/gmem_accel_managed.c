@@ -465,35 +465,32 @@ int gmem_managed_check(struct gmem_ctx *ctx, u64 start, u64 end)
  * Apply ADVISE's @flags (GMEM_ACCEL_ADVISE_*) and @location to the managed device pages of
  * [start, end) (each one a byte of the range touches): set or clear read-mostly (clearing it
  * collapses duplicates home); PREFER_SYSTEM brings HBM pages home (duplicates stay: reads come
- * before the location). A range not wholly managed is left alone (0); 1 if it was all managed,
- * -errno if a page could not come home.
+ * before the location). Managed mappings in a range that also holds other memory get the
+ * location too (read-mostly was refused for such a range before). 1 if the range was all
+ * managed, 0 if not, -errno if a page could not come home.
  */
 int gmem_managed_advise(struct gmem_ctx *ctx, u64 start, u64 end, u32 flags, u32 location)
 {
 	bool home = !(flags & GMEM_ACCEL_ADVISE_KEEP_LOCATION) &&
 		    location == GMEM_ACCEL_PREFER_SYSTEM;
+	VMA_ITERATOR(vmi, ctx->mm, start);
 	struct vm_area_struct *vma;
-	u64 addr = start;
 	int ret = 0;
 
 	if (!mmget_not_zero(ctx->mm))
 		return 0;
 	mmap_read_lock(ctx->mm);
-	if (gmem_managed_covers(ctx, start, end))
-		goto out;
-	ret = 1;
-	while (addr < end && ret > 0) {
-		struct gmem_obj *obj;
+	for_each_vma_range(vmi, vma, end) {
+		u64 addr = max_t(u64, start, vma->vm_start), stop = min_t(u64, end, vma->vm_end);
+		struct gmem_obj *obj = vma->vm_private_data;
 		unsigned long first, last;
-		u64 stop;
 
-		vma = vma_lookup(ctx->mm, addr);
-		obj = vma->vm_private_data;
-		stop = min_t(u64, end, vma->vm_end);
+		if (vma->vm_ops != &gmem_managed_vm_ops || obj->g != ctx->g)
+			continue;
 		first = gmem_obj_offset(vma, addr) / obj->page_size;
 		last = (gmem_obj_offset(vma, stop) - 1) / obj->page_size;
 		mutex_lock(&obj->lock);
-		for (unsigned long i = first; i <= last && ret > 0; i++) {
+		for (unsigned long i = first; i <= last && !ret; i++) {
 			if (flags & GMEM_ACCEL_ADVISE_READ_MOSTLY)
 				set_bit(i, obj->read_mostly);
 			if (flags & GMEM_ACCEL_ADVISE_NOT_READ_MOSTLY) {
@@ -507,9 +504,11 @@ int gmem_managed_advise(struct gmem_ctx *ctx, u64 start, u64 end, u32 flags, u32
 				ret = -EIO;
 		}
 		mutex_unlock(&obj->lock);
-		addr = stop;
+		if (ret)
+			break;
 	}
-out:
+	if (!ret)
+		ret = !gmem_managed_covers(ctx, start, end);
 	mmap_read_unlock(ctx->mm);
 	mmput(ctx->mm);
 	return ret;

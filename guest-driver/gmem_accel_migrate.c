@@ -18,6 +18,7 @@
 #include "gmem_accel_ctx.h"
 #include "gmem_accel_pt.h"
 #include "gmem_accel_hbm.h"
+#include "gmem_accel_obj.h"
 #include "gmem_accel_migrate.h"
 #include "gmem_accel_fault.h"
 #include "gmem_accel_trace.h"
@@ -549,6 +550,14 @@ int gmem_migrate(struct gmem_ctx *ctx, u64 start, u64 end, unsigned int how, u64
 		if (to_device && !(vma->vm_flags & VM_READ)) {
 			/* The process cannot read it: the device may not either, HBM or not. */
 			ret = skip_holes ? 0 : -EFAULT;
+			addr = vma->vm_end;
+			continue;
+		}
+		if (skip_holes && gmem_obj_vma(vma)) {
+			/*
+			 * An object's mapping is no anonymous memory migrate_vma can move (its
+			 * managed pages move in gmem_accel_managed.c): a hole to skip, not -EINVAL.
+			 */
 			addr = vma->vm_end;
 			continue;
 		}
