@@ -325,9 +325,8 @@ static vm_fault_t gmem_managed_vm_fault(struct vm_fault *vmf)
 
 /*
  * The CPU's first write through a read-only entry of a read duplicate: collapse it to system
- * memory (every mapping gone, this one too), and let the write fault again, which maps the
- * system page writable. A system page whose entry is read-only (mprotect) just becomes
- * writable.
+ * memory (every mapping gone, this one too) and map the system page writable. A system page
+ * whose entry is read-only (mprotect) just becomes writable.
  */
 static vm_fault_t gmem_managed_pfn_mkwrite(struct vm_fault *vmf)
 {
@@ -337,12 +336,14 @@ static vm_fault_t gmem_managed_pfn_mkwrite(struct vm_fault *vmf)
 	vm_fault_t ret = 0;
 
 	mutex_lock(&obj->lock);
-	if (obj->mstate[i] != GMEM_MANAGED_SYS) {
-		if (gmem_managed_home(obj, i, false, -1, vmf->address))
-			ret = VM_FAULT_SIGBUS;
-		else
-			ret = VM_FAULT_NOPAGE;
-	}
+	/*
+	 * The writable entry is made here, under the lock the device's faults take: left to a
+	 * second fault, a device read in between would duplicate the page again, and a device
+	 * reading in a loop would starve the CPU's write.
+	 */
+	if (obj->mstate[i] != GMEM_MANAGED_SYS)
+		ret = gmem_managed_home(obj, i, false, -1, vmf->address) ? VM_FAULT_SIGBUS :
+			gmem_managed_insert(vmf, obj, i);
 	mutex_unlock(&obj->lock);
 	return ret;
 }

@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -324,6 +325,7 @@ struct writer {
 	uint64_t *words;	/* word 0..7 of each page */
 	size_t npages;
 	bool stop;		/* set by the device's side when it is done */
+	uint64_t progress;	/* the last round written so far */
 	uint64_t rounds;	/* out: the last round written */
 };
 
@@ -337,6 +339,7 @@ static void *cpu_writer(void *arg)
 		for (size_t p = 0; p < w->npages; p++)
 			for (size_t k = 0; k < 8; k++)
 				__atomic_store_n(&w->words[p * PAGE / 8 + k], r, __ATOMIC_RELAXED);
+		__atomic_store_n(&w->progress, r, __ATOMIC_RELEASE);
 		sched_yield();	/* (the device's turns in between) */
 	}
 	w->rounds = r - 1;
@@ -363,6 +366,11 @@ TEST_F_TIMEOUT(readdup, no_lost_write, 600)
 	ASSERT_EQ(0, dev_advise(self->fd, map, len, 0, RM));
 	w.words = (uint64_t *)map;
 	ASSERT_EQ(0, pthread_create(&t, NULL, cpu_writer, &w));
+	/* A device reading the pages in a loop does not starve the CPU's writes (120 s at most). */
+	for (time_t t0 = time(NULL); __atomic_load_n(&w.progress, __ATOMIC_ACQUIRE) < 16 &&
+	     time(NULL) - t0 < 120;)
+		ASSERT_EQ(0, dev_copy(self->fd, dst, map, len));
+	EXPECT_LE(16, __atomic_load_n(&w.progress, __ATOMIC_ACQUIRE));
 	/* Reads duplicate the pages the CPU took home; every fourth pass the device writes too. */
 	for (unsigned int i = 1; i <= iters; i++) {
 		ASSERT_EQ(0, dev_copy(self->fd, dst, map, len));
