@@ -216,11 +216,10 @@ unsigned long gmem_obj_get_unmapped_area(struct file *file, unsigned long addr,
 int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *end)
 {
 	struct mmu_interval_notifier *mni = gmem_notifier_get(ctx, va);
+	bool prepared = false;
 
 	if (IS_ERR(mni))
 		return PTR_ERR(mni);
-	/* A managed object's page moves first (its zaps would fail the read_retry below). */
-	gmem_managed_device_prepare(ctx, va, write);
 	for (unsigned int tries = 0; tries < 16; tries++) {
 		struct vm_area_struct *vma;
 		unsigned long seq;
@@ -237,6 +236,13 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 		if (!vma || !gmem_obj_vma(vma)) {
 			mmap_read_unlock(ctx->mm);
 			return -ENOENT;
+		}
+		if (!prepared && vma->vm_ops == &gmem_managed_vm_ops) {
+			mmap_read_unlock(ctx->mm);
+			/* A managed page moves first: its zaps would fail the read_retry below. */
+			gmem_managed_device_prepare(ctx, va, write);
+			prepared = true;
+			continue;
 		}
 		obj = vma->vm_private_data;
 		wr = vma->vm_flags & VM_WRITE;
