@@ -94,6 +94,25 @@ int write_sysfs(const char *path, const char *val)
 	return ret;
 }
 
+int gmem_param_set(const char *prefix, const char *name, uint64_t v)
+{
+	char path[160], val[32];
+
+	snprintf(path, sizeof(path), "/sys/module/gmem_accel/parameters/%s%s", prefix, name);
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
+	return write_sysfs(path, val);
+}
+
+uint64_t gmem_param_get(const char *prefix, const char *name)
+{
+	char path[160];
+	uint64_t v = 0;
+
+	snprintf(path, sizeof(path), "/sys/module/gmem_accel/parameters/%s%s", prefix, name);
+	read_sysfs_u64(path, &v);
+	return v;
+}
+
 int no_numa_scan(void *p, size_t len)
 {
 	return syscall(SYS_mbind, p, len, MPOL_LOCAL, NULL, 0ul, 0u) ? -errno : 0;

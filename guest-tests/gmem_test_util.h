@@ -47,6 +47,9 @@ int read_sysfs(const char *path, char *buf, size_t len);
 int read_sysfs_u64(const char *path, uint64_t *val);
 /* Write @val to a sysfs (or proc) file in one write(); 0 or -errno (the store's answer). */
 int write_sysfs(const char *path, const char *val);
+/* gmem_accel's module parameter @prefix@name: set to @v (0 or -errno), or its value (0 if none) */
+int gmem_param_set(const char *prefix, const char *name, uint64_t v);
+uint64_t gmem_param_get(const char *prefix, const char *name);
 
 /*
  * Keep automatic NUMA balancing's scan off @p: it skips a VMA whose memory policy does not

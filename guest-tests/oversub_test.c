@@ -34,7 +34,7 @@
 #define CMD_LEN (64 * 1024ul)
 #define BATCH 16
 #define RW (PROT_READ | PROT_WRITE)
-#define PARAM_DIR "/sys/module/gmem_accel/parameters/gmem_perf_oversub_"
+#define PARAM_PREFIX "gmem_perf_oversub_"
 
 /* The parameters a test may change; the teardown restores each. */
 static const char *const params[] = { "enable", "epoch_msec" };
@@ -44,25 +44,6 @@ static int64_t stat_of(int dev, const char *name)
 	int64_t v = INT64_MIN;
 
 	gmem_debugfs_stat(dev, name, &v);
-	return v;
-}
-
-static int set_param(const char *name, uint64_t v)
-{
-	char path[128], val[32];
-
-	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
-	snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
-	return write_sysfs(path, val);
-}
-
-static uint64_t get_param(const char *name)
-{
-	char path[128];
-	uint64_t v = 0;
-
-	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
-	read_sysfs_u64(path, &v);
 	return v;
 }
 
@@ -198,7 +179,7 @@ static int end_oversubscription(int dev, uint64_t *scratch)
 
 	if (fd < 0)
 		return fd;
-	set_param("epoch_msec", 1);
+	gmem_param_set(PARAM_PREFIX, "epoch_msec", 1);
 	usleep(20000);
 	p = stream_buf(fd, CMD_LEN, 0);
 	if (p) {
@@ -217,13 +198,13 @@ FIXTURE_SETUP(oversub)
 	self->buf = NULL;
 	self->fd = -1;
 	for (int i = 0; i < 2; i++)
-		self->saved[i] = get_param(params[i]);
-	ASSERT_EQ(0, set_param("enable", 1));
+		self->saved[i] = gmem_param_get(PARAM_PREFIX, params[i]);
+	ASSERT_EQ(0, gmem_param_set(PARAM_PREFIX, "enable", 1));
 	self->scratch = map_anon(BATCH * CMD_LEN, RW);
 	ASSERT_NE(NULL, self->scratch);
 	ASSERT_EQ(0, end_oversubscription(self->dev, self->scratch));
 	/* TCG streams HBM through far slower than a GPU: a quiet epoch it does not end early. */
-	ASSERT_EQ(0, set_param("epoch_msec", 10000));
+	ASSERT_EQ(0, gmem_param_set(PARAM_PREFIX, "epoch_msec", 10000));
 	ASSERT_TRUE(gmem_test_begin(_metadata->timeout));
 	for (int i = 0; i < 4; i++)
 		self->gauges0[i] = stat_of(self->dev, gauges[i]);
@@ -241,7 +222,7 @@ FIXTURE_TEARDOWN(oversub)
 	if (self->fd >= 0)
 		close(self->fd);
 	for (int i = 0; i < 2; i++)
-		set_param(params[i], self->saved[i]);
+		gmem_param_set(PARAM_PREFIX, params[i], self->saved[i]);
 }
 
 /* Closed: each gauge back at its baseline @gauges0. */
@@ -295,7 +276,7 @@ TEST_F_TIMEOUT(oversub, stream_4x_without_policy, 1800)
 	size_t windows = self->len / WINDOW;
 	struct pass p1, p2;
 
-	ASSERT_EQ(0, set_param("enable", 0));
+	ASSERT_EQ(0, gmem_param_set(PARAM_PREFIX, "enable", 0));
 	self->buf = stream_buf(self->fd, self->len, 2);
 	ASSERT_NE(NULL, self->buf);
 	pass_begin(self->dev, &p1);
@@ -366,7 +347,7 @@ TEST_F_TIMEOUT(oversub, migration_resumes_after_an_epoch, 1800)
 	other = stream_buf(self->fd, len, 5);
 	ASSERT_NE(NULL, other);
 	/* The epoch, shortened, passes with nothing streamed. */
-	ASSERT_EQ(0, set_param("epoch_msec", 300));
+	ASSERT_EQ(0, gmem_param_set(PARAM_PREFIX, "epoch_msec", 300));
 	sleep(2);
 	pass_begin(self->dev, &p2);
 	ASSERT_EQ(0, stream(self->fd, other, 0, len, 5, self->scratch));
@@ -527,13 +508,13 @@ TEST_F_TIMEOUT(oversub, signals_during_oversubscribed_stream, 1800)
 /* Out-of-range writes to the parameters are refused and change nothing. */
 TEST_F_TIMEOUT(oversub, parameters_are_checked, 60)
 {
-	EXPECT_EQ(-EINVAL, set_param("enable", 2));
-	EXPECT_EQ(1, get_param("enable"));
-	EXPECT_EQ(-EINVAL, set_param("epoch_msec", 0));
-	EXPECT_EQ(-EINVAL, set_param("epoch_msec", 3600001));
-	EXPECT_EQ(10000, get_param("epoch_msec"));
-	EXPECT_EQ(0, set_param("enable", 0));
-	EXPECT_EQ(0, get_param("enable"));
+	EXPECT_EQ(-EINVAL, gmem_param_set(PARAM_PREFIX, "enable", 2));
+	EXPECT_EQ(1, gmem_param_get(PARAM_PREFIX, "enable"));
+	EXPECT_EQ(-EINVAL, gmem_param_set(PARAM_PREFIX, "epoch_msec", 0));
+	EXPECT_EQ(-EINVAL, gmem_param_set(PARAM_PREFIX, "epoch_msec", 3600001));
+	EXPECT_EQ(10000, gmem_param_get(PARAM_PREFIX, "epoch_msec"));
+	EXPECT_EQ(0, gmem_param_set(PARAM_PREFIX, "enable", 0));
+	EXPECT_EQ(0, gmem_param_get(PARAM_PREFIX, "enable"));
 }
 
 TEST_HARNESS_MAIN

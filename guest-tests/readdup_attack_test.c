@@ -29,82 +29,10 @@
 #include "gmem_accel_hw.h"
 #include "gmem_accel_uapi.h"
 #include "gmem_test_util.h"
+#include "readdup_util.h"
 
-#define PAGE 4096ul
 #define K64 (64ul << 10)
-#define M2 (2ul << 20)
-#define RW (PROT_READ | PROT_WRITE)
-#define MANAGED_4K (GMEM_ACCEL_OBJ_MANAGED | GMEM_ACCEL_OBJ_PAGE_4K)
-#define RM (GMEM_ACCEL_ADVISE_READ_MOSTLY | GMEM_ACCEL_ADVISE_KEEP_LOCATION)
-#define NOT_RM (GMEM_ACCEL_ADVISE_NOT_READ_MOSTLY | GMEM_ACCEL_ADVISE_KEEP_LOCATION)
-#define DUP_VIEW (GMEM_ACCEL_PAGE_READ | GMEM_ACCEL_PAGE_HBM | GMEM_ACCEL_PAGE_DUPLICATE)
 #define IS_DUP(v) (((v) & DUP_VIEW) == DUP_VIEW && (v) != 0xee)
-
-static int64_t stat_of(const char *name)
-{
-	int64_t v = INT64_MIN;
-
-	gmem_debugfs_stat(0, name, &v);
-	return v;
-}
-
-struct leak_counters {
-	int64_t objects, hbm_pages, system_pages, dup_pages, contexts;
-};
-
-static struct leak_counters leak_counters(void)
-{
-	return (struct leak_counters) {
-		.objects = stat_of("objects_now"),
-		.hbm_pages = stat_of("obj_hbm_pages_now"),
-		.system_pages = stat_of("obj_system_pages_now"),
-		.dup_pages = stat_of("readdup_pages_now"),
-		.contexts = stat_of("contexts_now"),
-	};
-}
-
-#define EXPECT_STAT_BACK(name, v) \
-	EXPECT_EQ((v), gmem_wait_stat(0, name, (v), 60000)) TH_LOG("%s", name)
-
-/* The counters back at @before, waiting for a killed process's last mapping to go. */
-#define EXPECT_COUNTERS_BACK(before) do {				\
-	EXPECT_STAT_BACK("objects_now", (before).objects);		\
-	EXPECT_STAT_BACK("obj_hbm_pages_now", (before).hbm_pages);	\
-	EXPECT_STAT_BACK("obj_system_pages_now", (before).system_pages); \
-	EXPECT_STAT_BACK("readdup_pages_now", (before).dup_pages);	\
-	EXPECT_STAT_BACK("contexts_now", (before).contexts);		\
-} while (0)
-
-static int obj_alloc(int fd, uint64_t size, uint32_t flags, struct gmem_accel_obj_alloc *a)
-{
-	*a = (struct gmem_accel_obj_alloc) { .size = size, .flags = flags };
-	return ioctl(fd, GMEM_ACCEL_IOC_OBJ_ALLOC, a) ? -errno : 0;
-}
-
-static int obj_free(int fd, uint32_t handle)
-{
-	struct gmem_accel_obj_free fr = { .handle = handle };
-
-	return ioctl(fd, GMEM_ACCEL_IOC_OBJ_FREE, &fr) ? -errno : 0;
-}
-
-/* A managed object of @size mapped shared (at @at if not NULL) and its handle dropped. */
-static uint8_t *managed_map_at(int fd, void *at, size_t size, uint32_t flags)
-{
-	struct gmem_accel_obj_alloc a;
-	void *p;
-
-	if (obj_alloc(fd, size, flags, &a))
-		return NULL;
-	p = mmap(at, size, RW, MAP_SHARED | (at ? MAP_FIXED : 0), fd, a.mmap_offset);
-	obj_free(fd, a.handle);
-	return p == MAP_FAILED ? NULL : p;
-}
-
-static uint8_t *managed_map(int fd, size_t size, uint32_t flags)
-{
-	return managed_map_at(fd, NULL, size, flags);
-}
 
 /* @len bytes read-mostly, written with pattern @seed (into @want too), duplicated. */
 static int make_dups(int fd, uint8_t *map, uint8_t *want, size_t len, unsigned int seed)
@@ -128,15 +56,6 @@ static long not_dup(int fd, uint8_t *map, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (!IS_DUP(page_view(fd, map + i * PAGE)))
-			return i;
-	return -1;
-}
-
-/* The first of words [first, last) of @w that is not @want; -1 if none. */
-static long word_mismatch(const uint64_t *w, size_t first, size_t last, uint64_t want)
-{
-	for (size_t i = first; i < last; i++)
-		if (w[i] != want)
 			return i;
 	return -1;
 }

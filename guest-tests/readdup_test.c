@@ -28,88 +28,13 @@
 #include "gmem_accel_hw.h"
 #include "gmem_accel_uapi.h"
 #include "gmem_test_util.h"
-
-#define PAGE 4096ul
-#define M2 (2ul << 20)
-#define RW (PROT_READ | PROT_WRITE)
-#define MANAGED_4K (GMEM_ACCEL_OBJ_MANAGED | GMEM_ACCEL_OBJ_PAGE_4K)
-#define RM (GMEM_ACCEL_ADVISE_READ_MOSTLY | GMEM_ACCEL_ADVISE_KEEP_LOCATION)
-#define NOT_RM (GMEM_ACCEL_ADVISE_NOT_READ_MOSTLY | GMEM_ACCEL_ADVISE_KEEP_LOCATION)
-#define DUP_VIEW (GMEM_ACCEL_PAGE_READ | GMEM_ACCEL_PAGE_HBM | GMEM_ACCEL_PAGE_DUPLICATE)
-
-static int64_t stat_of(const char *name)
-{
-	int64_t v = INT64_MIN;
-
-	gmem_debugfs_stat(0, name, &v);
-	return v;
-}
-
-struct leak_counters {
-	int64_t objects, hbm_pages, system_pages, dup_pages;
-};
-
-static struct leak_counters leak_counters(void)
-{
-	return (struct leak_counters) {
-		.objects = stat_of("objects_now"),
-		.hbm_pages = stat_of("obj_hbm_pages_now"),
-		.system_pages = stat_of("obj_system_pages_now"),
-		.dup_pages = stat_of("readdup_pages_now"),
-	};
-}
-
-/* The counters back at @before, waiting for a killed process's last mapping to go. */
-#define EXPECT_COUNTERS_BACK(before) do {					\
-	EXPECT_EQ((before).objects, gmem_wait_stat(0, "objects_now", (before).objects, 60000)); \
-	EXPECT_EQ((before).hbm_pages,						\
-		  gmem_wait_stat(0, "obj_hbm_pages_now", (before).hbm_pages, 60000));	\
-	EXPECT_EQ((before).system_pages,					\
-		  gmem_wait_stat(0, "obj_system_pages_now", (before).system_pages, 60000)); \
-	EXPECT_EQ((before).dup_pages,						\
-		  gmem_wait_stat(0, "readdup_pages_now", (before).dup_pages, 60000));	\
-} while (0)
-
-static int obj_alloc(int fd, uint64_t size, uint32_t flags, struct gmem_accel_obj_alloc *a)
-{
-	*a = (struct gmem_accel_obj_alloc) { .size = size, .flags = flags };
-	return ioctl(fd, GMEM_ACCEL_IOC_OBJ_ALLOC, a) ? -errno : 0;
-}
-
-static int obj_free(int fd, uint32_t handle)
-{
-	struct gmem_accel_obj_free fr = { .handle = handle };
-
-	return ioctl(fd, GMEM_ACCEL_IOC_OBJ_FREE, &fr) ? -errno : 0;
-}
-
-/* A managed object of @size mapped shared and its handle dropped (the mapping keeps it). */
-static uint8_t *managed_map(int fd, size_t size, uint32_t flags)
-{
-	struct gmem_accel_obj_alloc a;
-	void *p;
-
-	if (obj_alloc(fd, size, flags, &a))
-		return NULL;
-	p = mmap(NULL, size, RW, MAP_SHARED, fd, a.mmap_offset);
-	obj_free(fd, a.handle);
-	return p == MAP_FAILED ? NULL : p;
-}
+#include "readdup_util.h"
 
 /* The first of @n pages from @map whose device view is not @want; -1 if none. */
 static long view_mismatch(int fd, uint8_t *map, size_t n, uint8_t want)
 {
 	for (size_t i = 0; i < n; i++)
 		if (page_view(fd, map + i * PAGE) != want)
-			return i;
-	return -1;
-}
-
-/* The first of words [first, last) of @w that is not @want; -1 if none. */
-static long word_mismatch(const uint64_t *w, size_t first, size_t last, uint64_t want)
-{
-	for (size_t i = first; i < last; i++)
-		if (w[i] != want)
 			return i;
 	return -1;
 }
@@ -122,10 +47,11 @@ FIXTURE(readdup) {
 FIXTURE_SETUP(readdup)
 {
 	ASSERT_TRUE(gmem_test_begin(_metadata->timeout));
+	self->fd = -1;
+	self->before = leak_counters();		/* (before this test's own context) */
+	ASSERT_GE(self->before.dup_pages, 0) TH_LOG("no debugfs readdup counters");
 	self->fd = gmem_open(0, O_RDWR);
 	ASSERT_GE(self->fd, 0);
-	self->before = leak_counters();
-	ASSERT_GE(self->before.dup_pages, 0) TH_LOG("no debugfs readdup counters");
 }
 
 FIXTURE_TEARDOWN(readdup)

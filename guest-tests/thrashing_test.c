@@ -30,7 +30,7 @@
 #define NPAGES 4
 #define LEN (NPAGES * PAGE)
 #define RW (PROT_READ | PROT_WRITE)
-#define PARAM_DIR "/sys/module/gmem_accel/parameters/uvm_perf_thrashing_"
+#define PARAM_PREFIX "uvm_perf_thrashing_"
 
 /* The parameters a test may change; the teardown restores each. */
 static const char *const params[] = { "enable", "lapse_usec", "pin", "pin_threshold" };
@@ -40,25 +40,6 @@ static int64_t stat_of(int dev, const char *name)
 	int64_t v = INT64_MIN;
 
 	gmem_debugfs_stat(dev, name, &v);
-	return v;
-}
-
-static int set_param(const char *name, uint64_t v)
-{
-	char path[128], val[32];
-
-	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
-	snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
-	return write_sysfs(path, val);
-}
-
-static uint64_t get_param(const char *name)
-{
-	char path[128];
-	uint64_t v = 0;
-
-	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
-	read_sysfs_u64(path, &v);
 	return v;
 }
 
@@ -165,10 +146,10 @@ FIXTURE_SETUP(thrash)
 	ASSERT_TRUE(gmem_test_begin(_metadata->timeout));
 	self->dev = 0;
 	for (int i = 0; i < 4; i++)
-		self->saved[i] = get_param(params[i]);
-	ASSERT_EQ(0, set_param("enable", 1));
+		self->saved[i] = gmem_param_get(PARAM_PREFIX, params[i]);
+	ASSERT_EQ(0, gmem_param_set(PARAM_PREFIX, "enable", 1));
 	/* TCG's round trips are far slower than a GPU's: a lapse they fit in. */
-	ASSERT_EQ(0, set_param("lapse_usec", 200000));
+	ASSERT_EQ(0, gmem_param_set(PARAM_PREFIX, "lapse_usec", 200000));
 	self->fd = gmem_open(self->dev, O_RDWR);
 	ASSERT_LE(0, self->fd);
 	self->buf = map_small_pages(LEN);
@@ -186,7 +167,7 @@ FIXTURE_TEARDOWN(thrash)
 	if (self->fd >= 0)
 		close(self->fd);
 	for (int i = 0; i < 4; i++)
-		set_param(params[i], self->saved[i]);
+		gmem_param_set(PARAM_PREFIX, params[i], self->saved[i]);
 }
 
 /*
@@ -198,7 +179,7 @@ TEST_F_TIMEOUT(thrash, ping_pong_is_throttled_then_pinned, 900)
 	long n;
 	int64_t cpu_faults;
 
-	ASSERT_EQ(0, set_param("pin", 100000));	/* pinned for the whole test */
+	ASSERT_EQ(0, gmem_param_set(PARAM_PREFIX, "pin", 100000));	/* pinned for the whole test */
 	n = ping_pong_until(self->fd, self->dev, self->buf, &self->round, "thrashing_pins",
 			    self->pins0, 300);
 	ASSERT_LT(0, n) TH_LOG("round %u: %ld", self->round, n);
@@ -229,7 +210,7 @@ TEST_F_TIMEOUT(thrash, ping_pong_without_detection, 900)
 {
 	int64_t cpu_faults = stat_of(self->dev, "cpu_faults");
 
-	ASSERT_EQ(0, set_param("enable", 0));
+	ASSERT_EQ(0, gmem_param_set(PARAM_PREFIX, "enable", 0));
 	ASSERT_EQ(40, ping_pong_until(self->fd, self->dev, self->buf, &self->round, NULL, 0, 40));
 	EXPECT_EQ(self->detected0, stat_of(self->dev, "thrashing_detected"));
 	EXPECT_EQ(self->throttles0, stat_of(self->dev, "thrashing_throttles"));
@@ -244,7 +225,7 @@ TEST_F_TIMEOUT(thrash, pinned_pages_unpin_after_pin_time, 900)
 {
 	long n;
 
-	ASSERT_EQ(0, set_param("pin", 10));	/* 2 s */
+	ASSERT_EQ(0, gmem_param_set(PARAM_PREFIX, "pin", 10));	/* 2 s */
 	n = ping_pong_until(self->fd, self->dev, self->buf, &self->round, "thrashing_pins",
 			    self->pins0, 300);
 	ASSERT_LT(0, n);
@@ -270,7 +251,7 @@ TEST_F_TIMEOUT(thrash, signals_during_throttle_naps, 900)
 	struct itimerval it = { { 0, 5000 }, { 0, 5000 } };
 	long n;
 
-	ASSERT_EQ(0, set_param("pin", 100000));
+	ASSERT_EQ(0, gmem_param_set(PARAM_PREFIX, "pin", 100000));
 	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));	/* no SA_RESTART: calls see EINTR */
 	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
 	n = ping_pong_until(self->fd, self->dev, self->buf, &self->round, "thrashing_pins",
@@ -287,7 +268,7 @@ TEST_F_TIMEOUT(thrash, kill_during_pinned_ping_pong, 900)
 	int status;
 	pid_t pid;
 
-	ASSERT_EQ(0, set_param("pin", 100000));
+	ASSERT_EQ(0, gmem_param_set(PARAM_PREFIX, "pin", 100000));
 	close(self->fd);
 	self->fd = -1;
 	pid = fork();
@@ -320,7 +301,7 @@ TEST_F_TIMEOUT(thrash, kill_during_pinned_ping_pong, 900)
  */
 TEST_F_TIMEOUT(thrash, munmap_races_pin_and_unpin, 900)
 {
-	ASSERT_EQ(0, set_param("pin", 1));	/* unpinned one lapse after the pin */
+	ASSERT_EQ(0, gmem_param_set(PARAM_PREFIX, "pin", 1));	/* unpinned one lapse after the pin */
 	for (int i = 0; i < 3; i++) {
 		unsigned int round = 0;
 		int64_t pins = stat_of(self->dev, "thrashing_pins");
@@ -343,17 +324,17 @@ TEST_F_TIMEOUT(thrash, munmap_races_pin_and_unpin, 900)
 /* Out-of-range writes to the parameters are refused and change nothing. */
 TEST_F_TIMEOUT(thrash, parameters_are_checked, 60)
 {
-	EXPECT_EQ(-EINVAL, set_param("threshold", 0));
-	EXPECT_EQ(-EINVAL, set_param("threshold", 8));
-	EXPECT_EQ(3, get_param("threshold"));
-	EXPECT_EQ(-EINVAL, set_param("pin_threshold", 256));
-	EXPECT_EQ(-EINVAL, set_param("nap", 0));
-	EXPECT_EQ(-EINVAL, set_param("enable", 2));
-	EXPECT_EQ(-EINVAL, set_param("lapse_usec", 0));
-	EXPECT_EQ(200000, get_param("lapse_usec"));
-	EXPECT_EQ(1, get_param("nap"));
-	EXPECT_EQ(2000, get_param("epoch"));
-	EXPECT_EQ(4, get_param("max_resets"));
+	EXPECT_EQ(-EINVAL, gmem_param_set(PARAM_PREFIX, "threshold", 0));
+	EXPECT_EQ(-EINVAL, gmem_param_set(PARAM_PREFIX, "threshold", 8));
+	EXPECT_EQ(3, gmem_param_get(PARAM_PREFIX, "threshold"));
+	EXPECT_EQ(-EINVAL, gmem_param_set(PARAM_PREFIX, "pin_threshold", 256));
+	EXPECT_EQ(-EINVAL, gmem_param_set(PARAM_PREFIX, "nap", 0));
+	EXPECT_EQ(-EINVAL, gmem_param_set(PARAM_PREFIX, "enable", 2));
+	EXPECT_EQ(-EINVAL, gmem_param_set(PARAM_PREFIX, "lapse_usec", 0));
+	EXPECT_EQ(200000, gmem_param_get(PARAM_PREFIX, "lapse_usec"));
+	EXPECT_EQ(1, gmem_param_get(PARAM_PREFIX, "nap"));
+	EXPECT_EQ(2000, gmem_param_get(PARAM_PREFIX, "epoch"));
+	EXPECT_EQ(4, gmem_param_get(PARAM_PREFIX, "max_resets"));
 }
 
 TEST_HARNESS_MAIN
