@@ -152,9 +152,11 @@ static void gmem_advice_map_held(struct gmem_ctx *ctx, u64 lo, u64 hi, unsigned 
 			.hmm_pfns = pfns,
 			.dev_private_owner = ctx->g,
 		};
+		unsigned long own;
 		int ret;
 
 		memset(pfns, 0, ((hi - lo) >> PAGE_SHIFT) * sizeof(*pfns));
+		own = gmem_own_moves(mni);
 		range.notifier_seq = mmu_interval_read_begin(mni);
 		ret = hmm_range_fault(&range);
 		if (ret == -EBUSY)
@@ -162,7 +164,7 @@ static void gmem_advice_map_held(struct gmem_ctx *ctx, u64 lo, u64 hi, unsigned 
 		if (ret)
 			break;
 		mutex_lock(&ctx->lock);
-		if (mmu_interval_read_retry(mni, range.notifier_seq)) {
+		if (gmem_read_retry(mni, range.notifier_seq, own)) {
 			mutex_unlock(&ctx->lock);
 			continue;
 		}

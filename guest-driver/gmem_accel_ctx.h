@@ -29,5 +29,8 @@ void gmem_notifier_gc(struct work_struct *work);
 int gmem_notifiers_enter(void);
 void gmem_notifiers_exit(int idx);
 void gmem_notifiers_free(struct gmem_ctx *ctx);
+void gmem_own_moved(struct mmu_interval_notifier *mni);
+unsigned long gmem_own_moves(struct mmu_interval_notifier *mni);
+bool gmem_read_retry(struct mmu_interval_notifier *mni, unsigned long seq, unsigned long own);
 
 #endif /* GMEM_ACCEL_CTX_H */

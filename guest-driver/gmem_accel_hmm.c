@@ -31,6 +31,7 @@ int gmem_hmm_range_fault_lock(struct gmem_ctx *ctx, struct hmm_range *range,
 	__acquires(&ctx->lock)
 {
 	unsigned long timeout = jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
+	unsigned long own;
 	int ret;
 
 	for (;;) {
@@ -42,13 +43,14 @@ int gmem_hmm_range_fault_lock(struct gmem_ctx *ctx, struct hmm_range *range,
 			memcpy(range->hmm_pfns, req, npages * sizeof(*req));
 		else
 			memset(range->hmm_pfns, 0, npages * sizeof(*range->hmm_pfns));
+		own = gmem_own_moves(range->notifier);
 		ret = gmem_hmm_range_fault(range);
 		if (ret == -EBUSY)
 			continue;
 		if (ret)
 			return ret;
 		mutex_lock(&ctx->lock);
-		if (!mmu_interval_read_retry(range->notifier, range->notifier_seq))
+		if (!gmem_read_retry(range->notifier, range->notifier_seq, own))
 			return 0;	/* as documented: with ctx->lock held */
 		mutex_unlock(&ctx->lock);
 	}

@@ -183,6 +183,8 @@ static void gmem_unmap_collected(struct gmem_ctx *ctx, struct gmem_migration *m,
 {
 	unsigned long i = 0, j;
 
+	mutex_lock(&ctx->lock);
+	gmem_own_moved(m->mni);
 	while (i < npages) {
 		if (!(m->src[i] & MIGRATE_PFN_MIGRATE)) {
 			i++;
@@ -191,9 +193,10 @@ static void gmem_unmap_collected(struct gmem_ctx *ctx, struct gmem_migration *m,
 		for (j = i; j < npages && (m->src[j] & MIGRATE_PFN_MIGRATE);)
 			j += (m->src[j] & GMEM_PFN_COMPOUND) ? GMEM_WINDOW_PAGES : 1;
 		j = min(j, npages);
-		gmem_pt_unmap(ctx, start + i * PAGE_SIZE, start + j * PAGE_SIZE);
+		gmem_pt_zap(ctx, start + i * PAGE_SIZE, start + j * PAGE_SIZE);
 		i = j;
 	}
+	mutex_unlock(&ctx->lock);
 }
 
 /*

@@ -30,6 +30,7 @@ struct gmem_notifier {
 	struct gmem_ctx *ctx;
 	u64 start;		/* the window's */
 	struct list_head gone;	/* taken out of ctx->notifiers, on its way out */
+	unsigned long own_moves;	/* gmem_own_moved(); under ctx->lock */
 };
 
 /* Marks in ctx->notifiers: the window saw an unmap (gmem_notifier_gc() looks at it). */
@@ -85,6 +86,38 @@ static bool gmem_invalidate(struct mmu_interval_notifier *mni,
 	gmem_dev_count(ctx->g, GMEM_DEV_INVALIDATIONS, 1);
 	trace_gmem_accel_invalidate(ctx->id, start, end, range->event, false, zapped);
 	return true;
+}
+
+/*
+ * The notifier skips this context's own migrations, so they leave the interval sequence as it
+ * was: a section that found a window's system pages before such a migration took them would
+ * pass read_retry() and map pages the migration then frees. The migration counts itself here
+ * (ctx->lock held) when it takes the context's entries off the pages; a section samples the
+ * count with gmem_own_moves() before its hmm_range_fault() and checks it with gmem_read_retry().
+ */
+void gmem_own_moved(struct mmu_interval_notifier *mni)
+{
+	struct gmem_notifier *n = container_of(mni, struct gmem_notifier, mni);
+
+	lockdep_assert_held(&n->ctx->lock);
+	WRITE_ONCE(n->own_moves, n->own_moves + 1);
+}
+
+unsigned long gmem_own_moves(struct mmu_interval_notifier *mni)
+{
+	struct gmem_notifier *n = container_of(mni, struct gmem_notifier, mni);
+
+	/* (before the page-table walk that follows: the pages it finds are newer) */
+	return smp_load_acquire(&n->own_moves);
+}
+
+/* mmu_interval_read_retry() that also sees this context's own migrations; ctx->lock held. */
+bool gmem_read_retry(struct mmu_interval_notifier *mni, unsigned long seq, unsigned long own)
+{
+	struct gmem_notifier *n = container_of(mni, struct gmem_notifier, mni);
+
+	lockdep_assert_held(&n->ctx->lock);
+	return mmu_interval_read_retry(mni, seq) || READ_ONCE(n->own_moves) != own;
 }
 
 static const struct mmu_interval_notifier_ops gmem_notifier_ops = {

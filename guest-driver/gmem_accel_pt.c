@@ -372,7 +372,7 @@ void gmem_pt_drop_window(struct gmem_ctx *ctx, u64 start)
 	mutex_unlock(&ctx->lock);
 }
 
-/* Remove the context's device mappings of [start, end) (a migration of its own starts). */
+/* Remove the context's device mappings of [start, end). */
 void gmem_pt_unmap(struct gmem_ctx *ctx, u64 start, u64 end)
 {
 	mutex_lock(&ctx->lock);

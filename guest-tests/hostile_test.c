@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -825,6 +826,80 @@ TEST_F_TIMEOUT(hostile, fork_exec_exit_during_migration, 600)
 	free(want);
 	/* The fixture's files are still open: only the HBM pages must be gone. */
 	EXPECT_EQ(before[1], gmem_wait_stat(0, "hbm_pages_now", before[1], 60000));
+}
+
+struct own_reader {
+	struct migrator *m;
+	const uint8_t *want;
+	time_t until;
+	int copies, bad;
+};
+
+/* Device copies from the moving buffer, a different 64 KiB each time, checked byte for byte. */
+static void *read_moving(void *arg)
+{
+	struct own_reader *r = arg;
+	size_t chunk = 16 * PAGE;
+	uint8_t *dst = map_anon(chunk, PROT_READ | PROT_WRITE);
+
+	if (!dst) {
+		r->bad = -1;
+		return NULL;
+	}
+	while (time(NULL) < r->until) {
+		size_t off = (r->copies * 7 * chunk) % r->m->len;
+
+		memset(dst, 0, chunk);
+		if (dev_copy(r->m->fd, dst, r->m->buf + off, chunk) ||
+		    memcmp(dst, r->want + off, chunk))
+			r->bad++;
+		r->copies++;
+	}
+	munmap(dst, chunk);
+	return NULL;
+}
+
+/*
+ * A context's own migrations to HBM, which its MMU notifier leaves to the migration, racing
+ * the faults of the same context's device copies from the memory that moves: a fault that
+ * found a system page before the migration took it must not map it after the migration freed
+ * it. Every copy reads the bytes it was given, and nothing is left behind (on the debug
+ * kernel, a freed page marked dirty would also be a BUG in the page allocator).
+ */
+TEST_F_TIMEOUT(hostile, own_migration_races_its_faults, 600)
+{
+	struct migrator m = { .fd = self->fd[0], .len = 1ul << 20 };
+	struct own_reader r[2];
+	uint8_t *want = malloc(m.len);
+	int64_t before[NGAUGES];
+	pthread_t t, rt[2];
+
+	for (int i = 0; i < NGAUGES; i++) {
+		ASSERT_EQ(0, gmem_debugfs_stat(0, gauges[i], &before[i])) TH_LOG("%s", gauges[i]);
+	}
+	m.buf = map_small_pages(m.len);
+	ASSERT_NE(NULL, m.buf);
+	ASSERT_NE(NULL, want);
+	pattern(want, m.len, 23);
+	memcpy(m.buf, want, m.len);
+	ASSERT_EQ(0, pthread_create(&t, NULL, migrate_rounds, &m));
+	for (int i = 0; i < 2; i++) {
+		r[i] = (struct own_reader){ .m = &m, .want = want, .until = time(NULL) + 20 };
+		ASSERT_EQ(0, pthread_create(&rt[i], NULL, read_moving, &r[i]));
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(rt[i], NULL);
+		EXPECT_EQ(0, r[i].bad) TH_LOG("reader %d, %d copies", i, r[i].copies);
+		EXPECT_LT(0, r[i].copies);
+	}
+	m.stop = 1;
+	pthread_join(t, NULL);
+	EXPECT_LT(0, m.rounds);
+	EXPECT_EQ(0, memcmp(m.buf, want, m.len));
+	munmap(m.buf, m.len);
+	free(want);
+	EXPECT_EQ(before[1], gmem_wait_stat(0, "hbm_pages_now", before[1], 60000));
+	EXPECT_EQ(before[3], gmem_wait_stat(0, "dma_mapped_pages_now", before[3], 60000));
 }
 
 /*
