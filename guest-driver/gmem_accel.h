@@ -29,6 +29,10 @@
  *    gmem_accel.ac_lock (mutex): the access counters' registers and notification ring; only
  *    ctx_lock is taken under it (a record's context looked up, gmem_accel_counters.c). The
  *    migration a record asks for runs without it, holding the context (gmem_ctx_get()).
+ *    gmem_drm_svm.lock (mutex): a DRM front-end context's drm_gpusvm ranges, inserted and
+ *    removed under it (drm_gpusvm's driver lock); taken by its fault hook under
+ *    gmem_ctx.fault_mutex and by its garbage collector. drm_gpusvm's own notifier_lock
+ *    (rwsem, written by its MMU notifier) comes after mmap_lock, before gmem_ctx.lock.
  * 4. mmap_lock of a process (read; for eviction with no munmap() in flight: written, then
  *    downgraded, gmem_mmap_read_lock_no_munmap()): VMAs during hmm_range_fault() and
  *    migrate_vma_*(), an HBM page's owner's VMAs during its eviction. A second mm is only
@@ -108,7 +112,9 @@ extern const struct kernel_param_ops gmem_param_range_ops;
 	module_param_cb(name, &gmem_param_range_ops, &name##_range, 0644);		\
 	MODULE_PARM_DESC(name, desc)
 
-/* gmem_accel_chardev.c: file life cycle shared by both nodes */
+/* gmem_accel_chardev.c: file life cycle shared by every node */
+struct gmem_file *gmem_file_new(struct gmem_accel *g);
+void gmem_file_free(struct gmem_file *f);
 int gmem_file_open(struct gmem_accel *g, struct file *file);
 int gmem_file_release(struct file *file);
 

@@ -15,15 +15,15 @@
 #include "gmem_accel_obj.h"
 #include "gmem_accel_advice.h"
 
-/* Bind a new context of @g to the opening process; the file's private_data is a gmem_file. */
-int gmem_file_open(struct gmem_accel *g, struct file *file)
+/* A new context of @g bound to the calling process, in a gmem_file of its own. */
+struct gmem_file *gmem_file_new(struct gmem_accel *g)
 {
 	struct gmem_file *f;
 	int ret = 0;
 
 	f = kzalloc(sizeof(*f), GFP_KERNEL);
 	if (!f)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	down_read(&g->lock);
 	if (!g->pdev || READ_ONCE(g->unbinding)) {
 		ret = -ENODEV;
@@ -35,18 +35,17 @@ int gmem_file_open(struct gmem_accel *g, struct file *file)
 	up_read(&g->lock);
 	if (ret) {
 		kfree(f);
-		return ret;
+		return ERR_PTR(ret);
 	}
 	get_device(&g->dev);
 	f->g = g;
-	gmem_obj_file_init(f, file);
-	file->private_data = f;
-	return 0;
+	gmem_obj_file_init(f);
+	return f;
 }
 
-int gmem_file_release(struct file *file)
+/* Its context drained, taken off the device and freed; then @f. */
+void gmem_file_free(struct gmem_file *f)
 {
-	struct gmem_file *f = file->private_data;
 	struct gmem_accel *g = f->g;
 
 	down_read(&g->lock);
@@ -62,6 +61,22 @@ int gmem_file_release(struct file *file)
 	gmem_obj_file_fini(f);
 	kfree(f);
 	put_device(&g->dev);
+}
+
+/* Bind a new context of @g to the opening process; the file's private_data is a gmem_file. */
+int gmem_file_open(struct gmem_accel *g, struct file *file)
+{
+	struct gmem_file *f = gmem_file_new(g);
+
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	file->private_data = f;
+	return 0;
+}
+
+int gmem_file_release(struct file *file)
+{
+	gmem_file_free(file->private_data);
 	return 0;
 }
 

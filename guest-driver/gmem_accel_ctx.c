@@ -193,6 +193,8 @@ void gmem_ctx_shutdown(struct gmem_ctx *ctx)
 		gmem_write64(g, GMEM_REG_CTX(ctx->id, GMEM_CTX_ROOT_LO), 0);
 		gmem_ac_ctx_gone(g, ctx->id);
 	}
+	if (ctx->hook_fini)
+		ctx->hook_fini(ctx);
 	gmem_pt_fini(ctx);
 	gmem_dev_count(g, GMEM_DEV_CONTEXTS_NOW, -1);
 	mutex_lock(&g->ctx_lock);

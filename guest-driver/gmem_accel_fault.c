@@ -93,6 +93,8 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 	if (ctx->fault_hook) {
 		ret = ctx->fault_hook(ctx, f, n, req, pfns);
 		served = ret > 0;
+		if (ret == GMEM_FAULT_HOOK_ALL)
+			i = n;
 		ret = min(ret, 0);
 	}
 	while (i < n && !ret) {

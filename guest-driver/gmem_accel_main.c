@@ -12,6 +12,7 @@
 #include "gmem_accel_hbm.h"
 #include "gmem_accel_migrate.h"
 #include "gmem_accel_dmirror.h"
+#include "gmem_accel_drm.h"
 #include "gmem_accel_obj.h"
 #define CREATE_TRACE_POINTS
 #include "gmem_accel_trace.h"
@@ -25,11 +26,42 @@ static const struct class gmem_accel_class = {
 /* A module parameter set at load time walks the devices before the class exists. */
 static bool gmem_accel_class_registered;
 
+/*
+ * Which front end has each device, by number (gmem_accelN): "gmem" (the default,
+ * /dev/gmem_accelN and /dev/gmem_dmirrorN) or "drm" (/dev/accel/accelM, on a kernel with
+ * drm_gpusvm). Read when the device is bound: a device moves to the other one when unbound
+ * and bound again.
+ */
+static char *frontend[GMEM_ACCEL_MAX_DEVICES];
+module_param_array(frontend, charp, NULL, 0644);
+MODULE_PARM_DESC(frontend, "front end of device N, by N: gmem (default) or drm (DRM accel, /dev/accel; kernels with CONFIG_DRM_GPUSVM)");
+
+/* Does device @minor go to the DRM front end? 1, 0, or -EINVAL for a value not known. */
+static int gmem_frontend_is_drm(struct pci_dev *pdev, int minor)
+{
+	int ret = 0;
+
+	kernel_param_lock(THIS_MODULE);
+	if (frontend[minor] && !strcmp(frontend[minor], "drm"))
+		ret = 1;
+	else if (frontend[minor] && *frontend[minor] && strcmp(frontend[minor], "gmem"))
+		ret = -EINVAL;
+	kernel_param_unlock(THIS_MODULE);
+	if (ret < 0)
+		pci_err(pdev, "frontend for device %d: give gmem or drm\n", minor);
+	if (ret > 0 && !IS_ENABLED(CONFIG_DRM_GPUSVM)) {
+		pci_err(pdev, "frontend=drm for device %d: this kernel has no CONFIG_DRM_GPUSVM (Linux 7.3 built from images/kernel-7.3.config has)\n",
+			minor);
+		ret = -EOPNOTSUPP;
+	}
+	return ret;
+}
+
 static void gmem_accel_release(struct device *dev)
 {
 	struct gmem_accel *g = to_gmem_accel(dev);
 
-	ida_free(&gmem_accel_minors, MINOR(dev->devt));
+	ida_free(&gmem_accel_minors, g->info.minor);
 	ida_destroy(&g->ctx_ids);
 	gmem_obj_dev_fini(g);
 	gmem_migration_spares_free(g);
@@ -113,7 +145,7 @@ static int gmem_accel_identify(struct gmem_accel *g)
 static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct gmem_accel *g;
-	int minor, nvec, ret;
+	int minor, nvec, ret, drm;
 
 	ret = pcim_enable_device(pdev);
 	if (ret)
@@ -184,15 +216,34 @@ static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id
 	if (ret)
 		goto err_put;
 
-	cdev_init(&g->cdev, &gmem_accel_fops);
-	g->cdev.owner = THIS_MODULE;
-	ret = cdev_device_add(&g->cdev, &g->dev);
-	if (ret)
+	drm = gmem_frontend_is_drm(pdev, minor);
+	if (drm < 0) {
+		ret = drm;
 		goto err_put;
+	}
+	if (drm) {
+		/* (the identity in sysfs and the statistics in debugfs stay gmem_accelN's) */
+		g->dev.devt = 0;
+		ret = device_add(&g->dev);
+		if (ret)
+			goto err_put;
+		ret = gmem_drm_add(g);
+		if (ret) {
+			device_del(&g->dev);
+			goto err_put;
+		}
+	} else {
+		cdev_init(&g->cdev, &gmem_accel_fops);
+		g->cdev.owner = THIS_MODULE;
+		ret = cdev_device_add(&g->cdev, &g->dev);
+		if (ret)
+			goto err_put;
+	}
 
 	pci_set_drvdata(pdev, g);
 	gmem_debugfs_add(g);
-	gmem_dmirror_add(g);
+	if (!drm)
+		gmem_dmirror_add(g);
 	gmem_watchdog_start(g);
 	pci_info(pdev, "%s: version %u.%u, HBM %llu MiB, caps %#x, %d MSI-X vectors\n",
 		 dev_name(&g->dev), GMEM_VERSION_MAJOR_OF(g->info.version),
@@ -227,8 +278,13 @@ static void gmem_accel_remove(struct pci_dev *pdev)
 		wake_up_all(&g->queue[i].wq);
 	/* No CPU or device mapping reaches its HBM objects any more. */
 	gmem_obj_dev_unbind(g);
-	gmem_dmirror_remove(g);
-	cdev_device_del(&g->cdev, &g->dev);
+	if (g->drm) {
+		gmem_drm_unplug(g);
+		device_del(&g->dev);
+	} else {
+		gmem_dmirror_remove(g);
+		cdev_device_del(&g->cdev, &g->dev);
+	}
 	gmem_debugfs_remove(g);
 	/* Files still open keep g alive but must not touch the device any more. */
 	down_write(&g->lock);

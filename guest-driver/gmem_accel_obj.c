@@ -584,7 +584,7 @@ long gmem_obj_ioctl(struct gmem_file *f, unsigned int cmd, void __user *uarg)
 	return -ENOTTY;
 }
 
-void gmem_obj_file_init(struct gmem_file *f, struct file *file)
+void gmem_obj_file_init(struct gmem_file *f)
 {
 	xa_init_flags(&f->objs, XA_FLAGS_ALLOC1);
 }

@@ -88,7 +88,7 @@ static inline u64 gmem_obj_offset(const struct vm_area_struct *vma, u64 va)
 int gmem_obj_dev_init(struct gmem_accel *g);
 void gmem_obj_dev_fini(struct gmem_accel *g);
 void gmem_obj_dev_unbind(struct gmem_accel *g);
-void gmem_obj_file_init(struct gmem_file *f, struct file *file);
+void gmem_obj_file_init(struct gmem_file *f);
 void gmem_obj_file_fini(struct gmem_file *f);
 long gmem_obj_ioctl(struct gmem_file *f, unsigned int cmd, void __user *uarg);
 int gmem_obj_mmap(struct file *file, struct vm_area_struct *vma);

@@ -12,9 +12,9 @@
 
 /*
  * Software bits of device PTEs (GMEM_PTE_SW_MASK): the page-table code's own (bit 8, a
- * cleared entry whose page is still DMA-mapped; bit 11, an object's page, whose DMA mapping
- * the object owns; with it, bit 10, a read duplicate), and those a context's hook may set on
- * other leaves (gmem_pt_mark()).
+ * cleared entry whose page is still DMA-mapped; bit 11, a page whose DMA mapping someone else
+ * owns: an object, or drm_gpusvm for a DRM front-end context; with it, on an object's, bit 10,
+ * a read duplicate), and those a context's hook may set on other leaves (gmem_pt_mark()).
  */
 #define GMEM_PTE_SW_STALE	(1ull << 8)
 #define GMEM_PTE_SW_HOOK_MASK	(0x6ull << 8)

@@ -119,8 +119,9 @@ static int gmem_pt_set_hbm_64k(struct gmem_ctx *ctx, u64 va, u64 off, bool write
 }
 
 /*
- * Map one device page of an object: @page_size bytes at @va onto @target (an HBM offset if
- * @hbm, else the bus address of the object's system memory), both aligned to @page_size: a
+ * Map one device page of an object (or a page drm_gpusvm DMA-mapped, for the DRM front end):
+ * @page_size bytes at @va onto @target (an HBM offset if @hbm, else the bus address of the
+ * system memory, mapped by its owner), both aligned to @page_size: a
  * 2 MiB leaf, a CONT group of 16 entries (64 KiB) or one 4 KiB entry. Called with ctx->lock
  * held, tables reserved for [va, va + page_size); returns as gmem_pt_set_4k() does.
  */

@@ -57,6 +57,8 @@ int gmem_fence_wait_fd(struct gmem_accel *g, int fd);
 int gmem_wait(struct gmem_ctx *ctx, u64 fence, u32 timeout_ms);
 int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
 		     u32 timeout_ms);
+int gmem_submit_wait_fence(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
+			   u64 *fence);
 int gmem_submit_wait_user(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
 			  u64 __user *ufence);
 

@@ -276,9 +276,12 @@ struct gmem_ac {
  *              waits for ends at once with -ENODEV, so unbind does not wait for user sleeps
  * @info:       identity read from the registers at probe
  */
+struct drm_device;
+
 struct gmem_accel {
 	struct device dev;
-	struct cdev cdev;
+	struct cdev cdev;		/* /dev/gmem_accelN, unless the DRM front end has it: */
+	struct drm_device *drm;		/* /dev/accel/accelN (gmem_accel_drm.c) */
 	struct pci_dev *pdev;
 	void __iomem *regs;
 	struct rw_semaphore lock;
@@ -382,6 +385,8 @@ struct gmem_pt_spares {
  */
 typedef int (*gmem_fault_hook_fn)(struct gmem_ctx *ctx, const struct gmem_fault *f,
 				  unsigned int n, unsigned long *req, unsigned long *pfns);
+/* A hook's answer: it served the whole group; the core's own servicing does not run. */
+#define GMEM_FAULT_HOOK_ALL	2
 
 /*
  * Who moved an HBM page in: the address space of that context, kept (mmgrab) until the
@@ -429,8 +434,11 @@ struct gmem_owner {
  * @thrash_unpin: unpins the pages whose pin ran out
  * @thrash_blocks, @thrash_tracked: blocks in @thrash; of them, with per-page state
  * @thrash_nap_us: the nap of the group the fault server throttles (under @fault_mutex)
- * @fault_hook: see gmem_fault_hook_fn; the test_hmm interface's fault-ahead (set at open)
+ * @fault_hook: see gmem_fault_hook_fn; the test_hmm interface's fault-ahead, or the DRM front
+ *             end's faults through drm_gpusvm (set at open)
  * @hook_data: the hook's state
+ * @hook_fini: frees it at shutdown, once the context has left the device and before its page
+ *             table goes
  * @fault_mutex: held by the server of one of its fault groups (one at a time: its queue
  *             stalls on one group anyway), which uses the scratch below
  * @fault_req, @fault_pfns: hmm input flags and results, one 2 MiB window each
@@ -467,6 +475,7 @@ struct gmem_ctx {
 	unsigned int thrash_nap_us;
 	gmem_fault_hook_fn fault_hook;
 	void *hook_data;
+	void (*hook_fini)(struct gmem_ctx *ctx);
 	struct mutex fault_mutex;	/* one fault server at a time, and its scratch */
 	unsigned long *fault_req;
 	unsigned long *fault_pfns;

@@ -121,19 +121,27 @@ int gmem_submit_wait(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u3
 }
 
 /*
- * SUBMIT with GMEM_ACCEL_SUBMIT_WAIT: gmem_submit_wait() with no timeout, the batch's fence
- * to @ufence once it is queued, however the wait ends. A signal ends it with -EINTR, not a
- * restart, which would queue the batch again.
+ * SUBMIT with GMEM_ACCEL_SUBMIT_WAIT: gmem_submit_wait() with no timeout, the batch's fence to
+ * *@fence once it is queued (0 if it was not), however the wait ends. A signal ends it with
+ * -EINTR, not a restart, which would queue the batch again.
  */
+int gmem_submit_wait_fence(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
+			   u64 *fence)
+{
+	int ret;
+
+	*fence = 0;
+	ret = gmem_submit_serve(ctx, cmds, count, U32_MAX, fence);
+	return ret == -ERESTARTSYS ? -EINTR : ret;
+}
+
+/* The same, the fence to user memory at @ufence. */
 int gmem_submit_wait_user(struct gmem_ctx *ctx, const struct gmem_accel_cmd *cmds, u32 count,
 			  u64 __user *ufence)
 {
-	u64 fence = 0;
-	int ret;
+	u64 fence;
+	int ret = gmem_submit_wait_fence(ctx, cmds, count, &fence);
 
-	ret = gmem_submit_serve(ctx, cmds, count, U32_MAX, &fence);
-	if (ret == -ERESTARTSYS)
-		ret = -EINTR;
 	if (fence && put_user(fence, ufence))
 		ret = ret ?: -EFAULT;
 	return ret;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "gmem_accel_hw.h"
+#include "gmem_accel_drm_uapi.h"
 #include "gmem_test_util.h"
 
 uint64_t gmem_expect(const char *name, uint64_t fallback)
@@ -278,16 +279,83 @@ bool gmem_test_begin(int timeout_s)
 	return true;
 }
 
+unsigned long gmem_ioc(int fd, unsigned long cmd)
+{
+	char path[32], link[64];
+	ssize_t r;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	r = readlink(path, link, sizeof(link) - 1);
+	if (r < 0)
+		return cmd;
+	link[r] = '\0';
+	if (strncmp(link, "/dev/accel/", strlen("/dev/accel/")))
+		return cmd;
+	switch (cmd) {
+	case GMEM_ACCEL_IOC_GET_INFO:
+		return DRM_IOCTL_GMEM_ACCEL_GET_INFO;
+	case GMEM_ACCEL_IOC_SUBMIT:
+		return DRM_IOCTL_GMEM_ACCEL_SUBMIT;
+	case GMEM_ACCEL_IOC_WAIT:
+		return DRM_IOCTL_GMEM_ACCEL_WAIT;
+	case GMEM_ACCEL_IOC_STATS:
+		return DRM_IOCTL_GMEM_ACCEL_STATS;
+	}
+	return cmd;	/* none there: the DRM node refuses it */
+}
+
+int gmem_open_accel(int n, int flags)
+{
+	char dir[96], path[96];
+	struct dirent *e;
+	DIR *d;
+	int fd = -1;
+
+	snprintf(dir, sizeof(dir), "/sys/class/gmem_accel/gmem_accel%d/device/accel", n);
+	d = opendir(dir);
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "accel", 5)) {
+			snprintf(path, sizeof(path), "/dev/accel/%s", e->d_name);
+			fd = open(path, flags);
+			break;
+		}
+	closedir(d);
+	if (!e)
+		errno = ENOENT;
+	return fd;
+}
+
+int gmem_set_frontend(int n, const char *frontend)
+{
+	char addr[64], list[256] = "";
+	int ret;
+
+	/* (the parameter is an array by device number: every entry up to @n) */
+	for (int i = 0; i < n; i++)
+		strcat(list, "gmem,");
+	strcat(list, frontend);
+	ret = gmem_pci_addr(n, addr, sizeof(addr));
+	if (!ret)
+		ret = write_sysfs("/sys/module/gmem_accel/parameters/frontend", list);
+	if (!ret)
+		ret = write_sysfs("/sys/bus/pci/drivers/gmem_accel/unbind", addr);
+	if (!ret)
+		ret = write_sysfs("/sys/bus/pci/drivers/gmem_accel/bind", addr);
+	return ret;
+}
+
 int run_cmds(int fd, struct gmem_accel_cmd *c, unsigned int n)
 {
 	struct gmem_accel_submit s = { .cmds = (uintptr_t)c, .count = n };
 	/* Generous: a batch that faults its pages in may take long on a slow or loaded host. */
 	struct gmem_accel_wait w = { .timeout_ms = 120000 };
 
-	if (ioctl(fd, GMEM_ACCEL_IOC_SUBMIT, &s))
+	if (ioctl(fd, gmem_ioc(fd, GMEM_ACCEL_IOC_SUBMIT), &s))
 		return -errno;
 	w.fence = s.fence;
-	return ioctl(fd, GMEM_ACCEL_IOC_WAIT, &w) ? -errno : 0;
+	return ioctl(fd, gmem_ioc(fd, GMEM_ACCEL_IOC_WAIT), &w) ? -errno : 0;
 }
 
 int dev_copy(int fd, void *dst, const void *src, size_t len)
@@ -328,7 +396,7 @@ struct gmem_accel_stats ctx_stats(int fd)
 {
 	struct gmem_accel_stats st = { 0 };
 
-	ioctl(fd, GMEM_ACCEL_IOC_STATS, &st);
+	ioctl(fd, gmem_ioc(fd, GMEM_ACCEL_IOC_STATS), &st);
 	return st;
 }
 

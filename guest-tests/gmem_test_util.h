@@ -72,6 +72,15 @@ int gmem_debugfs_stat(int n, const char *name, int64_t *val);
 int64_t gmem_wait_stat(int n, const char *name, int64_t want, int timeout_ms);
 
 /* Run @n commands on fd's context and wait for them; 0 or -errno of the batch. */
+/*
+ * The DRM accel front end (gmem_accel_drm_uapi.h): the ioctl number of GMEM_ACCEL_IOC_@cmd for
+ * @fd, its DRM counterpart on a /dev/accel file (the helpers below all use it, so they drive
+ * either front end); device @n's accel node opened (-1 and errno if it has none); device @n
+ * given to @frontend ("gmem" or "drm": the module parameter, then unbound and bound again).
+ */
+unsigned long gmem_ioc(int fd, unsigned long cmd);
+int gmem_open_accel(int n, int flags);
+int gmem_set_frontend(int n, const char *frontend);
 int run_cmds(int fd, struct gmem_accel_cmd *c, unsigned int n);
 /* The device copies or fills process memory; 0 or -errno. */
 int dev_copy(int fd, void *dst, const void *src, size_t len);

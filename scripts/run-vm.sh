@@ -42,7 +42,10 @@ Options:
                        in gmem_accel (run it by hand when a change touches locking)
   --qemu-args "ARGS"   extra QEMU arguments, split on spaces (e.g. "-trace gmem_accel_*")
   --append "ARGS"      extra guest kernel command-line arguments (e.g. a test's setting:
-                       "gmemtest.fuzz_seed=42")
+                       "gmemtest.fuzz_seed=42"); gmem_accel.PARAM=VALUE ones go to the driver,
+                       e.g. "gmem_accel.frontend=gmem,drm" gives device 1 to the DRM accel
+                       front end (/dev/accel/accel0, over the kernel's drm_gpusvm: Linux 7.3
+                       only, 6.12 has no drm_gpusvm)
   --timeout SEC        power the VM off after SEC seconds, 0 = never (default 1800, 5400
                        with a debug or KCSAN kernel, shell 0)
   --boot-timeout SEC   a guest that has not reached its init after SEC seconds is stopped and

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: the DRM accel front end's device. A device the frontend parameter gives
+ * to DRM is /dev/accel/accelN, a compute accelerator as drivers/accel registers them: each
+ * open DRM file is one device context of the core (as an open /dev/gmem_accelN is), bound to
+ * the opening process, whose shared virtual memory is drm_gpusvm's (gmem_accel_drm_svm.c).
+ * Its ioctls (gmem_accel_drm_uapi.h) take the structures of their /dev/gmem_accelN
+ * counterparts and call the same core.
+ */
+#include <linux/pci.h>
+#include <linux/slab.h>
+#include <drm/drm_accel.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_ioctl.h>
+
+#include "gmem_accel.h"
+#include "gmem_accel_ctx.h"
+#include "gmem_accel_drm.h"
+#include "gmem_accel_drm_uapi.h"
+#include "gmem_accel_queue.h"
+
+struct gmem_drm {
+	struct drm_device drm;
+	struct gmem_accel *g;
+};
+
+static struct gmem_accel *to_g(struct drm_device *drm)
+{
+	return container_of(drm, struct gmem_drm, drm)->g;
+}
+
+/* A new context, bound to the opening process, with drm_gpusvm for its memory. */
+static int gmem_drm_open(struct drm_device *drm, struct drm_file *file)
+{
+	struct gmem_file *f = gmem_file_new(to_g(drm));
+	int ret;
+
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	ret = gmem_drm_svm_init(f->ctx, drm);
+	if (ret) {
+		gmem_file_free(f);
+		return ret;
+	}
+	file->driver_priv = f;
+	return 0;
+}
+
+static void gmem_drm_postclose(struct drm_device *drm, struct drm_file *file)
+{
+	gmem_file_free(file->driver_priv);
+}
+
+/*
+ * Every ioctl: the device not being unbound (gmem_accel.lock read), and the caller the
+ * process whose address space the context mirrors (a forked child opens its own).
+ */
+static struct gmem_ctx *gmem_drm_enter(struct drm_file *file)
+{
+	struct gmem_file *f = file->driver_priv;
+
+	down_read(&f->g->lock);
+	if (!f->g->pdev || READ_ONCE(f->g->unbinding)) {
+		up_read(&f->g->lock);
+		return ERR_PTR(-ENODEV);
+	}
+	if (current->mm != f->ctx->mm) {
+		up_read(&f->g->lock);
+		return ERR_PTR(-EACCES);
+	}
+	return f->ctx;
+}
+
+static void gmem_drm_exit(struct drm_file *file)
+{
+	up_read(&((struct gmem_file *)file->driver_priv)->g->lock);
+}
+
+static int gmem_drm_get_info(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct gmem_accel_info *info = data;
+
+	if (info->flags)
+		return -EINVAL;
+	*info = to_g(drm)->info;
+	return 0;
+}
+
+/*
+ * SUBMIT: as GMEM_ACCEL_IOC_SUBMIT. With GMEM_ACCEL_SUBMIT_WAIT the fence is filled in before
+ * the wait, and DRM copies it out whatever the wait returns: a wait a signal interrupts
+ * (EINTR) is taken up again with WAIT on that fence.
+ */
+static int gmem_drm_submit(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct gmem_accel_submit *sub = data;
+	struct gmem_accel_cmd *cmds;
+	struct gmem_ctx *ctx;
+	int ret;
+
+	if ((sub->flags & ~(GMEM_ACCEL_SUBMIT_IN_FENCE | GMEM_ACCEL_SUBMIT_WAIT)) || !sub->count)
+		return -EINVAL;
+	if (sub->count > GMEM_ACCEL_MAX_BATCH)
+		return -E2BIG;
+	ctx = gmem_drm_enter(file);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	if (sub->flags & GMEM_ACCEL_SUBMIT_IN_FENCE) {
+		/* The device cannot wait for a fence: the batch is queued once it signaled. */
+		ret = sub->fence > INT_MAX ? -EBADF : gmem_fence_wait_fd(ctx->g, sub->fence);
+		if (ret)
+			goto out;
+	}
+	cmds = memdup_array_user(u64_to_user_ptr(sub->cmds), sub->count, sizeof(*cmds));
+	if (IS_ERR(cmds)) {
+		ret = PTR_ERR(cmds);
+		goto out;
+	}
+	if (sub->flags & GMEM_ACCEL_SUBMIT_WAIT)
+		ret = gmem_submit_wait_fence(ctx, cmds, sub->count, &sub->fence);
+	else
+		ret = gmem_submit(ctx, cmds, sub->count, false, &sub->fence, NULL);
+	kfree(cmds);
+out:
+	gmem_drm_exit(file);
+	return ret;
+}
+
+static int gmem_drm_wait(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct gmem_accel_wait *w = data;
+	struct gmem_ctx *ctx;
+	int ret;
+
+	if (w->flags)
+		return -EINVAL;
+	ctx = gmem_drm_enter(file);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	ret = gmem_wait(ctx, w->fence, w->timeout_ms);
+	gmem_drm_exit(file);
+	return ret;
+}
+
+static int gmem_drm_stats(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct gmem_ctx *ctx = gmem_drm_enter(file);
+
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	gmem_ctx_get_stats(ctx, data);
+	gmem_drm_exit(file);
+	return 0;
+}
+
+static const struct drm_ioctl_desc gmem_drm_ioctls[] = {
+	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_GET_INFO, gmem_drm_get_info, 0),
+	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_SUBMIT, gmem_drm_submit, 0),
+	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_WAIT, gmem_drm_wait, 0),
+	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_STATS, gmem_drm_stats, 0),
+};
+
+DEFINE_DRM_ACCEL_FOPS(gmem_drm_fops);
+
+static const struct drm_driver gmem_drm_driver = {
+	.driver_features = DRIVER_COMPUTE_ACCEL,
+	.open = gmem_drm_open,
+	.postclose = gmem_drm_postclose,
+	.ioctls = gmem_drm_ioctls,
+	.num_ioctls = ARRAY_SIZE(gmem_drm_ioctls),
+	.fops = &gmem_drm_fops,
+	.name = "gmem-accel",
+	.desc = "gmem-accel heterogeneous-memory accelerator",
+	.major = 1,
+};
+
+/* Register @g's accel device; the PCI device's devres frees it after unbind. */
+int gmem_drm_add(struct gmem_accel *g)
+{
+	struct gmem_drm *d;
+	int ret;
+
+	d = devm_drm_dev_alloc(&g->pdev->dev, &gmem_drm_driver, struct gmem_drm, drm);
+	if (IS_ERR(d))
+		return PTR_ERR(d);
+	d->g = g;
+	ret = drm_dev_register(&d->drm, 0);
+	if (ret)
+		return ret;
+	g->drm = &d->drm;
+	return 0;
+}
+
+/* Unbind: no new file opens; open ones fail their calls (-ENODEV) until they close. */
+void gmem_drm_unplug(struct gmem_accel *g)
+{
+	if (g->drm)
+		drm_dev_unplug(g->drm);
+}

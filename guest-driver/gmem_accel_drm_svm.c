@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: a DRM front-end context's shared virtual memory, through the kernel's GPU
+ * SVM layer (drm_gpusvm) instead of the core's notifier windows and hmm passes. The context's
+ * fault hook serves each fault group: drm_gpusvm_range_find_or_insert() (chunks of 2 MiB,
+ * 64 KiB or 4 KiB that fit the CPU VMA), drm_gpusvm_get_pages() (hmm_range_fault() and the
+ * DMA mappings, which drm_gpusvm owns), then, under drm_gpusvm's notifier lock with the pages
+ * still valid, the device page-table leaves (the core's, marked as borrowing their DMA
+ * mapping). drm_gpusvm's invalidate callback zaps the leaves of every range it touches, waits
+ * for the device TLB, and gives the DMA mappings back; ranges whose memory was unmapped go to
+ * a garbage collector, as xe's do, run before each fault group and by a work item.
+ *
+ * Locks: svm.lock (the driver lock drm_gpusvm is told of: its ranges are inserted and removed
+ * under it) is taken by the fault server (under gmem_ctx.fault_mutex) and the garbage
+ * collector, before mmap_lock; drm_gpusvm's notifier_lock is taken before gmem_ctx.lock.
+ */
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <drm/drm_device.h>
+#include <drm/drm_gpusvm.h>
+#include <drm/drm_pagemap.h>
+
+#include "gmem_accel.h"
+#include "gmem_accel_drm.h"
+#include "gmem_accel_fault.h"
+#include "gmem_accel_pt.h"
+
+/* A context's GPU SVM: the context's hook_data. */
+struct gmem_drm_svm {
+	struct drm_gpusvm gpusvm;
+	struct gmem_ctx *ctx;
+	struct drm_device *drm;		/* owns the DMA mappings */
+	struct mutex lock;		/* ranges inserted and removed (drm_gpusvm's driver lock) */
+	spinlock_t gc_lock;		/* gc_list */
+	struct list_head gc_list;	/* ranges whose memory was unmapped, to remove */
+	struct work_struct gc_work;
+	bool stopped;
+};
+
+struct gmem_drm_range {
+	struct drm_gpusvm_range base;
+	struct drm_gpusvm_pages pages;
+	struct list_head gc_link;
+};
+
+static const unsigned long gmem_drm_chunk_sizes[] = { SZ_2M, SZ_64K, SZ_4K };
+
+/* One notifier per this much address space, as xe's default (xe.svm_notifier_size). */
+#define GMEM_DRM_NOTIFIER_SIZE	SZ_512M
+
+static struct gmem_drm_svm *to_svm(struct drm_gpusvm *gpusvm)
+{
+	return container_of(gpusvm, struct gmem_drm_svm, gpusvm);
+}
+
+static struct gmem_drm_range *to_range(struct drm_gpusvm_range *r)
+{
+	return container_of(r, struct gmem_drm_range, base);
+}
+
+static unsigned long gmem_drm_range_pages(struct drm_gpusvm_range *r)
+{
+	return drm_gpusvm_range_size(r) >> PAGE_SHIFT;
+}
+
+static struct drm_gpusvm_range *gmem_drm_range_alloc(struct drm_gpusvm *gpusvm)
+{
+	struct gmem_drm_range *range = kzalloc(sizeof(*range), GFP_KERNEL);
+
+	if (!range)
+		return NULL;
+	INIT_LIST_HEAD(&range->gc_link);
+	drm_gpusvm_init_pages(&range->pages, to_svm(gpusvm)->drm);
+	return &range->base;
+}
+
+static void gmem_drm_range_free(struct drm_gpusvm_range *r)
+{
+	drm_gpusvm_free_pages(r->gpusvm, &to_range(r)->pages, gmem_drm_range_pages(r));
+	kfree(to_range(r));
+}
+
+/*
+ * The CPU's page table changes under [mmu_range): the device forgets every range it touches
+ * (their DMA mappings go whole), and unmapped ranges are collected. Called by drm_gpusvm with
+ * its notifier lock held for writing.
+ */
+static void gmem_drm_invalidate(struct drm_gpusvm *gpusvm, struct drm_gpusvm_notifier *notifier,
+				const struct mmu_notifier_range *mmu_range)
+{
+	struct gmem_drm_svm *svm = to_svm(gpusvm);
+	struct drm_gpusvm_ctx gctx = { .in_notifier = true };
+	unsigned long start = max(drm_gpusvm_notifier_start(notifier), mmu_range->start);
+	unsigned long end = min(drm_gpusvm_notifier_end(notifier), mmu_range->end);
+	struct gmem_ctx *ctx = svm->ctx;
+	struct drm_gpusvm_range *r, *first;
+	bool queued = false;
+
+	first = drm_gpusvm_range_find(notifier, start, end);
+	if (!first)
+		return;
+	mutex_lock(&ctx->lock);
+	r = first;
+	drm_gpusvm_for_each_range(r, notifier, start, end)
+		gmem_pt_zap(ctx, drm_gpusvm_range_start(r), drm_gpusvm_range_end(r));
+	mutex_unlock(&ctx->lock);
+	r = first;
+	drm_gpusvm_for_each_range(r, notifier, start, end) {
+		struct gmem_drm_range *range = to_range(r);
+
+		drm_gpusvm_unmap_pages(gpusvm, &range->pages, gmem_drm_range_pages(r), &gctx);
+		if (mmu_range->event != MMU_NOTIFY_UNMAP || READ_ONCE(svm->stopped))
+			continue;
+		drm_gpusvm_range_set_unmapped(r, &range->pages, 1, mmu_range);
+		spin_lock(&svm->gc_lock);
+		if (list_empty(&range->gc_link)) {
+			list_add_tail(&range->gc_link, &svm->gc_list);
+			queued = true;
+		}
+		spin_unlock(&svm->gc_lock);
+	}
+	if (queued)
+		queue_work(system_unbound_wq, &svm->gc_work);
+	gmem_ctx_count(ctx, GMEM_CTX_INVALIDATIONS, 1);
+	gmem_dev_count(ctx->g, GMEM_DEV_INVALIDATIONS, 1);
+}
+
+static const struct drm_gpusvm_ops gmem_drm_svm_ops = {
+	.range_alloc = gmem_drm_range_alloc,
+	.range_free = gmem_drm_range_free,
+	.invalidate = gmem_drm_invalidate,
+};
+
+/* Remove the ranges whose memory was unmapped; svm->lock held. */
+static void gmem_drm_gc(struct gmem_drm_svm *svm)
+{
+	lockdep_assert_held(&svm->lock);
+	for (;;) {
+		struct gmem_drm_range *range;
+
+		spin_lock(&svm->gc_lock);
+		range = list_first_entry_or_null(&svm->gc_list, struct gmem_drm_range, gc_link);
+		if (range)
+			list_del_init(&range->gc_link);
+		spin_unlock(&svm->gc_lock);
+		if (!range)
+			return;
+		drm_gpusvm_range_remove(&svm->gpusvm, &range->base);
+	}
+}
+
+static void gmem_drm_gc_work(struct work_struct *work)
+{
+	struct gmem_drm_svm *svm = container_of(work, struct gmem_drm_svm, gc_work);
+
+	mutex_lock(&svm->lock);
+	gmem_drm_gc(svm);
+	mutex_unlock(&svm->lock);
+}
+
+/*
+ * Map @r's pages into the device page table: each DMA mapping drm_gpusvm made (a 2 MiB folio's
+ * as one leaf where it fits). ctx->lock held, under drm_gpusvm's notifier lock with the pages
+ * valid; returns as gmem_pt_map() does.
+ */
+static int gmem_drm_map_range(struct gmem_ctx *ctx, struct drm_gpusvm_range *r, bool write)
+{
+	struct drm_pagemap_addr *addr = to_range(r)->pages.dma_addr;
+	unsigned long npages = gmem_drm_range_pages(r), i = 0, j = 0;
+	u64 va = drm_gpusvm_range_start(r);
+	int replaced = 0, ret;
+
+	lockdep_assert_held(&ctx->lock);
+	while (i < npages) {
+		unsigned long n = 1ul << addr[j].order;
+		u64 at = va + i * PAGE_SIZE;
+
+		if (addr[j].proto != DRM_INTERCONNECT_SYSTEM || i + n > npages)
+			return -EFAULT;
+		if (n == GMEM_WINDOW_PAGES && IS_ALIGNED(at, GMEM_HUGE_SIZE)) {
+			ret = gmem_pt_map_obj(ctx, at, addr[j].addr, GMEM_HUGE_SIZE, false, write,
+					      false);
+			if (ret < 0)
+				return ret;
+			replaced |= ret;
+		} else {
+			for (unsigned long k = 0; k < n; k++) {
+				ret = gmem_pt_map_obj(ctx, at + k * PAGE_SIZE,
+						      addr[j].addr + k * PAGE_SIZE, PAGE_SIZE,
+						      false, write, false);
+				if (ret < 0)
+					return ret;
+				replaced |= ret;
+			}
+		}
+		gmem_ctx_count(ctx, GMEM_CTX_PAGES_MAPPED, n);
+		i += n;
+		j++;
+	}
+	return replaced;
+}
+
+/* Serve a device fault at @va (@write: it writes) through drm_gpusvm; 0 or an errno. */
+static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
+{
+	struct drm_gpusvm *gpusvm = &svm->gpusvm;
+	struct gmem_ctx *ctx = svm->ctx;
+	struct drm_gpusvm_ctx gctx = {};
+	struct vm_area_struct *vma;
+	int ret, tries = 0, last = 0;
+	bool noaccess;
+
+	mmap_read_lock(ctx->mm);
+	vma = vma_lookup(ctx->mm, va);
+	/* As xe's read-only VMAs: the whole range is mapped read-only, or writable. */
+	gctx.read_only = vma && !(vma->vm_flags & VM_WRITE);
+	noaccess = vma && !(vma->vm_flags & VM_READ);
+	mmap_read_unlock(ctx->mm);
+	if (!vma || noaccess)
+		return -EFAULT;
+	if (write && gctx.read_only)
+		return -EPERM;
+	for (;;) {
+		struct drm_gpusvm_range *r;
+		u64 start, end;
+
+		/* The range kept changing (the core replays the group), or it is gone. */
+		if (++tries > 8)
+			return last ?: -EBUSY;
+		if (gmem_owner_dying(ctx))
+			return -EINTR;
+		gmem_drm_gc(svm);
+		r = drm_gpusvm_range_find_or_insert(gpusvm, va, 0, TASK_SIZE, &gctx);
+		if (IS_ERR(r))
+			return PTR_ERR(r);
+		start = drm_gpusvm_range_start(r);
+		end = drm_gpusvm_range_end(r);
+		ret = drm_gpusvm_get_pages(gpusvm, &to_range(r)->pages, ctx->mm,
+					   &r->notifier->notifier, start, end, &gctx);
+		if (ret == -EOPNOTSUPP || ret == -EFAULT || ret == -EAGAIN) {
+			/* the CPU's mappings changed under it (xe's corner case): once more */
+			last = ret == -EFAULT ? ret : 0;
+			cond_resched();
+			continue;
+		}
+		if (ret)
+			return ret;
+		/* Page-table pages are allocated here, never under the locks below. */
+		ret = gmem_pt_reserve(ctx, start, end);
+		if (ret)
+			return ret;
+		drm_gpusvm_notifier_lock(gpusvm);
+		if (!drm_gpusvm_pages_valid(gpusvm, &to_range(r)->pages)) {
+			drm_gpusvm_notifier_unlock(gpusvm);
+			continue;
+		}
+		mutex_lock(&ctx->lock);
+		ret = gmem_drm_map_range(ctx, r, !gctx.read_only);
+		mutex_unlock(&ctx->lock);
+		drm_gpusvm_notifier_unlock(gpusvm);
+		if (ret > 0 || ret == -EAGAIN)
+			gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
+		if (ret == -EAGAIN)	/* spare tables gone meanwhile: reserve again */
+			continue;
+		return ret < 0 ? ret : 0;
+	}
+}
+
+/* The context's fault hook: every fault of the group, through drm_gpusvm. */
+static int gmem_drm_fault_hook(struct gmem_ctx *ctx, const struct gmem_fault *f, unsigned int n,
+			       unsigned long *req, unsigned long *pfns)
+{
+	struct gmem_drm_svm *svm = ctx->hook_data;
+	int ret = 0;
+
+	mutex_lock(&svm->lock);
+	for (unsigned int i = 0; i < n && !ret; i++) {
+		bool write = gmem_fault_writes(&f[i]);
+
+		/* (an earlier fault's range may have mapped it) */
+		if (!gmem_pt_maps_all(ctx, f[i].va & PAGE_MASK, (f[i].va & PAGE_MASK) + PAGE_SIZE,
+				      write))
+			ret = gmem_drm_fault_one(svm, f[i].va & PAGE_MASK, write);
+	}
+	mutex_unlock(&svm->lock);
+	return ret ? ret : GMEM_FAULT_HOOK_ALL;
+}
+
+/*
+ * The context leaves the device (its fault servers are done): no range is collected any more,
+ * and drm_gpusvm gives back every DMA mapping and notifier, before the page table goes.
+ */
+static void gmem_drm_svm_fini(struct gmem_ctx *ctx)
+{
+	struct gmem_drm_svm *svm = ctx->hook_data;
+	struct drm_gpusvm_ctx gctx = {};
+	struct drm_gpusvm_notifier *notifier, *next;
+
+	WRITE_ONCE(svm->stopped, true);
+	disable_work_sync(&svm->gc_work);
+	drm_gpusvm_for_each_notifier_safe(notifier, next, &svm->gpusvm, 0, LONG_MAX) {
+		struct drm_gpusvm_range *r, *rnext;
+
+		drm_gpusvm_for_each_range_safe(r, rnext, notifier, 0, LONG_MAX)
+			drm_gpusvm_unmap_pages(&svm->gpusvm, &to_range(r)->pages,
+					       gmem_drm_range_pages(r), &gctx);
+	}
+	drm_gpusvm_fini(&svm->gpusvm);
+	ctx->fault_hook = NULL;
+	ctx->hook_fini = NULL;
+	ctx->hook_data = NULL;
+	mutex_destroy(&svm->lock);
+	kfree(svm);
+}
+
+/* Give a new context of the DRM front end its GPU SVM, over the opening process's mm. */
+int gmem_drm_svm_init(struct gmem_ctx *ctx, struct drm_device *drm)
+{
+	struct gmem_drm_svm *svm = kzalloc(sizeof(*svm), GFP_KERNEL);
+	int ret;
+
+	if (!svm)
+		return -ENOMEM;
+	svm->ctx = ctx;
+	svm->drm = drm;
+	mutex_init(&svm->lock);
+	spin_lock_init(&svm->gc_lock);
+	INIT_LIST_HEAD(&svm->gc_list);
+	INIT_WORK(&svm->gc_work, gmem_drm_gc_work);
+	ret = drm_gpusvm_init(&svm->gpusvm, "gmem-accel SVM", ctx->mm, 0, TASK_SIZE,
+			      GMEM_DRM_NOTIFIER_SIZE, &gmem_drm_svm_ops, gmem_drm_chunk_sizes,
+			      ARRAY_SIZE(gmem_drm_chunk_sizes));
+	if (ret) {
+		kfree(svm);
+		return ret;
+	}
+	drm_gpusvm_driver_set_lock(&svm->gpusvm, &svm->lock);
+	ctx->hook_data = svm;
+	ctx->hook_fini = gmem_drm_svm_fini;
+	ctx->fault_hook = gmem_drm_fault_hook;
+	return 0;
+}
