@@ -35,6 +35,10 @@ has_thp_bench() {
 }
 most="faults migration concurrent device-faults dma oversubscription"
 "$bench" gmem-accel /dev/gmem_dmirror"$dev" "$dev" $most || exit 1
+# The same device's own commands on its DRM accel front end (Linux 7.3: drm_gpusvm).
+drm=""
+[ ! -d /sys/class/accel ] || drm=1
+[ -z "$drm" ] || "$bench" gmem-drm accel "$dev" device-faults || exit 1
 if has_thp_bench; then
 	ln -sfn gmem_dmirror"$dev" /dev/hmm_dmirror0
 	thp_bench gmem-accel
@@ -51,6 +55,7 @@ has_thp_bench && thp_bench test_hmm
 # or not; docs/performance.md, "The machine the figures come from"), and one run of each,
 # minutes apart, would compare whichever stretch each hit.
 for round in 1 2 3 4 5 6 7; do
-	"$bench" gmem-accel /dev/gmem_dmirror"$dev" "$dev" latency || exit 1
+	"$bench" gmem-accel /dev/gmem_dmirror"$dev" "$dev" latency device-latency || exit 1
 	"$bench" test_hmm /dev/hmm_dmirror0 - latency || exit 1
+	[ -z "$drm" ] || "$bench" gmem-drm accel "$dev" device-latency || exit 1
 done

@@ -8,8 +8,10 @@
  * GMEM_DEVICE (the N of /dev/gmem_accelN behind NODE; "-" for none) it also times the
  * device's own commands faulting over fresh memory, the DMA engine copying between HBM and
  * system memory and a working set 4x the HBM (test_hmm has no fixed device memory to
- * oversubscribe). BENCH names the only benchmarks to run (to profile one): latency, faults,
- * migration, concurrent, device-faults, dma, oversubscription. Every figure is a median of
+ * oversubscribe). NODE "accel" runs only the device's own commands, on its DRM accel front
+ * end (given to it for the run). BENCH names the only benchmarks to run (to profile one):
+ * latency, faults, migration, concurrent, device-faults, device-latency, dma,
+ * oversubscription. Every figure is a median of
  * REPS runs (latencies: of LAT_SAMPLES samples); a run whose result is wrong (bytes, cpages,
  * faults) aborts.
  */
@@ -35,6 +37,8 @@
 #define LAT_SAMPLES	256
 
 static const char *name;
+/* NODE "accel": the device's DRM accel front end (its own commands only) */
+static bool accel;
 
 static double now_us(void)
 {
@@ -255,6 +259,12 @@ static void bench_migration(int fd, size_t size)
 	report("migrate_to_system", percentile(to_sys, REPS, 50), "MiB/s");
 }
 
+/* Device @dev's node for its own commands: /dev/gmem_accelN, or its accel node. */
+static int open_device(int dev)
+{
+	return accel ? gmem_open_accel(dev, O_RDWR) : gmem_open(dev, O_RDWR);
+}
+
 /* gmem-accel's DMA engine: @size between a buffer in HBM and one in system memory. */
 static void bench_dma(int dev, size_t size)
 {
@@ -302,10 +312,10 @@ static void bench_dma(int dev, size_t size)
 static void bench_device_faults(int dev, size_t size)
 {
 	double wr[REPS], rd[REPS], per_group = 0;
-	int fd = gmem_open(dev, O_RDWR);
+	int fd = open_device(dev);
 
 	if (fd < 0)
-		die("open /dev/gmem_accelN");
+		die("open the device");
 	for (int r = 0; r < REPS; r++) {
 		struct gmem_accel_stats st0 = ctx_stats(fd), st;
 		char *src = map_touched(size, 0x44), *dst = map_anon(size, PROT_READ | PROT_WRITE);
@@ -336,6 +346,40 @@ static void bench_device_faults(int dev, size_t size)
 	report("device_write_fault_4k_64M", percentile(wr, REPS, 50), "MiB/s");
 	report("device_read_fault_4k_64M", percentile(rd, REPS, 50), "MiB/s");
 	report("device_faults_per_group", per_group / REPS, "faults");
+	close(fd);
+}
+
+/*
+ * A device fault's round trip through the device's own commands, the same on either front
+ * end: a one-page copy out of a page the CPU just wrote in a mapping of its own (so each
+ * sample faults it in), into a page the device maps already. p50 and p99 of LAT_SAMPLES.
+ */
+static void bench_device_latency(int dev)
+{
+	double lat[LAT_SAMPLES];
+	int fd = open_device(dev);
+	char *dst = map_touched(PAGE, 0x7f);
+
+	if (fd < 0)
+		die("open the device");
+	if (dev_copy(fd, dst, dst + PAGE / 2, PAGE / 2))	/* mapped from now on */
+		die("device latency: warm-up copy");
+	for (int i = 0; i < LAT_SAMPLES; i++) {
+		char *src = map_touched(PAGE, (char)i);
+		double t0 = now_us();
+
+		if (dev_copy(fd, dst, src, PAGE))
+			die("device latency: copy");
+		lat[i] = now_us() - t0;
+		if (dst[PAGE - 1] != (char)i) {
+			errno = EIO;
+			die("device latency: wrong data");
+		}
+		munmap(src, PAGE);
+	}
+	report("device_fault_rt_p50", percentile(lat, LAT_SAMPLES, 50), "us");
+	report("device_fault_rt_p99", percentile(lat, LAT_SAMPLES, 99), "us");
+	munmap(dst, PAGE);
 	close(fd);
 }
 
@@ -517,6 +561,21 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	name = argv[1];
+	if (!strcmp(argv[2], "accel")) {
+		/* The device's own commands on its DRM front end, given to it meanwhile. */
+		int dev = gmem ? atoi(argv[3]) : -1;
+
+		accel = true;
+		if (dev < 0 || gmem_set_frontend(dev, "drm"))
+			die("give the device to the DRM front end");
+		if (wanted(argc, argv, "device-faults"))
+			bench_device_faults(dev, 64 * MiB);
+		if (wanted(argc, argv, "device-latency"))
+			bench_device_latency(dev);
+		if (gmem_set_frontend(dev, "gmem"))
+			die("give the device back");
+		return 0;
+	}
 	fd = open(argv[2], O_RDWR);
 	if (fd < 0)
 		die(argv[2]);
@@ -537,6 +596,8 @@ int main(int argc, char **argv)
 		bench_concurrent_faults(argv[2], n);
 	if (gmem && wanted(argc, argv, "device-faults"))
 		bench_device_faults(atoi(argv[3]), 64 * MiB);
+	if (gmem && wanted(argc, argv, "device-latency"))
+		bench_device_latency(atoi(argv[3]));
 	if (gmem && wanted(argc, argv, "dma"))
 		bench_dma(atoi(argv[3]), 64 * MiB);
 	if (gmem && wanted(argc, argv, "oversubscription"))
