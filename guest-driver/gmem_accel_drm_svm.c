@@ -110,15 +110,18 @@ static void gmem_drm_invalidate(struct drm_gpusvm *gpusvm, struct drm_gpusvm_not
 		struct gmem_drm_range *range = to_range(r);
 
 		drm_gpusvm_unmap_pages(gpusvm, &range->pages, gmem_drm_range_pages(r), &gctx);
-		if (mmu_range->event != MMU_NOTIFY_UNMAP || READ_ONCE(svm->stopped))
+		/*
+		 * Collected once, when first unmapped: another munmap() in the range may come
+		 * while the collector, having taken it off its list, has yet to remove it.
+		 */
+		if (mmu_range->event != MMU_NOTIFY_UNMAP || READ_ONCE(svm->stopped) ||
+		    r->flags.unmapped)
 			continue;
 		drm_gpusvm_range_set_unmapped(r, &range->pages, 1, mmu_range);
 		spin_lock(&svm->gc_lock);
-		if (list_empty(&range->gc_link)) {
-			list_add_tail(&range->gc_link, &svm->gc_list);
-			queued = true;
-		}
+		list_add_tail(&range->gc_link, &svm->gc_list);
 		spin_unlock(&svm->gc_lock);
+		queued = true;
 	}
 	if (queued)
 		queue_work(system_unbound_wq, &svm->gc_work);
