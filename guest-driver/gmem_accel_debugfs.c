@@ -62,6 +62,7 @@ static const char * const gmem_dev_counter_names[GMEM_DEV_NR_COUNTERS] = {
 	[GMEM_DEV_READDUP_PAGES_NOW] = "readdup_pages_now",
 	[GMEM_DEV_OVERSUB_EPISODES] = "oversub_episodes",
 	[GMEM_DEV_OVERSUB_REMOTE_MAPS] = "oversub_remote_maps",
+	[GMEM_DEV_INJECTED_MAP_DELAYS] = "injected_map_delays",
 	[GMEM_DEV_CPU_FAULTS] = "cpu_faults",
 	[GMEM_DEV_EVICTIONS] = "evictions",
 	[GMEM_DEV_EVICTIONS_AHEAD] = "evictions_ahead",
@@ -172,6 +173,8 @@ void gmem_debugfs_add(struct gmem_accel *g)
 	/* Fault injection: the next N fault groups lose their mapping before the replay. */
 	debugfs_create_atomic_t("inject_stalled_faults", 0600, g->debugfs, &g->inject_stalls);
 	debugfs_create_atomic_t("inject_fault_hold", 0600, g->debugfs, &g->inject_fault_hold);
+	/* A fault pass sleeps this long between its hmm_range_fault() and its mapping. */
+	debugfs_create_u32("inject_map_delay_ms", 0600, g->debugfs, &g->inject_map_delay_ms);
 	/* The next N access-counter records taken each have a field broken (a device's bug). */
 	debugfs_create_atomic_t("inject_ac_bad_records", 0600, g->debugfs, &g->ac.inject_bad);
 }

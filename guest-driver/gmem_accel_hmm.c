@@ -5,6 +5,7 @@
  * Documentation/mm/hmm.rst. A fault maps the present pages around it, a 64 KiB block at a
  * time, and memory that comes in 2 MiB units (a THP, an HBM chunk) a window at once.
  */
+#include <linux/delay.h>
 #include <linux/hmm.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
@@ -31,7 +32,9 @@ int gmem_hmm_range_fault_lock(struct gmem_ctx *ctx, struct hmm_range *range,
 	__acquires(&ctx->lock)
 {
 	unsigned long timeout = jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
+	bool delayed = false;
 	unsigned long own;
+	u32 delay;
 	int ret;
 
 	for (;;) {
@@ -49,6 +52,16 @@ int gmem_hmm_range_fault_lock(struct gmem_ctx *ctx, struct hmm_range *range,
 			continue;
 		if (ret)
 			return ret;
+		/* Injected (debugfs): what changes meanwhile is what read_retry is for. */
+		delay = READ_ONCE(ctx->g->inject_map_delay_ms);
+		if (unlikely(delay && !delayed)) {
+			/* (once a pass, and not out of its time to map) */
+			delay = min(delay, 10000u);
+			gmem_dev_count(ctx->g, GMEM_DEV_INJECTED_MAP_DELAYS, 1);
+			msleep(delay);
+			timeout += msecs_to_jiffies(delay);
+			delayed = true;
+		}
 		mutex_lock(&ctx->lock);
 		if (!gmem_read_retry(range->notifier, range->notifier_seq, own))
 			return 0;	/* as documented: with ctx->lock held */

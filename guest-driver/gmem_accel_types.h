@@ -144,6 +144,8 @@ enum gmem_dev_counter {
 	/* oversubscription (gmem_accel_oversub.c) */
 	GMEM_DEV_OVERSUB_EPISODES,	/* times HBM was found oversubscribed */
 	GMEM_DEV_OVERSUB_REMOTE_MAPS,	/* fault windows mapped in system memory, not migrated */
+	/* fault injection (debugfs inject_map_delay_ms) */
+	GMEM_DEV_INJECTED_MAP_DELAYS,	/* fault passes held between their walk and mapping */
 	GMEM_DEV_NR_COUNTERS
 };
 
@@ -316,6 +318,7 @@ struct gmem_accel {
 	} fault_worker[GMEM_FAULT_WORKERS];
 	unsigned long fault_workers_busy;	/* bit per worker at work */
 	atomic_t inject_fault_hold;	/* debugfs inject_fault_hold: GMEM_INJECT_HOLD_* */
+	u32 inject_map_delay_ms;	/* debugfs inject_map_delay_ms (gmem_hmm_range_fault_lock()) */
 	struct workqueue_struct *wq;
 
 	/* access counters: their ring and registers (gmem_accel_counters.c) */

@@ -76,6 +76,7 @@ FIXTURE_SETUP(hostile)
 FIXTURE_TEARDOWN(hostile)
 {
 	write_int("/sys/kernel/debug/gmem_accel/gmem_accel0/inject_fault_hold", 0);
+	write_int("/sys/kernel/debug/gmem_accel/gmem_accel0/inject_map_delay_ms", 0);
 	for (int i = 0; i < NFILES; i++)
 		close(self->fd[i]);
 }
@@ -828,78 +829,79 @@ TEST_F_TIMEOUT(hostile, fork_exec_exit_during_migration, 600)
 	EXPECT_EQ(before[1], gmem_wait_stat(0, "hbm_pages_now", before[1], 60000));
 }
 
-struct own_reader {
-	struct migrator *m;
-	const uint8_t *want;
-	time_t until;
-	int copies, bad;
+struct own_copy {
+	int fd, ret;
+	uint8_t *dst, *src;
+	size_t len;
 };
 
-/* Device copies from the moving buffer, a different 64 KiB each time, checked byte for byte. */
-static void *read_moving(void *arg)
+static void *copy_once(void *arg)
 {
-	struct own_reader *r = arg;
-	size_t chunk = 16 * PAGE;
-	uint8_t *dst = map_anon(chunk, PROT_READ | PROT_WRITE);
+	struct own_copy *c = arg;
 
-	if (!dst) {
-		r->bad = -1;
-		return NULL;
-	}
-	while (time(NULL) < r->until) {
-		size_t off = (r->copies * 7 * chunk) % r->m->len;
-
-		memset(dst, 0, chunk);
-		if (dev_copy(r->m->fd, dst, r->m->buf + off, chunk) ||
-		    memcmp(dst, r->want + off, chunk))
-			r->bad++;
-		r->copies++;
-	}
-	munmap(dst, chunk);
+	c->ret = dev_copy(c->fd, c->dst, c->src, c->len);
 	return NULL;
 }
 
+#define MAP_DELAY "/sys/kernel/debug/gmem_accel/gmem_accel0/inject_map_delay_ms"
+
 /*
- * A context's own migrations to HBM, which its MMU notifier leaves to the migration, racing
- * the faults of the same context's device copies from the memory that moves: a fault that
- * found a system page before the migration took it must not map it after the migration freed
- * it. Every copy reads the bytes it was given, and nothing is left behind (on the debug
- * kernel, a freed page marked dirty would also be a BUG in the page allocator).
+ * A context's own migration to HBM, which its MMU notifier leaves to the migration, lands
+ * while a fault pass of the same context that found the pages in system memory is between its
+ * hmm_range_fault() and its mapping (held there by inject_map_delay_ms): the pass must see
+ * the move and map the pages where they are now, in HBM, never the system pages the migration
+ * freed (the device would read freed memory; the debug kernel's page allocator would find a
+ * free page marked dirty). Every page the device maps afterwards is in HBM, and the copy
+ * reads the right bytes.
  */
 TEST_F_TIMEOUT(hostile, own_migration_races_its_faults, 600)
 {
-	struct migrator m = { .fd = self->fd[0], .len = 1ul << 20 };
-	struct own_reader r[2];
-	uint8_t *want = malloc(m.len);
-	int64_t before[NGAUGES];
-	pthread_t t, rt[2];
+	size_t npages = 64, len = npages * PAGE;
+	struct own_copy c = { .fd = self->fd[0], .len = len };
+	uint8_t *want = malloc(len);
+	int64_t held0, held = 0;
+	uint8_t *win;
+	pthread_t t;
+	time_t t0;
 
-	for (int i = 0; i < NGAUGES; i++) {
-		ASSERT_EQ(0, gmem_debugfs_stat(0, gauges[i], &before[i])) TH_LOG("%s", gauges[i]);
-	}
-	m.buf = map_small_pages(m.len);
-	ASSERT_NE(NULL, m.buf);
+	/* One 2 MiB window: the destination first, then the source (64 KiB blocks of its own). */
+	win = map_small_pages(2 * HUGE);
+	ASSERT_NE(NULL, win);
 	ASSERT_NE(NULL, want);
-	pattern(want, m.len, 23);
-	memcpy(m.buf, want, m.len);
-	ASSERT_EQ(0, pthread_create(&t, NULL, migrate_rounds, &m));
-	for (int i = 0; i < 2; i++) {
-		r[i] = (struct own_reader){ .m = &m, .want = want, .until = time(NULL) + 20 };
-		ASSERT_EQ(0, pthread_create(&rt[i], NULL, read_moving, &r[i]));
+	c.dst = (uint8_t *)(((uintptr_t)win + HUGE - 1) & ~(HUGE - 1));
+	c.src = c.dst + len;
+	pattern(want, len, 23);
+	memcpy(c.src, want, len);
+	ASSERT_EQ(0, dev_fill(c.fd, c.dst, 0, len));	/* mapped: only the source faults */
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "injected_map_delays", &held0));
+	ASSERT_EQ(0, write_int(MAP_DELAY, 1000));
+	ASSERT_EQ(0, pthread_create(&t, NULL, copy_once, &c));
+	/* Once the pass has found the system pages and sleeps, move them to HBM. */
+	for (int ms = 0; ms < 120000; ms++) {
+		ASSERT_EQ(0, gmem_debugfs_stat(0, "injected_map_delays", &held));
+		if (held > held0)
+			break;
+		usleep(1000);
 	}
-	for (int i = 0; i < 2; i++) {
-		pthread_join(rt[i], NULL);
-		EXPECT_EQ(0, r[i].bad) TH_LOG("reader %d, %d copies", i, r[i].copies);
-		EXPECT_LT(0, r[i].copies);
-	}
-	m.stop = 1;
+	EXPECT_LT(held0, held);
+	t0 = time(NULL);
+	EXPECT_EQ((long)npages, dev_migrate(c.fd, c.src, len, GMEM_ACCEL_TO_DEVICE));
+	/* (the migration must end while the pass sleeps: its injected delay is generous) */
+	ASSERT_EQ(0, gmem_debugfs_stat(0, "injected_map_delays", &held));
+	TH_LOG("passes held: %lld, migrate %lds, view %#x %#x", (long long)(held - held0),
+	       (long)(time(NULL) - t0), page_view(c.fd, c.src), page_view(c.fd, c.src + len - PAGE));
 	pthread_join(t, NULL);
-	EXPECT_LT(0, m.rounds);
-	EXPECT_EQ(0, memcmp(m.buf, want, m.len));
-	munmap(m.buf, m.len);
+	ASSERT_EQ(0, write_int(MAP_DELAY, 0));
+	EXPECT_EQ(0, c.ret);
+	EXPECT_EQ(0, memcmp(c.dst, want, len));
+	for (size_t i = 0; i < npages; i++) {
+		uint8_t v = page_view(c.fd, c.src + i * PAGE);
+
+		EXPECT_TRUE(!v || (v & GMEM_ACCEL_PAGE_HBM)) TH_LOG("page %zu: %#x", i, v);
+	}
+	EXPECT_EQ(0, memcmp(c.src, want, len));
+	munmap(win, 2 * HUGE);
 	free(want);
-	EXPECT_EQ(before[1], gmem_wait_stat(0, "hbm_pages_now", before[1], 60000));
-	EXPECT_EQ(before[3], gmem_wait_stat(0, "dma_mapped_pages_now", before[3], 60000));
 }
 
 /*
