@@ -26,7 +26,7 @@ targets() { sed -n "/^## Linux $1/,/^## /p" "$tmp/table" | grep '^- .* (wanted';
 has() { targets "$1" | grep -qF -- "$2"; }
 lacks() { ! has "$@"; }
 
-plan 9
+plan 11
 check "7.3: migrate vs memcpy, 2700 MiB/s of 8 GiB/s = 0.33, met" has 7.3.4 "- migrate_to_device vs memcpy: 0.33 (wanted ≥ 0.25): met"
 check "7.3: CPU faults back vs memcpy, 0.12, not met" has 7.3.4 "- cpu_fault_back vs memcpy: 0.12 (wanted ≥ 0.25): not met"
 check "7.3: no migrate vs test_hmm (6.12's target)" lacks 7.3.4 "migrate_to_device vs test_hmm"
@@ -56,4 +56,19 @@ check "the plot is written, linked, and draws every run" \
 	bash -c "grep -qF '](benchmarks-policies-7.3.svg)' '$tmp/policy' &&
 		[ \$(grep -c '<rect' '$tmp/svg/benchmarks-policies-7.3.svg') = 4 ] &&
 		python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' '$tmp/svg/benchmarks-policies-7.3.svg'"
+
+# The two front ends (issue 57): side by side on 7.3 only, and the furthest ratio against 1.2x.
+cat >>"$tmp/bench-7.3.4.txt" <<END
+BENCH gmem-accel device_fault_rt_p50 100 us
+BENCH gmem-drm device_fault_rt_p50 110 us
+BENCH gmem-accel device_read_fault_4k_64M 600 MiB/s
+BENCH gmem-drm device_read_fault_4k_64M 300 MiB/s
+END
+/usr/bin/python3 "$REPO/scripts/lib/bench_table.py" "$tmp/bench-7.3.4.txt" "$tmp/bench-6.12.117.txt" \
+	>"$tmp/frontends" || { echo "bench_table.py failed" | diag; exit 1; }
+check "front ends: latency as the own one's over the DRM one's (100/110 us = 0.91)" \
+	grep -qF "| device fault round trip, one page, p50 | us | 100.0 | 110.0 | 0.91 |" "$tmp/frontends"
+check "front ends: the furthest ratio (300/600 MiB/s = 0.50), not met; no section on 6.12" \
+	bash -c "grep -qF 'furthest ratio 0.50: not met' '$tmp/frontends' &&
+		! sed -n '/^## Linux 6.12/,\$p' '$tmp/frontends' | grep -q 'DRM front end'"
 tap_done
