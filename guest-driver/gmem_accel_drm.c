@@ -162,7 +162,54 @@ static const struct drm_ioctl_desc gmem_drm_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_STATS, gmem_drm_stats, 0),
 };
 
-DEFINE_DRM_ACCEL_FOPS(gmem_drm_fops);
+/*
+ * DRM's core ioctls as DRM gives them to a render node's client: only those it allows one
+ * (DRM_RENDER_ALLOW: VERSION, GET_CAP, ...). An accel file is not a render client to DRM, so
+ * DRM would run the rest on it, and some take the file's master, which no accel file has
+ * (GET_UNIQUE, GET_MAGIC: a NULL pointer). The driver's own ioctls all pass.
+ */
+static bool gmem_drm_ioctl_allowed(unsigned int cmd)
+{
+	unsigned int nr = DRM_IOCTL_NR(cmd), flags;
+
+	if (nr >= DRM_COMMAND_BASE && nr < DRM_COMMAND_END)
+		return true;
+	return drm_ioctl_flags(nr, &flags) && (flags & DRM_RENDER_ALLOW);
+}
+
+static long gmem_drm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	if (_IOC_TYPE(cmd) == DRM_IOCTL_BASE && !gmem_drm_ioctl_allowed(cmd))
+		return -EACCES;
+	return drm_ioctl(filp, cmd, arg);
+}
+
+#ifdef CONFIG_COMPAT
+static long gmem_drm_compat_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	if (_IOC_TYPE(cmd) == DRM_IOCTL_BASE && !gmem_drm_ioctl_allowed(cmd))
+		return -EACCES;
+	return drm_compat_ioctl(filp, cmd, arg);
+}
+#else
+#define gmem_drm_compat_ioctl NULL
+#endif
+
+/*
+ * DRM_ACCEL_FOPS but for mmap: the driver has no GEM objects to map, and drm_gem_mmap()
+ * would look one up in the GEM offset manager a driver without GEM does not have.
+ */
+static const struct file_operations gmem_drm_fops = {
+	.owner = THIS_MODULE,
+	.open = accel_open,
+	.release = drm_release,
+	.unlocked_ioctl = gmem_drm_ioctl,
+	.compat_ioctl = gmem_drm_compat_ioctl,
+	.poll = drm_poll,
+	.read = drm_read,
+	.llseek = noop_llseek,
+	.fop_flags = FOP_UNSIGNED_OFFSET,
+};
 
 static const struct drm_driver gmem_drm_driver = {
 	.driver_features = DRIVER_COMPUTE_ACCEL,
