@@ -207,28 +207,58 @@ static int gmem_drm_map_range(struct gmem_ctx *ctx, struct drm_gpusvm_range *r, 
 	return replaced;
 }
 
-/* Serve a device fault at @va (@write: it writes) through drm_gpusvm; 0 or an errno. */
+/*
+ * Forget range @r at once (svm->lock held): the device's leaves, its DMA mappings, the range.
+ * For a range made for a VMA that mprotect() has split since: faulting it whole asks more
+ * of part of it than that part now gives, so it is made again to fit.
+ */
+static void gmem_drm_range_drop(struct gmem_drm_svm *svm, struct drm_gpusvm_range *r)
+{
+	struct gmem_drm_range *range = to_range(r);
+	struct drm_gpusvm_ctx gctx = {};
+
+	/* (no invalidation queues it from here on: it is removed here) */
+	drm_gpusvm_notifier_lock(&svm->gpusvm);
+	range->doomed = true;
+	drm_gpusvm_notifier_unlock(&svm->gpusvm);
+	spin_lock(&svm->gc_lock);
+	list_del_init(&range->gc_link);
+	spin_unlock(&svm->gc_lock);
+	mutex_lock(&svm->ctx->lock);
+	gmem_pt_zap(svm->ctx, drm_gpusvm_range_start(r), drm_gpusvm_range_end(r));
+	mutex_unlock(&svm->ctx->lock);
+	drm_gpusvm_unmap_pages(&svm->gpusvm, &range->pages, gmem_drm_range_pages(r), &gctx);
+	drm_gpusvm_range_remove(&svm->gpusvm, r);
+}
+
+/* Does one VMA of @mm cover [start, end)? */
+static bool gmem_drm_one_vma(struct mm_struct *mm, u64 start, u64 end)
+{
+	struct vm_area_struct *vma;
+	bool ret;
+
+	mmap_read_lock(mm);
+	vma = vma_lookup(mm, start);
+	ret = vma && end <= vma->vm_end;
+	mmap_read_unlock(mm);
+	return ret;
+}
+
+/*
+ * Serve a device fault at @va (@write: it writes) through drm_gpusvm; 0 or an errno the
+ * batch may fail with (docs/uapi.md: EFAULT, EPERM, EBUSY).
+ */
 static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
 {
 	struct drm_gpusvm *gpusvm = &svm->gpusvm;
 	struct gmem_ctx *ctx = svm->ctx;
-	struct drm_gpusvm_ctx gctx = {};
-	struct vm_area_struct *vma;
 	int ret, tries = 0, last = 0;
-	bool noaccess;
 
-	mmap_read_lock(ctx->mm);
-	vma = vma_lookup(ctx->mm, va);
-	/* As xe's read-only VMAs: the whole range is mapped read-only, or writable. */
-	gctx.read_only = vma && !(vma->vm_flags & VM_WRITE);
-	noaccess = vma && !(vma->vm_flags & VM_READ);
-	mmap_read_unlock(ctx->mm);
-	if (!vma || noaccess)
-		return -EFAULT;
-	if (write && gctx.read_only)
-		return -EPERM;
 	for (;;) {
+		struct drm_gpusvm_ctx gctx = {};
+		struct vm_area_struct *vma;
 		struct drm_gpusvm_range *r;
+		bool noaccess;
 		u64 start, end;
 
 		/* The range kept changing (the core replays the group), or it is gone. */
@@ -236,14 +266,36 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
 			return last ?: -EBUSY;
 		if (gmem_owner_dying(ctx))
 			return -EINTR;
+		/* Each try: the VMA's protection may have changed since the last. */
+		mmap_read_lock(ctx->mm);
+		vma = vma_lookup(ctx->mm, va);
+		/* As xe's read-only VMAs: the whole range is mapped read-only, or writable. */
+		gctx.read_only = vma && !(vma->vm_flags & VM_WRITE);
+		noaccess = vma && !(vma->vm_flags & VM_READ);
+		mmap_read_unlock(ctx->mm);
+		if (!vma || noaccess)
+			return -EFAULT;
+		if (write && gctx.read_only)
+			return -EPERM;
 		gmem_drm_gc(svm);
 		r = drm_gpusvm_range_find_or_insert(gpusvm, va, 0, TASK_SIZE, &gctx);
-		if (IS_ERR(r))
-			return PTR_ERR(r);
+		if (r == ERR_PTR(-ENOENT) || r == ERR_PTR(-EPERM)) {
+			/* the VMA went, or lost its write permission, since the look above */
+			last = PTR_ERR(r) == -ENOENT ? -EFAULT : -EPERM;
+			continue;
+		}
+		if (IS_ERR(r))	/* (-EIO: VM_IO or VM_PFNMAP memory, as hmm refuses it) */
+			return PTR_ERR(r) == -ENOMEM ? -ENOMEM : -EFAULT;
 		start = drm_gpusvm_range_start(r);
 		end = drm_gpusvm_range_end(r);
 		ret = drm_gpusvm_get_pages(gpusvm, &to_range(r)->pages, ctx->mm,
 					   &r->notifier->notifier, start, end, &gctx);
+		if ((ret == -EPERM || ret == -EFAULT) && !gmem_drm_one_vma(ctx->mm, start, end)) {
+			/* made for a VMA split since: made again, to fit the VMA at @va */
+			gmem_drm_range_drop(svm, r);
+			last = ret;
+			continue;
+		}
 		if (ret == -EOPNOTSUPP || ret == -EFAULT || ret == -EAGAIN) {
 			/* the CPU's mappings changed under it (xe's corner case): once more */
 			last = ret == -EFAULT ? ret : 0;
