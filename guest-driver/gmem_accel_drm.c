@@ -172,18 +172,20 @@ static const struct drm_ioctl_desc gmem_drm_ioctls[] = {
 };
 
 /*
- * DRM's core ioctls as DRM gives them to a render node's client: only those it allows one
- * (DRM_RENDER_ALLOW: VERSION, GET_CAP, ...). An accel file is not a render client to DRM, so
- * DRM would run the rest on it, and some take the file's master, which no accel file has
- * (GET_UNIQUE, GET_MAGIC: a NULL pointer). The driver's own ioctls all pass.
+ * Of DRM's core ioctls, those that make sense on a node with neither GEM, PRIME, syncobjs nor
+ * a master. DRM runs every one on an accel file, and some assume what this driver has not:
+ * GET_UNIQUE and GET_MAGIC the file's master (a NULL pointer), the PRIME ones its GEM handle
+ * table (never initialised without DRIVER_GEM). The driver's own ioctls all pass.
  */
 static bool gmem_drm_ioctl_allowed(unsigned int cmd)
 {
-	unsigned int nr = DRM_IOCTL_NR(cmd), flags;
+	unsigned int nr = DRM_IOCTL_NR(cmd);
 
 	if (nr >= DRM_COMMAND_BASE && nr < DRM_COMMAND_END)
 		return true;
-	return drm_ioctl_flags(nr, &flags) && (flags & DRM_RENDER_ALLOW);
+	return nr == DRM_IOCTL_NR(DRM_IOCTL_VERSION) || nr == DRM_IOCTL_NR(DRM_IOCTL_GET_CAP) ||
+	       nr == DRM_IOCTL_NR(DRM_IOCTL_SET_CLIENT_CAP) ||
+	       nr == DRM_IOCTL_NR(DRM_IOCTL_SET_CLIENT_NAME);
 }
 
 static long gmem_drm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
