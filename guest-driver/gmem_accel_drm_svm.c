@@ -245,6 +245,25 @@ static bool gmem_drm_one_vma(struct mm_struct *mm, u64 start, u64 end)
 }
 
 /*
+ * A range whose pages went again before they could be mapped, twice: the CPU takes them
+ * faster than a range of that size faults in (reclaim under a memcg limit takes some of its
+ * 512 pages while the others come in). It is dropped, and made again no larger than the next
+ * chunk size down (*@bound), so that the fault makes progress. True if it was.
+ */
+static bool gmem_drm_range_shrink(struct gmem_drm_svm *svm, struct drm_gpusvm_range *r,
+				  unsigned int *lost, unsigned long *bound)
+{
+	unsigned long size = drm_gpusvm_range_size(r);
+
+	if (++*lost < 2 || size <= SZ_4K)
+		return false;
+	*bound = size > SZ_64K ? SZ_64K : SZ_4K;
+	*lost = 0;
+	gmem_drm_range_drop(svm, r);
+	return true;
+}
+
+/*
  * Serve a device fault at @va (@write: it writes) through drm_gpusvm; 0 or an errno the
  * batch may fail with (docs/uapi.md: EFAULT, EPERM, EBUSY).
  */
@@ -253,6 +272,8 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
 	struct drm_gpusvm *gpusvm = &svm->gpusvm;
 	struct gmem_ctx *ctx = svm->ctx;
 	int ret, tries = 0, last = 0;
+	unsigned long bound = 0;	/* the largest range size to make; 0: any */
+	unsigned int lost = 0;
 
 	for (;;) {
 		struct drm_gpusvm_ctx gctx = {};
@@ -262,7 +283,7 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
 		u64 start, end;
 
 		/* The range kept changing (the core replays the group), or it is gone. */
-		if (++tries > 8)
+		if (++tries > 12)
 			return last ?: -EBUSY;
 		if (gmem_owner_dying(ctx))
 			return -EINTR;
@@ -278,7 +299,9 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
 		if (write && gctx.read_only)
 			return -EPERM;
 		gmem_drm_gc(svm);
-		r = drm_gpusvm_range_find_or_insert(gpusvm, va, 0, TASK_SIZE, &gctx);
+		r = drm_gpusvm_range_find_or_insert(gpusvm, va, bound ? ALIGN_DOWN(va, bound) : 0,
+						    bound ? ALIGN_DOWN(va, bound) + bound : TASK_SIZE,
+						    &gctx);
 		if (r == ERR_PTR(-ENOENT) || r == ERR_PTR(-EPERM)) {
 			/* the VMA went, or lost its write permission, since the look above */
 			last = PTR_ERR(r) == -ENOENT ? -EFAULT : -EPERM;
@@ -296,9 +319,11 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
 			last = ret;
 			continue;
 		}
-		if (ret == -EOPNOTSUPP || ret == -EFAULT || ret == -EAGAIN) {
+		if (ret == -EOPNOTSUPP || ret == -EFAULT || ret == -EAGAIN || ret == -EBUSY) {
 			/* the CPU's mappings changed under it (xe's corner case): once more */
 			last = ret == -EFAULT ? ret : 0;
+			if (ret != -EFAULT)
+				gmem_drm_range_shrink(svm, r, &lost, &bound);
 			cond_resched();
 			continue;
 		}
@@ -311,6 +336,7 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
 		drm_gpusvm_notifier_lock(gpusvm);
 		if (!drm_gpusvm_pages_valid(gpusvm, &to_range(r)->pages)) {
 			drm_gpusvm_notifier_unlock(gpusvm);
+			gmem_drm_range_shrink(svm, r, &lost, &bound);
 			continue;
 		}
 		mutex_lock(&ctx->lock);
