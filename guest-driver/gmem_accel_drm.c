@@ -31,7 +31,11 @@ static struct gmem_accel *to_g(struct drm_device *drm)
 	return container_of(drm, struct gmem_drm, drm)->g;
 }
 
-/* A new context, bound to the opening process, with drm_gpusvm for its memory. */
+/*
+ * A new context, bound to the opening process, with drm_gpusvm for its memory: given it
+ * under the device's lock, so that an unbind shuts the context down with it (hook_fini) or
+ * has done so before and the open fails.
+ */
 static int gmem_drm_open(struct drm_device *drm, struct drm_file *file)
 {
 	struct gmem_file *f = gmem_file_new(to_g(drm));
@@ -39,7 +43,12 @@ static int gmem_drm_open(struct drm_device *drm, struct drm_file *file)
 
 	if (IS_ERR(f))
 		return PTR_ERR(f);
-	ret = gmem_drm_svm_init(f->ctx, drm);
+	down_read(&f->g->lock);
+	if (!f->g->pdev || READ_ONCE(f->g->unbinding))
+		ret = -ENODEV;
+	else
+		ret = gmem_drm_svm_init(f->ctx, drm);
+	up_read(&f->g->lock);
 	if (ret) {
 		gmem_file_free(f);
 		return ret;
@@ -162,7 +171,56 @@ static const struct drm_ioctl_desc gmem_drm_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_STATS, gmem_drm_stats, 0),
 };
 
-DEFINE_DRM_ACCEL_FOPS(gmem_drm_fops);
+/*
+ * Of DRM's core ioctls, those that make sense on a node with neither GEM, PRIME, syncobjs nor
+ * a master. DRM runs every one on an accel file, and some assume what this driver has not:
+ * GET_UNIQUE and GET_MAGIC the file's master (a NULL pointer), the PRIME ones its GEM handle
+ * table (never initialised without DRIVER_GEM). The driver's own ioctls all pass.
+ */
+static bool gmem_drm_ioctl_allowed(unsigned int cmd)
+{
+	unsigned int nr = DRM_IOCTL_NR(cmd);
+
+	if (nr >= DRM_COMMAND_BASE && nr < DRM_COMMAND_END)
+		return true;
+	return nr == DRM_IOCTL_NR(DRM_IOCTL_VERSION) || nr == DRM_IOCTL_NR(DRM_IOCTL_GET_CAP) ||
+	       nr == DRM_IOCTL_NR(DRM_IOCTL_SET_CLIENT_CAP) ||
+	       nr == DRM_IOCTL_NR(DRM_IOCTL_SET_CLIENT_NAME);
+}
+
+static long gmem_drm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	if (_IOC_TYPE(cmd) == DRM_IOCTL_BASE && !gmem_drm_ioctl_allowed(cmd))
+		return -EACCES;
+	return drm_ioctl(filp, cmd, arg);
+}
+
+#ifdef CONFIG_COMPAT
+static long gmem_drm_compat_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	if (_IOC_TYPE(cmd) == DRM_IOCTL_BASE && !gmem_drm_ioctl_allowed(cmd))
+		return -EACCES;
+	return drm_compat_ioctl(filp, cmd, arg);
+}
+#else
+#define gmem_drm_compat_ioctl NULL
+#endif
+
+/*
+ * DRM_ACCEL_FOPS but for mmap: the driver has no GEM objects to map, and drm_gem_mmap()
+ * would look one up in the GEM offset manager a driver without GEM does not have.
+ */
+static const struct file_operations gmem_drm_fops = {
+	.owner = THIS_MODULE,
+	.open = accel_open,
+	.release = drm_release,
+	.unlocked_ioctl = gmem_drm_ioctl,
+	.compat_ioctl = gmem_drm_compat_ioctl,
+	.poll = drm_poll,
+	.read = drm_read,
+	.llseek = noop_llseek,
+	.fop_flags = FOP_UNSIGNED_OFFSET,
+};
 
 static const struct drm_driver gmem_drm_driver = {
 	.driver_features = DRIVER_COMPUTE_ACCEL,

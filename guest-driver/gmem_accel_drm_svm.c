@@ -38,10 +38,16 @@ struct gmem_drm_svm {
 	bool stopped;
 };
 
+/*
+ * @doomed: queued for removal, or being removed (under drm_gpusvm's notifier lock): never
+ * queued again, as a range the collector took off its list and is removing is still in
+ * drm_gpusvm's tree for the next munmap's invalidation to find.
+ */
 struct gmem_drm_range {
 	struct drm_gpusvm_range base;
 	struct drm_gpusvm_pages pages;
 	struct list_head gc_link;
+	bool doomed;
 };
 
 static const unsigned long gmem_drm_chunk_sizes[] = { SZ_2M, SZ_64K, SZ_4K };
@@ -111,13 +117,14 @@ static void gmem_drm_invalidate(struct drm_gpusvm *gpusvm, struct drm_gpusvm_not
 
 		drm_gpusvm_unmap_pages(gpusvm, &range->pages, gmem_drm_range_pages(r), &gctx);
 		/*
-		 * Collected once, when first unmapped: another munmap() in the range may come
-		 * while the collector, having taken it off its list, has yet to remove it.
+		 * Collected once: another munmap() in the range may come while the collector,
+		 * having taken it off its list, has yet to remove it.
 		 */
 		if (mmu_range->event != MMU_NOTIFY_UNMAP || READ_ONCE(svm->stopped) ||
-		    r->flags.unmapped)
+		    range->doomed)
 			continue;
 		drm_gpusvm_range_set_unmapped(r, &range->pages, 1, mmu_range);
+		range->doomed = true;
 		spin_lock(&svm->gc_lock);
 		list_add_tail(&range->gc_link, &svm->gc_list);
 		spin_unlock(&svm->gc_lock);
@@ -204,46 +211,123 @@ static int gmem_drm_map_range(struct gmem_ctx *ctx, struct drm_gpusvm_range *r, 
 	return replaced;
 }
 
-/* Serve a device fault at @va (@write: it writes) through drm_gpusvm; 0 or an errno. */
+/*
+ * Forget range @r at once (svm->lock held): the device's leaves, its DMA mappings, the range.
+ * For a range made for a VMA that mprotect() has split since: faulting it whole asks more
+ * of part of it than that part now gives, so it is made again to fit.
+ */
+static void gmem_drm_range_drop(struct gmem_drm_svm *svm, struct drm_gpusvm_range *r)
+{
+	struct gmem_drm_range *range = to_range(r);
+	struct drm_gpusvm_ctx gctx = {};
+
+	/* (no invalidation queues it from here on: it is removed here) */
+	drm_gpusvm_notifier_lock(&svm->gpusvm);
+	range->doomed = true;
+	drm_gpusvm_notifier_unlock(&svm->gpusvm);
+	spin_lock(&svm->gc_lock);
+	list_del_init(&range->gc_link);
+	spin_unlock(&svm->gc_lock);
+	mutex_lock(&svm->ctx->lock);
+	gmem_pt_zap(svm->ctx, drm_gpusvm_range_start(r), drm_gpusvm_range_end(r));
+	mutex_unlock(&svm->ctx->lock);
+	drm_gpusvm_unmap_pages(&svm->gpusvm, &range->pages, gmem_drm_range_pages(r), &gctx);
+	drm_gpusvm_range_remove(&svm->gpusvm, r);
+}
+
+/* Does one VMA of @mm cover [start, end)? */
+static bool gmem_drm_one_vma(struct mm_struct *mm, u64 start, u64 end)
+{
+	struct vm_area_struct *vma;
+	bool ret;
+
+	mmap_read_lock(mm);
+	vma = vma_lookup(mm, start);
+	ret = vma && end <= vma->vm_end;
+	mmap_read_unlock(mm);
+	return ret;
+}
+
+/*
+ * A range whose pages went again before they could be mapped, twice: the CPU takes them
+ * faster than a range of that size faults in (reclaim under a memcg limit takes some of its
+ * 512 pages while the others come in). It is dropped, and made again no larger than the next
+ * chunk size down (*@bound), so that the fault makes progress. True if it was.
+ */
+static bool gmem_drm_range_shrink(struct gmem_drm_svm *svm, struct drm_gpusvm_range *r,
+				  unsigned int *lost, unsigned long *bound)
+{
+	unsigned long size = drm_gpusvm_range_size(r);
+
+	if (++*lost < 2 || size <= SZ_4K)
+		return false;
+	*bound = size > SZ_64K ? SZ_64K : SZ_4K;
+	*lost = 0;
+	gmem_drm_range_drop(svm, r);
+	return true;
+}
+
+/*
+ * Serve a device fault at @va (@write: it writes) through drm_gpusvm; 0 or an errno the
+ * batch may fail with (docs/uapi.md: EFAULT, EPERM, EBUSY).
+ */
 static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
 {
 	struct drm_gpusvm *gpusvm = &svm->gpusvm;
 	struct gmem_ctx *ctx = svm->ctx;
-	struct drm_gpusvm_ctx gctx = {};
-	struct vm_area_struct *vma;
 	int ret, tries = 0, last = 0;
-	bool noaccess;
+	unsigned long bound = 0;	/* the largest range size to make; 0: any */
+	unsigned int lost = 0;
 
-	mmap_read_lock(ctx->mm);
-	vma = vma_lookup(ctx->mm, va);
-	/* As xe's read-only VMAs: the whole range is mapped read-only, or writable. */
-	gctx.read_only = vma && !(vma->vm_flags & VM_WRITE);
-	noaccess = vma && !(vma->vm_flags & VM_READ);
-	mmap_read_unlock(ctx->mm);
-	if (!vma || noaccess)
-		return -EFAULT;
-	if (write && gctx.read_only)
-		return -EPERM;
 	for (;;) {
+		struct drm_gpusvm_ctx gctx = {};
+		struct vm_area_struct *vma;
 		struct drm_gpusvm_range *r;
+		bool noaccess;
 		u64 start, end;
 
 		/* The range kept changing (the core replays the group), or it is gone. */
-		if (++tries > 8)
+		if (++tries > 12)
 			return last ?: -EBUSY;
 		if (gmem_owner_dying(ctx))
 			return -EINTR;
+		/* Each try: the VMA's protection may have changed since the last. */
+		mmap_read_lock(ctx->mm);
+		vma = vma_lookup(ctx->mm, va);
+		/* As xe's read-only VMAs: the whole range is mapped read-only, or writable. */
+		gctx.read_only = vma && !(vma->vm_flags & VM_WRITE);
+		noaccess = vma && !(vma->vm_flags & VM_READ);
+		mmap_read_unlock(ctx->mm);
+		if (!vma || noaccess)
+			return -EFAULT;
+		if (write && gctx.read_only)
+			return -EPERM;
 		gmem_drm_gc(svm);
-		r = drm_gpusvm_range_find_or_insert(gpusvm, va, 0, TASK_SIZE, &gctx);
-		if (IS_ERR(r))
-			return PTR_ERR(r);
+		r = drm_gpusvm_range_find_or_insert(gpusvm, va, bound ? ALIGN_DOWN(va, bound) : 0,
+						    bound ? ALIGN_DOWN(va, bound) + bound : TASK_SIZE,
+						    &gctx);
+		if (r == ERR_PTR(-ENOENT) || r == ERR_PTR(-EPERM)) {
+			/* the VMA went, or lost its write permission, since the look above */
+			last = PTR_ERR(r) == -ENOENT ? -EFAULT : -EPERM;
+			continue;
+		}
+		if (IS_ERR(r))	/* (-EIO: VM_IO or VM_PFNMAP memory, as hmm refuses it) */
+			return PTR_ERR(r) == -ENOMEM ? -ENOMEM : -EFAULT;
 		start = drm_gpusvm_range_start(r);
 		end = drm_gpusvm_range_end(r);
 		ret = drm_gpusvm_get_pages(gpusvm, &to_range(r)->pages, ctx->mm,
 					   &r->notifier->notifier, start, end, &gctx);
-		if (ret == -EOPNOTSUPP || ret == -EFAULT || ret == -EAGAIN) {
+		if ((ret == -EPERM || ret == -EFAULT) && !gmem_drm_one_vma(ctx->mm, start, end)) {
+			/* made for a VMA split since: made again, to fit the VMA at @va */
+			gmem_drm_range_drop(svm, r);
+			last = ret;
+			continue;
+		}
+		if (ret == -EOPNOTSUPP || ret == -EFAULT || ret == -EAGAIN || ret == -EBUSY) {
 			/* the CPU's mappings changed under it (xe's corner case): once more */
 			last = ret == -EFAULT ? ret : 0;
+			if (ret != -EFAULT)
+				gmem_drm_range_shrink(svm, r, &lost, &bound);
 			cond_resched();
 			continue;
 		}
@@ -256,6 +340,7 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
 		drm_gpusvm_notifier_lock(gpusvm);
 		if (!drm_gpusvm_pages_valid(gpusvm, &to_range(r)->pages)) {
 			drm_gpusvm_notifier_unlock(gpusvm);
+			gmem_drm_range_shrink(svm, r, &lost, &bound);
 			continue;
 		}
 		mutex_lock(&ctx->lock);
@@ -302,6 +387,8 @@ static void gmem_drm_svm_fini(struct gmem_ctx *ctx)
 
 	WRITE_ONCE(svm->stopped, true);
 	disable_work_sync(&svm->gc_work);
+	/* (ranges are removed under the driver lock, drm_gpusvm_fini()'s too) */
+	mutex_lock(&svm->lock);
 	drm_gpusvm_for_each_notifier_safe(notifier, next, &svm->gpusvm, 0, LONG_MAX) {
 		struct drm_gpusvm_range *r, *rnext;
 
@@ -310,6 +397,7 @@ static void gmem_drm_svm_fini(struct gmem_ctx *ctx)
 					       gmem_drm_range_pages(r), &gctx);
 	}
 	drm_gpusvm_fini(&svm->gpusvm);
+	mutex_unlock(&svm->lock);
 	ctx->fault_hook = NULL;
 	ctx->hook_fini = NULL;
 	ctx->hook_data = NULL;
