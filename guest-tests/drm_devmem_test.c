@@ -238,10 +238,15 @@ TEST_F_TIMEOUT(devmem, oversubscribed_4x_ends_byte_exact, 1800)
 
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, advise(self->fd, p, len, GMEM_ACCEL_PREFER_DEVICE, 0));
-	for (size_t off = 0; off < len; off += HUGE)
+	for (size_t off = 0; off < len; off += HUGE) {
 		ASSERT_EQ(0, dev_fill(self->fd, (uint8_t *)p + off, 0xa5a5000000000000ull | off,
 				      HUGE)) TH_LOG("at %zu MiB", off >> 20);
+	}
 	EXPECT_LT(ev0, stat_of("drm_evictions"));
+	TH_LOG("%zu MiB over %lu MiB of HBM: %lld evictions, %lld pages in, %lld out",
+	       len >> 20, (unsigned long)(self->hbm_size >> 20),
+	       (long long)(stat_of("drm_evictions") - ev0), (long long)stat_of("drm_to_hbm"),
+	       (long long)stat_of("drm_to_ram"));
 	EXPECT_GE(self->hbm_size / PAGE, stat_of("drm_hbm_pages_now") - self->base[1]);
 	for (size_t i = 0; i < len / 8; i++)
 		if (p[i] != (0xa5a5000000000000ull | ((i * 8) & ~(HUGE - 1))))
