@@ -31,7 +31,11 @@ static struct gmem_accel *to_g(struct drm_device *drm)
 	return container_of(drm, struct gmem_drm, drm)->g;
 }
 
-/* A new context, bound to the opening process, with drm_gpusvm for its memory. */
+/*
+ * A new context, bound to the opening process, with drm_gpusvm for its memory: given it
+ * under the device's lock, so that an unbind shuts the context down with it (hook_fini) or
+ * has done so before and the open fails.
+ */
 static int gmem_drm_open(struct drm_device *drm, struct drm_file *file)
 {
 	struct gmem_file *f = gmem_file_new(to_g(drm));
@@ -39,7 +43,12 @@ static int gmem_drm_open(struct drm_device *drm, struct drm_file *file)
 
 	if (IS_ERR(f))
 		return PTR_ERR(f);
-	ret = gmem_drm_svm_init(f->ctx, drm);
+	down_read(&f->g->lock);
+	if (!f->g->pdev || READ_ONCE(f->g->unbinding))
+		ret = -ENODEV;
+	else
+		ret = gmem_drm_svm_init(f->ctx, drm);
+	up_read(&f->g->lock);
 	if (ret) {
 		gmem_file_free(f);
 		return ret;

@@ -316,6 +316,8 @@ static void gmem_drm_svm_fini(struct gmem_ctx *ctx)
 
 	WRITE_ONCE(svm->stopped, true);
 	disable_work_sync(&svm->gc_work);
+	/* (ranges are removed under the driver lock, drm_gpusvm_fini()'s too) */
+	mutex_lock(&svm->lock);
 	drm_gpusvm_for_each_notifier_safe(notifier, next, &svm->gpusvm, 0, LONG_MAX) {
 		struct drm_gpusvm_range *r, *rnext;
 
@@ -324,6 +326,7 @@ static void gmem_drm_svm_fini(struct gmem_ctx *ctx)
 					       gmem_drm_range_pages(r), &gctx);
 	}
 	drm_gpusvm_fini(&svm->gpusvm);
+	mutex_unlock(&svm->lock);
 	gmem_drm_mem_fini(&svm->mem);
 	ctx->fault_hook = NULL;
 	ctx->hook_fini = NULL;
