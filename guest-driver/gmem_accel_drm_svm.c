@@ -39,10 +39,16 @@ struct gmem_drm_svm {
 	struct gmem_drm_mem mem;	/* where its memory lives (gmem_accel_drm_mem.c) */
 };
 
+/*
+ * @doomed: queued for removal, or being removed (under drm_gpusvm's notifier lock): never
+ * queued again, as a range the collector took off its list and is removing is still in
+ * drm_gpusvm's tree for the next munmap's invalidation to find.
+ */
 struct gmem_drm_range {
 	struct drm_gpusvm_range base;
 	struct drm_gpusvm_pages pages;
 	struct list_head gc_link;
+	bool doomed;
 };
 
 static const unsigned long gmem_drm_chunk_sizes[] = { SZ_2M, SZ_64K, SZ_4K };
@@ -111,15 +117,15 @@ static void gmem_drm_invalidate(struct drm_gpusvm *gpusvm, struct drm_gpusvm_not
 		struct gmem_drm_range *range = to_range(r);
 
 		drm_gpusvm_unmap_pages(gpusvm, &range->pages, gmem_drm_range_pages(r), &gctx);
-		if (mmu_range->event != MMU_NOTIFY_UNMAP || READ_ONCE(svm->stopped))
+		if (mmu_range->event != MMU_NOTIFY_UNMAP || READ_ONCE(svm->stopped) ||
+		    range->doomed)
 			continue;
 		drm_gpusvm_range_set_unmapped(r, &range->pages, 1, mmu_range);
+		range->doomed = true;
 		spin_lock(&svm->gc_lock);
-		if (list_empty(&range->gc_link)) {
-			list_add_tail(&range->gc_link, &svm->gc_list);
-			queued = true;
-		}
+		list_add_tail(&range->gc_link, &svm->gc_list);
 		spin_unlock(&svm->gc_lock);
+		queued = true;
 	}
 	if (queued)
 		queue_work(system_unbound_wq, &svm->gc_work);
