@@ -63,6 +63,8 @@
  * 11. Spinlocks, under which no other lock of the driver's is taken:
  *     gmem_pt_spares.lock: spare table pages.
  *     gmem_hbm.lock: HBM chunk lists.
+ *     gmem_dpm.lock: a DRM front-end device's HBM pages in use and its allocations (taken
+ *     where a page is freed, under a page-table lock).
  *     gmem_file.objs (its xa_lock): a file's object handles.
  *     gmem_obj.peer_lock: the devices an object was imported on.
  *     gmem_queue.fence_lock (irqsave: the queue's interrupt takes it): its armed dma-fences.

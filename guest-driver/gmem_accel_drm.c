@@ -164,11 +164,37 @@ static int gmem_drm_stats(struct drm_device *drm, void *data, struct drm_file *f
 	return 0;
 }
 
+static int gmem_drm_snapshot(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct gmem_ctx *ctx = gmem_drm_enter(file);
+	int ret;
+
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	ret = gmem_drm_mem_snapshot(ctx, data);
+	gmem_drm_exit(file);
+	return ret;
+}
+
+static int gmem_drm_advise(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct gmem_ctx *ctx = gmem_drm_enter(file);
+	int ret;
+
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	ret = gmem_drm_mem_advise(ctx, data);
+	gmem_drm_exit(file);
+	return ret;
+}
+
 static const struct drm_ioctl_desc gmem_drm_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_GET_INFO, gmem_drm_get_info, 0),
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_SUBMIT, gmem_drm_submit, 0),
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_WAIT, gmem_drm_wait, 0),
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_STATS, gmem_drm_stats, 0),
+	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_SNAPSHOT, gmem_drm_snapshot, 0),
+	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_ADVISE, gmem_drm_advise, 0),
 };
 
 /*
@@ -248,6 +274,10 @@ int gmem_drm_add(struct gmem_accel *g)
 	if (ret)
 		return ret;
 	g->drm = &d->drm;
+	/* (without device memory the front end still works, in system memory) */
+	ret = gmem_dpm_dev_init(g);
+	if (ret)
+		pci_warn(g->pdev, "no drm_pagemap cache, HBM unused: %d\n", ret);
 	return 0;
 }
 

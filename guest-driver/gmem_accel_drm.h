@@ -13,6 +13,20 @@
 #include "gmem_accel_types.h"
 
 struct drm_device;
+struct drm_gpusvm_range;
+struct drm_pagemap;
+struct gmem_accel_advise;
+struct gmem_accel_snapshot;
+
+/*
+ * A DRM context's device memory: where its ranges should live (ADVISE) and the device's HBM
+ * it migrates them to.
+ */
+struct gmem_drm_mem {
+	struct maple_tree prefs;	/* GMEM_ACCEL_PREFER_* by address (none: PREFER_NONE) */
+	struct drm_pagemap *dpagemap;	/* referenced; NULL: the device has no HBM for it */
+	void *owner;			/* its pages' owner: device faults map them in place */
+};
 
 #if IS_ENABLED(CONFIG_DRM_GPUSVM)
 /* gmem_accel_drm.c: the accel device */
@@ -20,6 +34,23 @@ int gmem_drm_add(struct gmem_accel *g);
 void gmem_drm_unplug(struct gmem_accel *g);
 /* gmem_accel_drm_svm.c: a context's shared virtual memory through drm_gpusvm */
 int gmem_drm_svm_init(struct gmem_ctx *ctx, struct drm_device *drm);
+struct gmem_drm_mem *gmem_drm_svm_mem(struct gmem_ctx *ctx);
+void gmem_drm_svm_evict(struct gmem_ctx *ctx, u64 start, u64 end);
+/* gmem_accel_drm_mem.c: a context's placement advice and the device's view of its pages */
+int gmem_drm_mem_init(struct gmem_drm_mem *mem, struct gmem_accel *g);
+void gmem_drm_mem_fini(struct gmem_drm_mem *mem);
+unsigned int gmem_drm_mem_pref(struct gmem_drm_mem *mem, u64 va);
+int gmem_drm_mem_advise(struct gmem_ctx *ctx, struct gmem_accel_advise *a);
+int gmem_drm_mem_snapshot(struct gmem_ctx *ctx, struct gmem_accel_snapshot *snap);
+/* gmem_accel_drm_pagemap.c: the device's HBM as drm_pagemap device memory */
+#define GMEM_DRM_INTERCONNECT_HBM	(DRM_INTERCONNECT_DRIVER + 1)
+int gmem_dpm_dev_init(struct gmem_accel *g);
+struct drm_pagemap *gmem_dpm_get(struct gmem_accel *g);
+int gmem_dpm_migrate_range(struct gmem_drm_mem *mem, struct drm_gpusvm_range *r,
+			   struct mm_struct *mm);
+void gmem_dpm_evict_owner(struct drm_pagemap *dpagemap, const void *owner);
+void gmem_dpm_unbind(struct gmem_accel *g);
+void gmem_dpm_exit(void);
 #else
 static inline int gmem_drm_add(struct gmem_accel *g)
 {
@@ -27,6 +58,14 @@ static inline int gmem_drm_add(struct gmem_accel *g)
 }
 
 static inline void gmem_drm_unplug(struct gmem_accel *g)
+{
+}
+
+static inline void gmem_dpm_unbind(struct gmem_accel *g)
+{
+}
+
+static inline void gmem_dpm_exit(void)
 {
 }
 #endif

@@ -36,6 +36,7 @@ struct gmem_drm_svm {
 	struct list_head gc_list;	/* ranges whose memory was unmapped, to remove */
 	struct work_struct gc_work;
 	bool stopped;
+	struct gmem_drm_mem mem;	/* where its memory lives (gmem_accel_drm_mem.c) */
 };
 
 /*
@@ -185,11 +186,13 @@ static int gmem_drm_map_range(struct gmem_ctx *ctx, struct drm_gpusvm_range *r, 
 	while (i < npages) {
 		unsigned long n = 1ul << addr[j].order;
 		u64 at = va + i * PAGE_SIZE;
+		/* (a page in the device's own HBM: drm_pagemap's, by its offset) */
+		bool hbm = addr[j].proto == GMEM_DRM_INTERCONNECT_HBM;
 
-		if (addr[j].proto != DRM_INTERCONNECT_SYSTEM || i + n > npages)
+		if ((!hbm && addr[j].proto != DRM_INTERCONNECT_SYSTEM) || i + n > npages)
 			return -EFAULT;
 		if (n == GMEM_WINDOW_PAGES && IS_ALIGNED(at, GMEM_HUGE_SIZE)) {
-			ret = gmem_pt_map_obj(ctx, at, addr[j].addr, GMEM_HUGE_SIZE, false, write,
+			ret = gmem_pt_map_obj(ctx, at, addr[j].addr, GMEM_HUGE_SIZE, hbm, write,
 					      false);
 			if (ret < 0)
 				return ret;
@@ -198,7 +201,7 @@ static int gmem_drm_map_range(struct gmem_ctx *ctx, struct drm_gpusvm_range *r, 
 			for (unsigned long k = 0; k < n; k++) {
 				ret = gmem_pt_map_obj(ctx, at + k * PAGE_SIZE,
 						      addr[j].addr + k * PAGE_SIZE, PAGE_SIZE,
-						      false, write, false);
+						      hbm, write, false);
 				if (ret < 0)
 					return ret;
 				replaced |= ret;
@@ -277,10 +280,21 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
 	struct gmem_ctx *ctx = svm->ctx;
 	int ret, tries = 0, last = 0;
 	unsigned long bound = 0;	/* the largest range size to make; 0: any */
-	unsigned int lost = 0;
+	unsigned int loc = gmem_drm_mem_pref(&svm->mem, va), lost = 0;
+	bool moved = false;
 
 	for (;;) {
-		struct drm_gpusvm_ctx gctx = {};
+		/*
+		 * Device memory: pages in the device's HBM are mapped there, but in a
+		 * PREFER_SYSTEM range (which hmm_range_fault() then brings home); a
+		 * PREFER_DEVICE range moves in.
+		 */
+		struct drm_gpusvm_ctx gctx = {
+			.device_private_page_owner = loc == GMEM_ACCEL_PREFER_SYSTEM ? NULL :
+						     svm->mem.owner,
+			.devmem_possible = loc == GMEM_ACCEL_PREFER_DEVICE && svm->mem.dpagemap,
+			.allow_mixed = true,
+		};
 		struct vm_area_struct *vma;
 		struct drm_gpusvm_range *r;
 		bool noaccess;
@@ -315,6 +329,11 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
 			return PTR_ERR(r) == -ENOMEM ? -ENOMEM : -EFAULT;
 		start = drm_gpusvm_range_start(r);
 		end = drm_gpusvm_range_end(r);
+		/* (once a fault: a range that cannot move is mapped where it is) */
+		if (gctx.devmem_possible && r->flags.migrate_devmem && !moved) {
+			moved = true;
+			gmem_dpm_migrate_range(&svm->mem, r, ctx->mm);
+		}
 		ret = drm_gpusvm_get_pages(gpusvm, &to_range(r)->pages, ctx->mm,
 					   &r->notifier->notifier, start, end, &gctx);
 		if ((ret == -EPERM || ret == -EFAULT) && !gmem_drm_one_vma(ctx->mm, start, end)) {
@@ -398,6 +417,7 @@ static void gmem_drm_svm_fini(struct gmem_ctx *ctx)
 	}
 	drm_gpusvm_fini(&svm->gpusvm);
 	mutex_unlock(&svm->lock);
+	gmem_drm_mem_fini(&svm->mem);
 	ctx->fault_hook = NULL;
 	ctx->hook_fini = NULL;
 	ctx->hook_data = NULL;
@@ -419,10 +439,16 @@ int gmem_drm_svm_init(struct gmem_ctx *ctx, struct drm_device *drm)
 	spin_lock_init(&svm->gc_lock);
 	INIT_LIST_HEAD(&svm->gc_list);
 	INIT_WORK(&svm->gc_work, gmem_drm_gc_work);
+	ret = gmem_drm_mem_init(&svm->mem, ctx->g);
+	if (ret) {
+		kfree(svm);
+		return ret;
+	}
 	ret = drm_gpusvm_init(&svm->gpusvm, "gmem-accel SVM", ctx->mm, 0, TASK_SIZE,
 			      GMEM_DRM_NOTIFIER_SIZE, &gmem_drm_svm_ops, gmem_drm_chunk_sizes,
 			      ARRAY_SIZE(gmem_drm_chunk_sizes));
 	if (ret) {
+		gmem_drm_mem_fini(&svm->mem);
 		kfree(svm);
 		return ret;
 	}
@@ -431,4 +457,25 @@ int gmem_drm_svm_init(struct gmem_ctx *ctx, struct drm_device *drm)
 	ctx->hook_fini = gmem_drm_svm_fini;
 	ctx->fault_hook = gmem_drm_fault_hook;
 	return 0;
+}
+
+struct gmem_drm_mem *gmem_drm_svm_mem(struct gmem_ctx *ctx)
+{
+	return &((struct gmem_drm_svm *)ctx->hook_data)->mem;
+}
+
+/* Bring the HBM pages of every range that meets [start, end) home (PREFER_SYSTEM advice). */
+void gmem_drm_svm_evict(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	struct gmem_drm_svm *svm = ctx->hook_data;
+	struct drm_gpusvm_notifier *notifier, *next;
+
+	mutex_lock(&svm->lock);
+	drm_gpusvm_for_each_notifier_safe(notifier, next, &svm->gpusvm, start, end) {
+		struct drm_gpusvm_range *r, *rnext;
+
+		drm_gpusvm_for_each_range_safe(r, rnext, notifier, start, end)
+			drm_gpusvm_range_evict(&svm->gpusvm, r);
+	}
+	mutex_unlock(&svm->lock);
 }

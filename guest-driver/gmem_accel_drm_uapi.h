@@ -17,6 +17,8 @@
 #define DRM_GMEM_ACCEL_SUBMIT		0x01
 #define DRM_GMEM_ACCEL_WAIT		0x02
 #define DRM_GMEM_ACCEL_STATS		0x03
+#define DRM_GMEM_ACCEL_SNAPSHOT		0x04
+#define DRM_GMEM_ACCEL_ADVISE		0x05
 
 #define DRM_IOCTL_GMEM_ACCEL_GET_INFO \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_GMEM_ACCEL_GET_INFO, struct gmem_accel_info)
@@ -26,5 +28,11 @@
 	DRM_IOW(DRM_COMMAND_BASE + DRM_GMEM_ACCEL_WAIT, struct gmem_accel_wait)
 #define DRM_IOCTL_GMEM_ACCEL_STATS \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_GMEM_ACCEL_STATS, struct gmem_accel_stats)
+/* the device's view of the file's pages (GMEM_ACCEL_PAGE_HBM: in device memory) */
+#define DRM_IOCTL_GMEM_ACCEL_SNAPSHOT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_GMEM_ACCEL_SNAPSHOT, struct gmem_accel_snapshot)
+/* a range's preferred location (flags 0: the location alone; docs/uapi.md) */
+#define DRM_IOCTL_GMEM_ACCEL_ADVISE \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_GMEM_ACCEL_ADVISE, struct gmem_accel_advise)
 
 #endif /* GMEM_ACCEL_DRM_UAPI_H */

@@ -429,7 +429,8 @@ int gmem_hbm_init(struct gmem_accel *g)
 	INIT_LIST_HEAD(&hbm->lru);
 	INIT_LIST_HEAD(&hbm->objs);
 	INIT_WORK(&g->evict_work, gmem_evict_work);
-	hbm->nchunks = size / GMEM_HUGE_SIZE;
+	/* (the DRM front end's HBM is drm_pagemap's: gmem_accel_drm_pagemap.c) */
+	hbm->nchunks = g->hbm_drm ? 0 : size / GMEM_HUGE_SIZE;
 	if (!hbm->nchunks)
 		return 0;	/* nothing to migrate into */
 	hbm->chunks = kvcalloc(hbm->nchunks, sizeof(*hbm->chunks), GFP_KERNEL);

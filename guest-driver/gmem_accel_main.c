@@ -189,17 +189,20 @@ static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id
 		pci_err(pdev, "cannot set up the device's rings: %d\n", ret);
 		goto err_free;
 	}
-	g->hbm_bar = pci_resource_start(pdev, GMEM_BAR_HBM);
-	ret = gmem_hbm_init(g);
-	if (ret)	/* shared virtual memory still works, in system memory */
-		pci_warn(pdev, "HBM not usable as device memory, no migration: %d\n", ret);
-
 	minor = ida_alloc_max(&gmem_accel_minors, GMEM_ACCEL_MAX_DEVICES - 1, GFP_KERNEL);
 	if (minor < 0) {
 		ret = minor;
 		goto err_hw;
 	}
 	g->info.minor = minor;
+	/* A device of the DRM front end has its HBM through drm_pagemap instead. */
+	drm = gmem_frontend_is_drm(pdev, minor);
+	g->hbm_drm = drm > 0;
+
+	g->hbm_bar = pci_resource_start(pdev, GMEM_BAR_HBM);
+	ret = gmem_hbm_init(g);
+	if (ret)	/* shared virtual memory still works, in system memory */
+		pci_warn(pdev, "HBM not usable as device memory, no migration: %d\n", ret);
 
 	/* From here the struct device's refcount owns g (and the minor). */
 	device_initialize(&g->dev);
@@ -216,7 +219,6 @@ static int gmem_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id
 	if (ret)
 		goto err_put;
 
-	drm = gmem_frontend_is_drm(pdev, minor);
 	if (drm < 0) {
 		ret = drm;
 		goto err_put;
@@ -303,6 +305,7 @@ static void gmem_accel_remove(struct pci_dev *pdev)
 			gmem_ctx_shutdown(ctx);
 	}
 	gmem_managed_dev_unbind(g);	/* managed objects' HBM copies, home */
+	gmem_dpm_unbind(g);	/* the DRM front end's HBM pages, home */
 	gmem_hbm_evict_all(g);	/* the device copies every page out */
 	gmem_hbm_fini(g);
 	gmem_hw_fini(g);
@@ -359,6 +362,7 @@ err_region:
 static void __exit gmem_accel_exit(void)
 {
 	pci_unregister_driver(&gmem_accel_driver);
+	gmem_dpm_exit();
 	gmem_dmirror_exit();
 	WRITE_ONCE(gmem_accel_class_registered, false);
 	class_unregister(&gmem_accel_class);

@@ -146,6 +146,12 @@ enum gmem_dev_counter {
 	GMEM_DEV_OVERSUB_REMOTE_MAPS,	/* fault windows mapped in system memory, not migrated */
 	/* fault injection (debugfs inject_map_delay_ms) */
 	GMEM_DEV_INJECTED_MAP_DELAYS,	/* fault passes held between their walk and mapping */
+	/* the DRM front end's HBM through drm_pagemap (gmem_accel_drm_pagemap.c), in pages */
+	GMEM_DEV_DRM_HBM_PAGES_NOW,	/* HBM pages of live allocations now */
+	GMEM_DEV_DRM_TO_HBM,		/* copied (or zeroed) into HBM by a migration */
+	GMEM_DEV_DRM_TO_RAM,		/* copied out of HBM (CPU fault, eviction, advice, close) */
+	GMEM_DEV_DRM_EVICTIONS,		/* allocations evicted to make room */
+	GMEM_DEV_DRM_MIGRATE_FAILS,	/* device faults whose range stayed in system memory */
 	GMEM_DEV_NR_COUNTERS
 };
 
@@ -279,11 +285,15 @@ struct gmem_ac {
  * @info:       identity read from the registers at probe
  */
 struct drm_device;
+struct drm_pagemap_cache;
 
 struct gmem_accel {
 	struct device dev;
 	struct cdev cdev;		/* /dev/gmem_accelN, unless the DRM front end has it: */
 	struct drm_device *drm;		/* /dev/accel/accelN (gmem_accel_drm.c) */
+	/* its HBM, drm_pagemap's (gmem_accel_drm_pagemap.c): no dev_pagemap of the core's */
+	bool hbm_drm;
+	struct drm_pagemap_cache *dpm_cache;
 	struct pci_dev *pdev;
 	void __iomem *regs;
 	struct rw_semaphore lock;

@@ -300,6 +300,10 @@ unsigned long gmem_ioc(int fd, unsigned long cmd)
 		return DRM_IOCTL_GMEM_ACCEL_WAIT;
 	case GMEM_ACCEL_IOC_STATS:
 		return DRM_IOCTL_GMEM_ACCEL_STATS;
+	case GMEM_ACCEL_IOC_SNAPSHOT:
+		return DRM_IOCTL_GMEM_ACCEL_SNAPSHOT;
+	case GMEM_ACCEL_IOC_ADVISE:
+		return DRM_IOCTL_GMEM_ACCEL_ADVISE;
 	}
 	return cmd;	/* none there: the DRM node refuses it */
 }

@@ -1,0 +1,567 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gmem-accel driver: a DRM front-end device's HBM as the kernel's drm_pagemap device memory.
+ * Such a device has no dev_pagemap of the core's (gmem_hbm_init() leaves it out): its HBM is
+ * a MEMORY_DEVICE_PRIVATE dev_pagemap with drm_pagemap's page operations, each page's
+ * zone_device_data drm_pagemap's, created when a file first needs it and kept between uses by
+ * the device's drm_pagemap cache (its shrinker frees an unused one), as xe does. An
+ * allocation (struct gmem_dpm_block) holds the HBM of one drm_gpusvm range, aligned to its
+ * size; drm_pagemap moves the range in (populate_mm), home on a CPU touch (migrate_to_ram)
+ * and home on eviction, calling the copies here, which run on the device's DMA engine
+ * (queue 0, gmem_kernel_run()). Out of HBM, the oldest allocation is evicted to make room.
+ * A file's allocations go home when it is closed, every one when the device is unbound.
+ *
+ * The device reaches only its own HBM this way: its device page table maps an HBM offset
+ * (GMEM_DRM_INTERCONNECT_HBM). Coherent HBM (coherent=on) is not offered as
+ * MEMORY_DEVICE_COHERENT: drm_pagemap moves device-private pages only.
+ */
+#include <linux/bitmap.h>
+#include <linux/dma-fence.h>
+#include <linux/dma-mapping.h>
+#include <linux/llist.h>
+#include <linux/memremap.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <drm/drm_device.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_gpusvm.h>
+#include <drm/drm_pagemap.h>
+#include <drm/drm_pagemap_util.h>
+
+#include "gmem_accel.h"
+#include "gmem_accel_drm.h"
+#include "gmem_accel_queue.h"
+
+/* A device's HBM as drm_pagemap pages. */
+struct gmem_dpm {
+	struct drm_pagemap dpagemap;
+	struct dev_pagemap pagemap;
+	struct gmem_accel *g;		/* referenced (its struct device) */
+	struct resource *res;		/* the pages' physical addresses, as requested */
+	bool mapped;			/* pagemap is the device's devres */
+	unsigned long pfn_first, npages;
+	spinlock_t lock;		/* busy, blocks */
+	unsigned long *busy;		/* HBM pages of live allocations */
+	struct list_head blocks;	/* live allocations, oldest first: eviction's order */
+	struct llist_node dead;		/* destroyed, to be freed by gmem_dpm_reap() */
+};
+
+/* One allocation: the HBM of one drm_gpusvm range, while any of its pages is used. */
+struct gmem_dpm_block {
+	struct drm_pagemap_devmem devmem;
+	struct gmem_dpm *dpm;
+	struct kref ref;		/* drm_pagemap's (until devmem_release) and evictors' */
+	struct list_head link;		/* in dpm->blocks unless released or being evicted */
+	bool released;
+	const void *owner;		/* the file's gmem_drm_mem that moved it; NULL once gone */
+	unsigned long first, npages;	/* its HBM pages */
+	struct llist_node dead;
+};
+
+/*
+ * Pagemaps and blocks are freed by a work item: their last references may drop where
+ * nothing may sleep (a page freed under a page-table lock, the shrinker).
+ */
+static LLIST_HEAD(gmem_dpm_dead);
+static LLIST_HEAD(gmem_dpm_blocks_dead);
+static void gmem_dpm_reap(struct work_struct *work);
+static DECLARE_WORK(gmem_dpm_reap_work, gmem_dpm_reap);
+
+static struct gmem_dpm *to_dpm(struct drm_pagemap *dpagemap)
+{
+	return container_of(dpagemap, struct gmem_dpm, dpagemap);
+}
+
+static struct gmem_dpm_block *to_block(struct drm_pagemap_devmem *devmem)
+{
+	return container_of(devmem, struct gmem_dpm_block, devmem);
+}
+
+static u64 gmem_dpm_offset(struct gmem_dpm *dpm, struct page *page)
+{
+	return (u64)(page_to_pfn(page) - dpm->pfn_first) << PAGE_SHIFT;
+}
+
+static void gmem_dpm_block_release(struct kref *ref)
+{
+	struct gmem_dpm_block *b = container_of(ref, struct gmem_dpm_block, ref);
+
+	llist_add(&b->dead, &gmem_dpm_blocks_dead);
+	schedule_work(&gmem_dpm_reap_work);
+}
+
+static void gmem_dpm_block_put(struct gmem_dpm_block *b)
+{
+	kref_put(&b->ref, gmem_dpm_block_release);
+}
+
+static void gmem_dpm_free(struct gmem_dpm *dpm)
+{
+	struct drm_device *drm = dpm->dpagemap.drm;
+	int idx;
+
+	/* After unbind, the device's devres gave the pages and their range back already. */
+	if (dpm->mapped && drm_dev_enter(drm, &idx)) {
+		devm_memunmap_pages(drm->dev, &dpm->pagemap);
+		devm_release_mem_region(drm->dev, dpm->res->start, resource_size(dpm->res));
+		drm_dev_exit(idx);
+	}
+	bitmap_free(dpm->busy);
+	put_device(&dpm->g->dev);
+	drm_dev_put(drm);
+	kfree(dpm);
+}
+
+static void gmem_dpm_reap(struct work_struct *work)
+{
+	struct llist_node *blocks = llist_del_all(&gmem_dpm_blocks_dead);
+	struct llist_node *dead = llist_del_all(&gmem_dpm_dead);
+	struct gmem_dpm_block *b, *bnext;
+	struct gmem_dpm *dpm, *next;
+
+	llist_for_each_entry_safe(b, bnext, blocks, dead) {
+		mmdrop(b->devmem.mm);
+		kfree(b);
+	}
+	llist_for_each_entry_safe(dpm, next, dead, dead)
+		gmem_dpm_free(dpm);
+}
+
+/* drm_pagemap's last reference went (or the shrinker frees the cached pagemap). */
+static void gmem_dpm_destroy(struct drm_pagemap *dpagemap, bool is_atomic_or_reclaim)
+{
+	struct gmem_dpm *dpm = to_dpm(dpagemap);
+
+	/* (the drm device outlives the work: its devres frees the pagemap cache first) */
+	drm_dev_get(dpagemap->drm);
+	if (!is_atomic_or_reclaim) {
+		gmem_dpm_free(dpm);
+		return;
+	}
+	llist_add(&dpm->dead, &gmem_dpm_dead);
+	schedule_work(&gmem_dpm_reap_work);
+}
+
+/* Only the device itself reaches its HBM (no peer access): by its HBM offset. */
+static struct drm_pagemap_addr gmem_dpm_device_map(struct drm_pagemap *dpagemap,
+						    struct device *dev, struct page *page,
+						    unsigned int order,
+						    enum dma_data_direction dir)
+{
+	dma_addr_t addr = DMA_MAPPING_ERROR;
+
+	if (dev == dpagemap->drm->dev)
+		addr = gmem_dpm_offset(to_dpm(dpagemap), page);
+	return drm_pagemap_addr_encode(addr, GMEM_DRM_INTERCONNECT_HBM, order, dir);
+}
+
+static void gmem_dpm_device_unmap(struct drm_pagemap *dpagemap, struct device *dev,
+				  const struct drm_pagemap_addr *addr)
+{
+}
+
+/* Append a COPY (@src_kind at @src to HBM or system memory at @dst), or grow the last one. */
+static void gmem_dpm_add(struct gmem_cmd_desc *desc, unsigned int *n, u8 op, u8 flags, u64 dst,
+			 u64 src, u64 size)
+{
+	struct gmem_cmd_desc *d = *n ? &desc[*n - 1] : NULL;
+
+	if (d && d->opcode == op && d->flags == flags &&
+	    le64_to_cpu(d->dst) + le64_to_cpu(d->size) == dst &&
+	    (op != GMEM_OP_COPY || le64_to_cpu(d->src) + le64_to_cpu(d->size) == src)) {
+		d->size = cpu_to_le64(le64_to_cpu(d->size) + size);
+		return;
+	}
+	desc[(*n)++] = (struct gmem_cmd_desc) {
+		.opcode = op,
+		.flags = flags,
+		.dst = cpu_to_le64(dst),
+		.src = cpu_to_le64(src),
+		.size = cpu_to_le64(size),
+	};
+}
+
+/*
+ * drm_pagemap's copies, on the device's DMA engine: @pages are HBM pages (the destination,
+ * or with @to_ram the source), @addr the system memory's DMA addresses, each entry of
+ * PAGE_SIZE << order. A new HBM page without a source (nothing was there) is zeroed.
+ */
+static int gmem_dpm_copy(struct page **pages, struct drm_pagemap_addr *addr,
+			 unsigned long npages, struct dma_fence *pre, bool to_ram)
+{
+	struct gmem_cmd_desc *desc = NULL;
+	struct gmem_dpm *dpm = NULL;
+	unsigned int n = 0;
+	unsigned long moved = 0;
+	int ret;
+
+	if (pre)
+		dma_fence_wait(pre, false);
+	for (unsigned long i = 0; i < npages;) {
+		struct page *page = pages[i];
+		unsigned long nr;
+		u64 hbm;
+
+		if (!page || (to_ram && !addr[i].addr)) {
+			i++;
+			continue;
+		}
+		if (!dpm) {
+			dpm = container_of(page_pgmap(page), struct gmem_dpm, pagemap);
+			desc = kvmalloc_array(npages, sizeof(*desc), GFP_KERNEL);
+			if (!desc)
+				return -ENOMEM;
+		}
+		hbm = gmem_dpm_offset(dpm, page);
+		if (addr[i].addr) {
+			nr = 1ul << addr[i].order;
+			gmem_dpm_add(desc, &n, GMEM_OP_COPY,
+				     to_ram ? GMEM_CMD_F_DST(GMEM_ADDR_SYS) | GMEM_CMD_F_SRC(GMEM_ADDR_HBM)
+					    : GMEM_CMD_F_DST(GMEM_ADDR_HBM) | GMEM_CMD_F_SRC(GMEM_ADDR_SYS),
+				     to_ram ? addr[i].addr : hbm, to_ram ? hbm : addr[i].addr,
+				     nr << PAGE_SHIFT);
+		} else {
+			nr = folio_nr_pages(page_folio(page));
+			gmem_dpm_add(desc, &n, GMEM_OP_FILL, GMEM_CMD_F_DST(GMEM_ADDR_HBM), hbm, 0,
+				     nr << PAGE_SHIFT);
+		}
+		moved += nr;
+		i += nr;
+	}
+	if (!dpm)
+		return 0;
+	ret = READ_ONCE(dpm->g->pdev) ? gmem_kernel_run(dpm->g, desc, n) : -ENODEV;
+	kvfree(desc);
+	if (ret) {
+		dev_err_ratelimited(dpm->dpagemap.drm->dev, "drm_pagemap copy %s HBM failed: %d\n",
+				    to_ram ? "out of" : "into", ret);
+		return ret == -EHWPOISON ? -EIO : ret;
+	}
+	gmem_dev_count(dpm->g, to_ram ? GMEM_DEV_DRM_TO_RAM : GMEM_DEV_DRM_TO_HBM, moved);
+	return 0;
+}
+
+static int gmem_dpm_copy_to_devmem(struct page **pages, struct drm_pagemap_addr *addr,
+				   unsigned long npages, struct dma_fence *pre)
+{
+	return gmem_dpm_copy(pages, addr, npages, pre, false);
+}
+
+static int gmem_dpm_copy_to_ram(struct page **pages, struct drm_pagemap_addr *addr,
+				unsigned long npages, struct dma_fence *pre)
+{
+	return gmem_dpm_copy(pages, addr, npages, pre, true);
+}
+
+static int gmem_dpm_populate_pfn(struct drm_pagemap_devmem *devmem, unsigned long npages,
+				 unsigned long *pfn)
+{
+	struct gmem_dpm_block *b = to_block(devmem);
+
+	for (unsigned long i = 0; i < npages && i < b->npages; i++)
+		pfn[i] = b->dpm->pfn_first + b->first + i;
+	return 0;
+}
+
+/* No page of the allocation is used any more (may be called where nothing may sleep). */
+static void gmem_dpm_devmem_release(struct drm_pagemap_devmem *devmem)
+{
+	struct gmem_dpm_block *b = to_block(devmem);
+	struct gmem_dpm *dpm = b->dpm;
+
+	spin_lock(&dpm->lock);
+	bitmap_clear(dpm->busy, b->first, b->npages);
+	list_del_init(&b->link);
+	b->released = true;
+	spin_unlock(&dpm->lock);
+	gmem_dev_count(dpm->g, GMEM_DEV_DRM_HBM_PAGES_NOW, -(s64)b->npages);
+	dma_fence_put(devmem->pre_migrate_fence);
+	gmem_dpm_block_put(b);
+}
+
+static const struct drm_pagemap_devmem_ops gmem_dpm_devmem_ops = {
+	.devmem_release = gmem_dpm_devmem_release,
+	.populate_devmem_pfn = gmem_dpm_populate_pfn,
+	.copy_to_devmem = gmem_dpm_copy_to_devmem,
+	.copy_to_ram = gmem_dpm_copy_to_ram,
+};
+
+/*
+ * Evict the oldest allocation (of @owner's only, unless NULL) to system memory; false if
+ * there is none. One that cannot move now goes to the back of the list, owned by nobody.
+ */
+static bool gmem_dpm_evict_one(struct gmem_dpm *dpm, const void *owner)
+{
+	struct gmem_dpm_block *b, *victim = NULL;
+	int ret;
+
+	spin_lock(&dpm->lock);
+	list_for_each_entry(b, &dpm->blocks, link) {
+		if (!owner || b->owner == owner) {
+			victim = b;
+			list_del_init(&b->link);
+			kref_get(&b->ref);
+			break;
+		}
+	}
+	spin_unlock(&dpm->lock);
+	if (!victim)
+		return false;
+	ret = drm_pagemap_evict_to_ram(&victim->devmem);
+	if (!ret)
+		gmem_dev_count(dpm->g, GMEM_DEV_DRM_EVICTIONS, 1);
+	spin_lock(&dpm->lock);
+	if (!victim->released && list_empty(&victim->link)) {
+		victim->owner = NULL;
+		list_add_tail(&victim->link, &dpm->blocks);
+	}
+	spin_unlock(&dpm->lock);
+	gmem_dpm_block_put(victim);
+	return true;
+}
+
+/*
+ * HBM for @npages (a range: 2 MiB, 64 KiB or 4 KiB, aligned to its size), evicting the
+ * oldest allocations while none is free; -ENOMEM if nothing more can be evicted.
+ */
+static struct gmem_dpm_block *gmem_dpm_alloc(struct gmem_dpm *dpm, unsigned long npages,
+					     struct mm_struct *mm, const void *owner)
+{
+	struct gmem_dpm_block *b = kzalloc(sizeof(*b), GFP_KERNEL);
+	unsigned long align = roundup_pow_of_two(npages) - 1, first;
+	unsigned int evicted = 0;
+
+	if (!b)
+		return ERR_PTR(-ENOMEM);
+	for (;;) {
+		spin_lock(&dpm->lock);
+		first = bitmap_find_next_zero_area(dpm->busy, dpm->npages, 0, npages, align);
+		if (first < dpm->npages) {
+			bitmap_set(dpm->busy, first, npages);
+			list_add_tail(&b->link, &dpm->blocks);
+			spin_unlock(&dpm->lock);
+			break;
+		}
+		spin_unlock(&dpm->lock);
+		/* (each eviction frees at least one allocation's pages, unless it raced) */
+		if (fatal_signal_pending(current) || evicted++ > dpm->npages / npages + 16 ||
+		    !gmem_dpm_evict_one(dpm, NULL)) {
+			kfree(b);
+			return ERR_PTR(-ENOMEM);
+		}
+	}
+	kref_init(&b->ref);
+	b->dpm = dpm;
+	b->owner = owner;
+	b->first = first;
+	b->npages = npages;
+	mmgrab(mm);
+	drm_pagemap_devmem_init(&b->devmem, dpm->dpagemap.drm->dev, mm, &gmem_dpm_devmem_ops,
+				&dpm->dpagemap, npages << PAGE_SHIFT, NULL);
+	gmem_dev_count(dpm->g, GMEM_DEV_DRM_HBM_PAGES_NOW, npages);
+	return b;
+}
+
+/* Move [start, end) of @mm (mmap_lock held) into HBM for @owner; 0 or an errno. */
+static int gmem_dpm_populate(struct gmem_dpm *dpm, unsigned long start, unsigned long end,
+			     struct mm_struct *mm, unsigned long timeslice_ms, const void *owner)
+{
+	struct drm_pagemap_migrate_details md = { .timeslice_ms = timeslice_ms };
+	struct gmem_dpm_block *b;
+	int idx, ret;
+
+	if (!drm_dev_enter(dpm->dpagemap.drm, &idx))
+		return -ENODEV;
+	b = gmem_dpm_alloc(dpm, (end - start) >> PAGE_SHIFT, mm, owner);
+	ret = PTR_ERR_OR_ZERO(b);
+	if (!ret)	/* (drm_pagemap takes over the allocation's first reference) */
+		ret = drm_pagemap_migrate_to_devmem(&b->devmem, mm, start, end, &md);
+	drm_dev_exit(idx);
+	return ret;
+}
+
+static int gmem_dpm_populate_mm(struct drm_pagemap *dpagemap, unsigned long start,
+				unsigned long end, struct mm_struct *mm, unsigned long timeslice_ms)
+{
+	return gmem_dpm_populate(to_dpm(dpagemap), start, end, mm, timeslice_ms, NULL);
+}
+
+static const struct drm_pagemap_ops gmem_dpm_ops = {
+	.device_map = gmem_dpm_device_map,
+	.device_unmap = gmem_dpm_device_unmap,
+	.populate_mm = gmem_dpm_populate_mm,
+	.destroy = gmem_dpm_destroy,
+};
+
+/*
+ * Move drm_gpusvm range @r of the file whose memory is @mem into HBM unless it is there
+ * (drm_gpusvm's lock held, not mmap_lock); best effort: a range that cannot move is mapped
+ * where it is. If some of it is in HBM already, it goes home first and moves whole.
+ */
+int gmem_dpm_migrate_range(struct gmem_drm_mem *mem, struct drm_gpusvm_range *r,
+			   struct mm_struct *mm)
+{
+	struct gmem_dpm *dpm = to_dpm(mem->dpagemap);
+	unsigned long start = drm_gpusvm_range_start(r), end = drm_gpusvm_range_end(r);
+	int ret = 0;
+
+	if (drm_gpusvm_scan_mm(r, mem->owner, &dpm->pagemap) == DRM_GPUSVM_SCAN_EQUAL)
+		return 0;
+	for (int tries = 0; tries < 2; tries++) {
+		if (!mmget_not_zero(mm))
+			return -EFAULT;
+		mmap_read_lock(mm);
+		ret = gmem_dpm_populate(dpm, start, end, mm, 0, mem);
+		mmap_read_unlock(mm);
+		mmput(mm);
+		if (ret != -EBUSY)
+			break;
+		drm_gpusvm_range_evict(r->gpusvm, r);
+	}
+	if (ret)
+		gmem_dev_count(dpm->g, GMEM_DEV_DRM_MIGRATE_FAILS, 1);
+	return ret;
+}
+
+/* The file whose memory is @owner is closed: its allocations go home. */
+void gmem_dpm_evict_owner(struct drm_pagemap *dpagemap, const void *owner)
+{
+	struct gmem_dpm *dpm = to_dpm(dpagemap);
+
+	while (gmem_dpm_evict_one(dpm, owner))
+		;
+}
+
+static struct gmem_dpm *gmem_dpm_create(struct gmem_accel *g)
+{
+	struct device *dev = g->drm->dev;
+	u64 size = ALIGN_DOWN(g->info.hbm_size, GMEM_HUGE_SIZE);
+	struct gmem_dpm *dpm;
+	struct resource *res;
+	void *addr;
+	int ret;
+
+	if (!size)
+		return ERR_PTR(-ENODEV);
+	dpm = kzalloc(sizeof(*dpm), GFP_KERNEL);
+	if (!dpm)
+		return ERR_PTR(-ENOMEM);
+	dpm->npages = size >> PAGE_SHIFT;
+	dpm->busy = bitmap_zalloc(dpm->npages, GFP_KERNEL);
+	if (!dpm->busy) {
+		kfree(dpm);
+		return ERR_PTR(-ENOMEM);
+	}
+	spin_lock_init(&dpm->lock);
+	INIT_LIST_HEAD(&dpm->blocks);
+	ret = drm_pagemap_init(&dpm->dpagemap, &dpm->pagemap, g->drm, &gmem_dpm_ops);
+	if (ret) {
+		bitmap_free(dpm->busy);
+		kfree(dpm);
+		return ERR_PTR(ret);
+	}
+	get_device(&g->dev);
+	dpm->g = g;
+	/* From here drm_pagemap_put() frees it (gmem_dpm_destroy()). */
+	res = devm_request_free_mem_region(dev, &iomem_resource, size);
+	if (IS_ERR(res)) {
+		ret = PTR_ERR(res);
+		goto err;
+	}
+	dpm->pagemap.type = MEMORY_DEVICE_PRIVATE;
+	dpm->pagemap.range.start = res->start;
+	dpm->pagemap.range.end = res->start + size - 1;
+	dpm->pagemap.nr_range = 1;
+	dpm->pagemap.owner = g;
+	dpm->pagemap.ops = drm_pagemap_pagemap_ops_get();
+	addr = devm_memremap_pages(dev, &dpm->pagemap);
+	if (IS_ERR(addr)) {
+		ret = PTR_ERR(addr);
+		devm_release_mem_region(dev, res->start, resource_size(res));
+		goto err;
+	}
+	dpm->res = res;
+	dpm->pfn_first = res->start >> PAGE_SHIFT;
+	dpm->mapped = true;
+	return dpm;
+err:
+	drm_pagemap_put(&dpm->dpagemap);
+	return ERR_PTR(ret);
+}
+
+/*
+ * The device's HBM for a new file, referenced: the cached pagemap, or a new one; NULL if the
+ * device has none to give (its files' memory then stays in system memory).
+ */
+struct drm_pagemap *gmem_dpm_get(struct gmem_accel *g)
+{
+	struct drm_pagemap_cache *cache = g->dpm_cache;
+	struct drm_pagemap *dpagemap;
+	struct gmem_dpm *dpm;
+
+	if (!cache)
+		return NULL;
+	if (drm_pagemap_cache_lock_lookup(cache))
+		return ERR_PTR(-EINTR);
+	dpagemap = drm_pagemap_get_from_cache(cache);
+	if (!dpagemap) {
+		dpm = gmem_dpm_create(g);
+		if (IS_ERR(dpm)) {
+			dev_warn_ratelimited(g->drm->dev, "HBM not usable by drm_pagemap: %ld\n",
+					     PTR_ERR(dpm));
+			dpagemap = NULL;
+		} else {
+			dpagemap = &dpm->dpagemap;
+			drm_pagemap_cache_set_pagemap(cache, dpagemap);
+		}
+	} else if (IS_ERR(dpagemap) && PTR_ERR(dpagemap) != -EINTR) {
+		dpagemap = NULL;
+	}
+	drm_pagemap_cache_unlock_lookup(cache);
+	return dpagemap;
+}
+
+/* A new DRM device: its pagemap cache and the shrinker that frees a pagemap unused. */
+int gmem_dpm_dev_init(struct gmem_accel *g)
+{
+	struct drm_pagemap_shrinker *shrinker;
+	struct drm_pagemap_cache *cache;
+
+	shrinker = drm_pagemap_shrinker_create_devm(g->drm);
+	if (IS_ERR(shrinker))
+		return PTR_ERR(shrinker);
+	cache = drm_pagemap_cache_create_devm(shrinker);
+	if (IS_ERR(cache))
+		return PTR_ERR(cache);
+	g->dpm_cache = cache;
+	return 0;
+}
+
+/* Unbind (its contexts shut down): every HBM page goes home while the DMA engine runs. */
+void gmem_dpm_unbind(struct gmem_accel *g)
+{
+	struct drm_pagemap *dpagemap;
+	struct gmem_dpm *dpm;
+	size_t n;
+
+	if (!g->dpm_cache)
+		return;
+	dpagemap = drm_pagemap_get_from_cache_if_active(g->dpm_cache);
+	g->dpm_cache = NULL;
+	if (!dpagemap)
+		return;		/* (unused: no page of it is anywhere) */
+	dpm = to_dpm(dpagemap);
+	/* each at most once: one that cannot move stays until its pages are freed */
+	spin_lock(&dpm->lock);
+	n = list_count_nodes(&dpm->blocks);
+	spin_unlock(&dpm->lock);
+	while (n-- && gmem_dpm_evict_one(dpm, NULL))
+		;
+	drm_pagemap_put(dpagemap);
+}
+
+/* Module unload: the pagemaps and allocations whose last reference went are freed. */
+void gmem_dpm_exit(void)
+{
+	flush_work(&gmem_dpm_reap_work);
+}
