@@ -284,6 +284,8 @@ int gmem_drm_add(struct gmem_accel *g)
 /* Unbind: no new file opens; open ones fail their calls (-ENODEV) until they close. */
 void gmem_drm_unplug(struct gmem_accel *g)
 {
-	if (g->drm)
-		drm_dev_unplug(g->drm);
+	if (!g->drm)
+		return;
+	gmem_dpm_unplug(g);
+	drm_dev_unplug(g->drm);
 }

@@ -49,6 +49,7 @@ struct drm_pagemap *gmem_dpm_get(struct gmem_accel *g);
 int gmem_dpm_migrate_range(struct gmem_drm_mem *mem, struct drm_gpusvm_range *r,
 			   struct mm_struct *mm);
 void gmem_dpm_evict_owner(struct drm_pagemap *dpagemap, const void *owner);
+void gmem_dpm_unplug(struct gmem_accel *g);
 void gmem_dpm_unbind(struct gmem_accel *g);
 void gmem_dpm_exit(void);
 #else

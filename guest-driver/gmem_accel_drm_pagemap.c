@@ -495,7 +495,7 @@ err:
  */
 struct drm_pagemap *gmem_dpm_get(struct gmem_accel *g)
 {
-	struct drm_pagemap_cache *cache = g->dpm_cache;
+	struct drm_pagemap_cache *cache = READ_ONCE(g->dpm_cache);
 	struct drm_pagemap *dpagemap;
 	struct gmem_dpm *dpm;
 
@@ -503,6 +503,10 @@ struct drm_pagemap *gmem_dpm_get(struct gmem_accel *g)
 		return NULL;
 	if (drm_pagemap_cache_lock_lookup(cache))
 		return ERR_PTR(-EINTR);
+	if (!READ_ONCE(g->dpm_cache)) {		/* unplugged meanwhile */
+		drm_pagemap_cache_unlock_lookup(cache);
+		return NULL;
+	}
 	dpagemap = drm_pagemap_get_from_cache(cache);
 	if (!dpagemap) {
 		dpm = gmem_dpm_create(g);
@@ -521,12 +525,33 @@ struct drm_pagemap *gmem_dpm_get(struct gmem_accel *g)
 	return dpagemap;
 }
 
+/*
+ * Released after the pagemap cache (devres runs in reverse): the pagemap held at unplug is put
+ * only once the cache has let go of it. The last put of an unplugged device's pagemap destroys
+ * it at once without telling the cache, whose teardown would then read it freed.
+ */
+static void gmem_dpm_release_held(void *arg)
+{
+	struct gmem_dpm_hold *hold = arg;
+
+	drm_pagemap_put(hold->dpagemap);
+}
+
 /* A new DRM device: its pagemap cache and the shrinker that frees a pagemap unused. */
 int gmem_dpm_dev_init(struct gmem_accel *g)
 {
 	struct drm_pagemap_shrinker *shrinker;
 	struct drm_pagemap_cache *cache;
+	struct gmem_dpm_hold *hold;
+	int ret;
 
+	hold = devm_kzalloc(g->drm->dev, sizeof(*hold), GFP_KERNEL);
+	if (!hold)
+		return -ENOMEM;
+	ret = devm_add_action_or_reset(g->drm->dev, gmem_dpm_release_held, hold);
+	if (ret)
+		return ret;
+	g->dpm_hold = hold;
 	shrinker = drm_pagemap_shrinker_create_devm(g->drm);
 	if (IS_ERR(shrinker))
 		return PTR_ERR(shrinker);
@@ -537,17 +562,32 @@ int gmem_dpm_dev_init(struct gmem_accel *g)
 	return 0;
 }
 
+/*
+ * Unplug, before the device's contexts shut down: no file looks the pagemap up any more, and
+ * the one in use is held until the cache is gone (gmem_dpm_release_held()).
+ */
+void gmem_dpm_unplug(struct gmem_accel *g)
+{
+	struct drm_pagemap_cache *cache = g->dpm_cache;
+	bool locked;
+
+	if (!cache)
+		return;
+	/* (under the lookup lock, unless a signal is pending: gmem_dpm_get() makes none after) */
+	locked = !drm_pagemap_cache_lock_lookup(cache);
+	WRITE_ONCE(g->dpm_cache, NULL);
+	if (locked)
+		drm_pagemap_cache_unlock_lookup(cache);
+	g->dpm_hold->dpagemap = drm_pagemap_get_from_cache_if_active(cache);
+}
+
 /* Unbind (its contexts shut down): every HBM page goes home while the DMA engine runs. */
 void gmem_dpm_unbind(struct gmem_accel *g)
 {
-	struct drm_pagemap *dpagemap;
+	struct drm_pagemap *dpagemap = g->dpm_hold ? g->dpm_hold->dpagemap : NULL;
 	struct gmem_dpm *dpm;
 	size_t n;
 
-	if (!g->dpm_cache)
-		return;
-	dpagemap = drm_pagemap_get_from_cache_if_active(g->dpm_cache);
-	g->dpm_cache = NULL;
 	if (!dpagemap)
 		return;		/* (unused: no page of it is anywhere) */
 	dpm = to_dpm(dpagemap);
@@ -557,7 +597,6 @@ void gmem_dpm_unbind(struct gmem_accel *g)
 	spin_unlock(&dpm->lock);
 	while (n-- && gmem_dpm_evict_one(dpm, NULL))
 		;
-	drm_pagemap_put(dpagemap);
 }
 
 /* Module unload: the pagemaps and allocations whose last reference went are freed. */

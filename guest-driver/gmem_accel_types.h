@@ -285,6 +285,12 @@ struct gmem_ac {
  * @info:       identity read from the registers at probe
  */
 struct drm_device;
+struct drm_pagemap;
+
+/* A DRM front-end device's pagemap held from unplug until after its cache is gone. */
+struct gmem_dpm_hold {
+	struct drm_pagemap *dpagemap;
+};
 struct drm_pagemap_cache;
 
 struct gmem_accel {
@@ -294,6 +300,7 @@ struct gmem_accel {
 	/* its HBM, drm_pagemap's (gmem_accel_drm_pagemap.c): no dev_pagemap of the core's */
 	bool hbm_drm;
 	struct drm_pagemap_cache *dpm_cache;
+	struct gmem_dpm_hold *dpm_hold;	/* the pagemap in use at unplug (devres-managed) */
 	struct pci_dev *pdev;
 	void __iomem *regs;
 	struct rw_semaphore lock;
