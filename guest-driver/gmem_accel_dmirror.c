@@ -93,7 +93,7 @@ static int gmem_fault_ahead(struct gmem_ctx *ctx, const struct gmem_dmirror_rang
 			return -EINTR;
 		/* (mapped already, as a copy's other buffer often is: no VMA to look up) */
 		end = min(r->end, ALIGN(va + 1, GMEM_HUGE_SIZE));
-		if (gmem_pt_maps_all(ctx, va, end, r->write))
+		if (gmem_pt_maps_all(ctx, va, end, r->write ? GMEM_PTE_WRITE : 0))
 			continue;
 		ret = gmem_fault_window(ctx, va, &start, &end);
 		if (ret)

@@ -188,6 +188,30 @@ static int gmem_drm_advise(struct drm_device *drm, void *data, struct drm_file *
 	return ret;
 }
 
+static int gmem_drm_madvise(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct gmem_ctx *ctx = gmem_drm_enter(file);
+	int ret;
+
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	ret = gmem_drm_mem_madvise(ctx, data);
+	gmem_drm_exit(file);
+	return ret;
+}
+
+static int gmem_drm_query_mem_attrs(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct gmem_ctx *ctx = gmem_drm_enter(file);
+	int ret;
+
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	ret = gmem_drm_mem_query(ctx, data);
+	gmem_drm_exit(file);
+	return ret;
+}
+
 static const struct drm_ioctl_desc gmem_drm_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_GET_INFO, gmem_drm_get_info, 0),
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_SUBMIT, gmem_drm_submit, 0),
@@ -195,6 +219,8 @@ static const struct drm_ioctl_desc gmem_drm_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_STATS, gmem_drm_stats, 0),
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_SNAPSHOT, gmem_drm_snapshot, 0),
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_ADVISE, gmem_drm_advise, 0),
+	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_MADVISE, gmem_drm_madvise, 0),
+	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_QUERY_MEM_ATTRS, gmem_drm_query_mem_attrs, 0),
 };
 
 /*

@@ -16,6 +16,8 @@ struct drm_device;
 struct drm_gpusvm_range;
 struct drm_pagemap;
 struct gmem_accel_advise;
+struct gmem_accel_drm_madvise;
+struct gmem_accel_drm_mem_attrs;
 struct gmem_accel_snapshot;
 
 /*
@@ -24,6 +26,7 @@ struct gmem_accel_snapshot;
  */
 struct gmem_drm_mem {
 	struct maple_tree prefs;	/* GMEM_ACCEL_PREFER_* by address (none: PREFER_NONE) */
+	struct maple_tree atomics;	/* GMEM_ACCEL_DRM_ATOMIC_* by address (none: UNDEFINED) */
 	struct drm_pagemap *dpagemap;	/* referenced; NULL: the device has no HBM for it */
 	void *owner;			/* its pages' owner: device faults map them in place */
 };
@@ -36,11 +39,17 @@ void gmem_drm_unplug(struct gmem_accel *g);
 int gmem_drm_svm_init(struct gmem_ctx *ctx, struct drm_device *drm);
 struct gmem_drm_mem *gmem_drm_svm_mem(struct gmem_ctx *ctx);
 void gmem_drm_svm_evict(struct gmem_ctx *ctx, u64 start, u64 end);
+void gmem_drm_svm_unmap(struct gmem_ctx *ctx, u64 start, u64 end);
 /* gmem_accel_drm_mem.c: a context's placement advice and the device's view of its pages */
 int gmem_drm_mem_init(struct gmem_drm_mem *mem, struct gmem_accel *g);
 void gmem_drm_mem_fini(struct gmem_drm_mem *mem);
 unsigned int gmem_drm_mem_pref(struct gmem_drm_mem *mem, u64 va);
+unsigned int gmem_drm_mem_atomic(struct gmem_drm_mem *mem, u64 va);
+bool gmem_drm_mem_atomic_ok(struct gmem_drm_mem *mem, u64 va, bool hbm);
+bool gmem_drm_mem_atomic_uniform(struct gmem_drm_mem *mem, u64 va, u64 size);
 int gmem_drm_mem_advise(struct gmem_ctx *ctx, struct gmem_accel_advise *a);
+int gmem_drm_mem_madvise(struct gmem_ctx *ctx, struct gmem_accel_drm_madvise *m);
+int gmem_drm_mem_query(struct gmem_ctx *ctx, struct gmem_accel_drm_mem_attrs *q);
 int gmem_drm_mem_snapshot(struct gmem_ctx *ctx, struct gmem_accel_snapshot *snap);
 /* gmem_accel_drm_pagemap.c: the device's HBM as drm_pagemap device memory */
 #define GMEM_DRM_INTERCONNECT_HBM	(DRM_INTERCONNECT_DRIVER + 1)

@@ -23,6 +23,7 @@
 
 #include "gmem_accel.h"
 #include "gmem_accel_drm.h"
+#include "gmem_accel_drm_uapi.h"
 #include "gmem_accel_fault.h"
 #include "gmem_accel_pt.h"
 
@@ -170,16 +171,25 @@ static void gmem_drm_gc_work(struct work_struct *work)
 	mutex_unlock(&svm->lock);
 }
 
+/* The permissions of a leaf at @va of @svm's (@write: writable; @hbm: in HBM). */
+static u64 gmem_drm_leaf_perm(struct gmem_drm_svm *svm, u64 va, bool write, bool hbm)
+{
+	if (!write)
+		return 0;
+	return GMEM_PTE_WRITE | (gmem_drm_mem_atomic_ok(&svm->mem, va, hbm) ? GMEM_PTE_ATOMIC : 0);
+}
+
 /*
  * Map @r's pages into the device page table: each DMA mapping drm_gpusvm made (a 2 MiB folio's
- * as one leaf where it fits). ctx->lock held, under drm_gpusvm's notifier lock with the pages
- * valid; returns as gmem_pt_map() does.
+ * as one leaf where it fits and one atomic access covers it). ctx->lock held, under
+ * drm_gpusvm's notifier lock with the pages valid; returns as gmem_pt_map() does.
  */
-static int gmem_drm_map_range(struct gmem_ctx *ctx, struct drm_gpusvm_range *r, bool write)
+static int gmem_drm_map_range(struct gmem_drm_svm *svm, struct drm_gpusvm_range *r, bool write)
 {
 	struct drm_pagemap_addr *addr = to_range(r)->pages.dma_addr;
 	unsigned long npages = gmem_drm_range_pages(r), i = 0, j = 0;
 	u64 va = drm_gpusvm_range_start(r);
+	struct gmem_ctx *ctx = svm->ctx;
 	int replaced = 0, ret;
 
 	lockdep_assert_held(&ctx->lock);
@@ -191,17 +201,21 @@ static int gmem_drm_map_range(struct gmem_ctx *ctx, struct drm_gpusvm_range *r, 
 
 		if ((!hbm && addr[j].proto != DRM_INTERCONNECT_SYSTEM) || i + n > npages)
 			return -EFAULT;
-		if (n == GMEM_WINDOW_PAGES && IS_ALIGNED(at, GMEM_HUGE_SIZE)) {
-			ret = gmem_pt_map_obj(ctx, at, addr[j].addr, GMEM_HUGE_SIZE, hbm, write,
-					      false);
+		if (n == GMEM_WINDOW_PAGES && IS_ALIGNED(at, GMEM_HUGE_SIZE) &&
+		    gmem_drm_mem_atomic_uniform(&svm->mem, at, GMEM_HUGE_SIZE)) {
+			ret = gmem_pt_map_obj(ctx, at, addr[j].addr, GMEM_HUGE_SIZE, hbm,
+					      gmem_drm_leaf_perm(svm, at, write, hbm), false);
 			if (ret < 0)
 				return ret;
 			replaced |= ret;
 		} else {
 			for (unsigned long k = 0; k < n; k++) {
-				ret = gmem_pt_map_obj(ctx, at + k * PAGE_SIZE,
-						      addr[j].addr + k * PAGE_SIZE, PAGE_SIZE,
-						      hbm, write, false);
+				u64 a = at + k * PAGE_SIZE;
+
+				ret = gmem_pt_map_obj(ctx, a, addr[j].addr + k * PAGE_SIZE,
+						      PAGE_SIZE, hbm,
+						      gmem_drm_leaf_perm(svm, a, write, hbm),
+						      false);
 				if (ret < 0)
 					return ret;
 				replaced |= ret;
@@ -212,6 +226,18 @@ static int gmem_drm_map_range(struct gmem_ctx *ctx, struct drm_gpusvm_range *r, 
 		j++;
 	}
 	return replaced;
+}
+
+/* Are @r's pages all in the device's HBM? Under drm_gpusvm's notifier lock, pages valid. */
+static bool gmem_drm_range_in_hbm(struct drm_gpusvm_range *r)
+{
+	struct drm_pagemap_addr *addr = to_range(r)->pages.dma_addr;
+	unsigned long npages = gmem_drm_range_pages(r);
+
+	for (unsigned long i = 0, j = 0; i < npages; i += 1ul << addr[j].order, j++)
+		if (addr[j].proto != GMEM_DRM_INTERCONNECT_HBM)
+			return false;
+	return true;
 }
 
 /*
@@ -271,30 +297,41 @@ static bool gmem_drm_range_shrink(struct gmem_drm_svm *svm, struct drm_gpusvm_ra
 }
 
 /*
- * Serve a device fault at @va (@write: it writes) through drm_gpusvm; 0 or an errno the
- * batch may fail with (docs/uapi.md: EFAULT, EPERM, EBUSY).
+ * Serve a device fault at @va (@perm: the permissions beyond READ its access needs) through
+ * drm_gpusvm; 0 or an errno the batch may fail with (docs/uapi.md: EFAULT, EPERM, EBUSY,
+ * ENOSPC).
  */
-static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
+static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm)
 {
 	struct drm_gpusvm *gpusvm = &svm->gpusvm;
 	struct gmem_ctx *ctx = svm->ctx;
 	int ret, tries = 0, last = 0;
 	unsigned long bound = 0;	/* the largest range size to make; 0: any */
 	unsigned int loc = gmem_drm_mem_pref(&svm->mem, va), lost = 0;
-	bool moved = false;
+	unsigned int atomic = gmem_drm_mem_atomic(&svm->mem, va);
+	bool write = perm & GMEM_PTE_WRITE, moved = false;
+	/* a device atomic where only HBM gives it (gmem_drm_mem_atomic_ok()) */
+	bool need_hbm = (perm & GMEM_PTE_ATOMIC) && atomic == GMEM_ACCEL_DRM_ATOMIC_GLOBAL;
 
+	if ((perm & GMEM_PTE_ATOMIC) && atomic == GMEM_ACCEL_DRM_ATOMIC_CPU)
+		return -EPERM;
+	if (need_hbm && !svm->mem.dpagemap)
+		return -ENOSPC;
 	for (;;) {
 		/*
 		 * Device memory: pages in the device's HBM are mapped there, but in a
 		 * PREFER_SYSTEM range (which hmm_range_fault() then brings home); a
-		 * PREFER_DEVICE range moves in.
+		 * PREFER_DEVICE range moves in, as a range does for an atomic that needs HBM.
+		 * Any range of anonymous memory can move (as xe makes every range): the advice
+		 * may come after the range.
 		 */
 		struct drm_gpusvm_ctx gctx = {
-			.device_private_page_owner = loc == GMEM_ACCEL_PREFER_SYSTEM ? NULL :
-						     svm->mem.owner,
-			.devmem_possible = loc == GMEM_ACCEL_PREFER_DEVICE && svm->mem.dpagemap,
+			.device_private_page_owner = loc == GMEM_ACCEL_PREFER_SYSTEM && !need_hbm ?
+						     NULL : svm->mem.owner,
+			.devmem_possible = !!svm->mem.dpagemap,
 			.allow_mixed = true,
 		};
+		bool to_hbm = loc == GMEM_ACCEL_PREFER_DEVICE || need_hbm;
 		struct vm_area_struct *vma;
 		struct drm_gpusvm_range *r;
 		bool noaccess;
@@ -330,7 +367,7 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
 		start = drm_gpusvm_range_start(r);
 		end = drm_gpusvm_range_end(r);
 		/* (once a fault: a range that cannot move is mapped where it is) */
-		if (gctx.devmem_possible && r->flags.migrate_devmem && !moved) {
+		if (to_hbm && gctx.devmem_possible && r->flags.migrate_devmem && !moved) {
 			moved = true;
 			gmem_dpm_migrate_range(&svm->mem, r, ctx->mm);
 		}
@@ -362,8 +399,15 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
 			gmem_drm_range_shrink(svm, r, &lost, &bound);
 			continue;
 		}
+		if (need_hbm && !gmem_drm_range_in_hbm(r)) {
+			/* (it could not move, or moved out again: another try moves it) */
+			drm_gpusvm_notifier_unlock(gpusvm);
+			moved = false;
+			last = -ENOSPC;
+			continue;
+		}
 		mutex_lock(&ctx->lock);
-		ret = gmem_drm_map_range(ctx, r, !gctx.read_only);
+		ret = gmem_drm_map_range(svm, r, !gctx.read_only);
 		mutex_unlock(&ctx->lock);
 		drm_gpusvm_notifier_unlock(gpusvm);
 		if (ret > 0 || ret == -EAGAIN)
@@ -383,12 +427,12 @@ static int gmem_drm_fault_hook(struct gmem_ctx *ctx, const struct gmem_fault *f,
 
 	mutex_lock(&svm->lock);
 	for (unsigned int i = 0; i < n && !ret; i++) {
-		bool write = gmem_fault_writes(&f[i]);
+		u64 perm = gmem_fault_perm(&f[i]);
 
 		/* (an earlier fault's range may have mapped it) */
 		if (!gmem_pt_maps_all(ctx, f[i].va & PAGE_MASK, (f[i].va & PAGE_MASK) + PAGE_SIZE,
-				      write))
-			ret = gmem_drm_fault_one(svm, f[i].va & PAGE_MASK, write);
+				      perm))
+			ret = gmem_drm_fault_one(svm, f[i].va & PAGE_MASK, perm);
 	}
 	mutex_unlock(&svm->lock);
 	return ret ? ret : GMEM_FAULT_HOOK_ALL;
@@ -462,6 +506,17 @@ int gmem_drm_svm_init(struct gmem_ctx *ctx, struct drm_device *drm)
 struct gmem_drm_mem *gmem_drm_svm_mem(struct gmem_ctx *ctx)
 {
 	return &((struct gmem_drm_svm *)ctx->hook_data)->mem;
+}
+
+/*
+ * The device forgets its leaves in [start, end) (a new attribute for them): drm_gpusvm keeps
+ * the pages and their DMA mappings, so that the next fault maps them again at once.
+ */
+void gmem_drm_svm_unmap(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	mutex_lock(&ctx->lock);
+	gmem_pt_zap(ctx, start, end);
+	mutex_unlock(&ctx->lock);
 }
 
 /* Bring the HBM pages of every range that meets [start, end) home (PREFER_SYSTEM advice). */

@@ -19,6 +19,9 @@
 #define DRM_GMEM_ACCEL_STATS		0x03
 #define DRM_GMEM_ACCEL_SNAPSHOT		0x04
 #define DRM_GMEM_ACCEL_ADVISE		0x05
+/* memory attributes, as xe's madvise has them */
+#define DRM_GMEM_ACCEL_MADVISE		0x10
+#define DRM_GMEM_ACCEL_QUERY_MEM_ATTRS	0x11
 
 #define DRM_IOCTL_GMEM_ACCEL_GET_INFO \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_GMEM_ACCEL_GET_INFO, struct gmem_accel_info)
@@ -34,5 +37,55 @@
 /* a range's preferred location (flags 0: the location alone; docs/uapi.md) */
 #define DRM_IOCTL_GMEM_ACCEL_ADVISE \
 	DRM_IOW(DRM_COMMAND_BASE + DRM_GMEM_ACCEL_ADVISE, struct gmem_accel_advise)
+
+/* the attribute MADVISE sets */
+#define GMEM_ACCEL_DRM_ATTR_PREFERRED_LOC	0	/* value: GMEM_ACCEL_PREFER_* */
+#define GMEM_ACCEL_DRM_ATTR_ATOMIC		1	/* value: GMEM_ACCEL_DRM_ATOMIC_* */
+
+/* Who does atomics on a range's memory (xe's DRM_XE_ATOMIC_* values and meaning). */
+#define GMEM_ACCEL_DRM_ATOMIC_UNDEFINED	0	/* the default: the device's, wherever it is */
+#define GMEM_ACCEL_DRM_ATOMIC_DEVICE	1	/* the device's, wherever it is */
+#define GMEM_ACCEL_DRM_ATOMIC_GLOBAL	2	/* the device's and the CPU's: in HBM */
+#define GMEM_ACCEL_DRM_ATOMIC_CPU	3	/* the CPU's only: device atomics fail */
+
+/**
+ * struct gmem_accel_drm_madvise - set one memory attribute of a range (DRM_IOCTL_XE_MADVISE)
+ * @addr:     page aligned
+ * @size:     bytes, page aligned, not 0; addr + size at most the process's address space
+ * @type:     GMEM_ACCEL_DRM_ATTR_*
+ * @value:    the attribute's value
+ * @reserved: 0
+ */
+struct gmem_accel_drm_madvise {
+	__u64 addr;
+	__u64 size;
+	__u32 type;
+	__u32 value;
+	__u64 reserved[2];
+};
+
+/**
+ * struct gmem_accel_drm_mem_attrs - the attributes at an address, and the range that has them
+ * @addr:     in: any address below the process's address space's end
+ * @start:    out: the first byte of the largest range around @addr with the same attributes
+ * @end:      out: ... and the byte after its last
+ * @location: out: GMEM_ACCEL_PREFER_*
+ * @atomic:   out: GMEM_ACCEL_DRM_ATOMIC_*
+ * @reserved: 0
+ */
+struct gmem_accel_drm_mem_attrs {
+	__u64 addr;
+	__u64 start;
+	__u64 end;
+	__u32 location;
+	__u32 atomic;
+	__u64 reserved;
+};
+
+#define DRM_IOCTL_GMEM_ACCEL_MADVISE \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_GMEM_ACCEL_MADVISE, struct gmem_accel_drm_madvise)
+#define DRM_IOCTL_GMEM_ACCEL_QUERY_MEM_ATTRS \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_GMEM_ACCEL_QUERY_MEM_ATTRS, \
+		 struct gmem_accel_drm_mem_attrs)
 
 #endif /* GMEM_ACCEL_DRM_UAPI_H */

@@ -44,6 +44,14 @@ bool gmem_fault_writes(const struct gmem_fault *f)
 	return f->access & (GMEM_ACCESS_WRITE | GMEM_ACCESS_ATOMIC);
 }
 
+/* The leaf permissions beyond READ the access of @f needs (GMEM_PTE_WRITE, _ATOMIC). */
+u64 gmem_fault_perm(const struct gmem_fault *f)
+{
+	if (f->access & GMEM_ACCESS_ATOMIC)
+		return GMEM_PTE_WRITE | GMEM_PTE_ATOMIC;
+	return f->access & GMEM_ACCESS_WRITE ? GMEM_PTE_WRITE : 0;
+}
+
 static int gmem_fault_cmp(const void *a, const void *b)
 {
 	const struct gmem_fault *x = a, *y = b;
@@ -68,7 +76,7 @@ bool gmem_owner_dying(struct gmem_ctx *ctx)
 static bool gmem_fault_granted(struct gmem_ctx *ctx, const struct gmem_fault *f, unsigned int n)
 {
 	for (unsigned int k = 0; k < n; k++)
-		if (!gmem_pt_maps_all(ctx, f[k].va, f[k].va + PAGE_SIZE, gmem_fault_writes(&f[k])))
+		if (!gmem_pt_maps_all(ctx, f[k].va, f[k].va + PAGE_SIZE, gmem_fault_perm(&f[k])))
 			return false;
 	return true;
 }
@@ -108,7 +116,7 @@ static int gmem_fault_group(struct gmem_ctx *ctx, struct gmem_fault *f, unsigned
 		 * (the ranges of a copy may overlap: a write into the read-only source).
 		 */
 		if (served &&
-		    gmem_pt_maps_all(ctx, f[i].va, f[i].va + PAGE_SIZE, gmem_fault_writes(&f[i]))) {
+		    gmem_pt_maps_all(ctx, f[i].va, f[i].va + PAGE_SIZE, gmem_fault_perm(&f[i]))) {
 			i++;
 			continue;
 		}
@@ -259,7 +267,7 @@ void gmem_fault_service(struct gmem_accel *g, struct gmem_fault *f, unsigned int
 		contended = invalidations != atomic64_read(&ctx->stats[GMEM_CTX_INVALIDATIONS]);
 		gmem_notifiers_exit(srcu);
 		if (err == -EAGAIN && gmem_pt_maps_all(ctx, first.va, first.va + PAGE_SIZE,
-						       gmem_fault_writes(&first)))
+						       gmem_fault_perm(&first)))
 			err = 0;
 		/* Throttled for thrashing (gmem_accel_thrashing.c): replayed after its nap. */
 		if (err == -ETIME) {

@@ -35,6 +35,7 @@ void gmem_fault_overflow(struct gmem_accel *g);
 void gmem_fault_serve_begin(struct gmem_accel *g);
 void gmem_fault_serve_end(struct gmem_accel *g);
 bool gmem_fault_writes(const struct gmem_fault *f);
+u64 gmem_fault_perm(const struct gmem_fault *f);
 bool gmem_owner_dying(struct gmem_ctx *ctx);
 bool gmem_fault_serve(struct gmem_ctx *ctx, struct gmem_fault *group);
 bool gmem_fault_left_unserved(struct gmem_accel *g);

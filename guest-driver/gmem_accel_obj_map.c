@@ -300,8 +300,8 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 			/* A whole device page, aligned in VA and in memory: one leaf (or group). */
 			if (off % ps || !IS_ALIGNED(a, ps) || a + ps > we || !IS_ALIGNED(unit, ps))
 				ps = PAGE_SIZE;
-			ret = gmem_pt_map_obj(ctx, a, unit + off % obj->page_size, ps, h, w && wr,
-					      dup);
+			ret = gmem_pt_map_obj(ctx, a, unit + off % obj->page_size, ps, h,
+					      w && wr ? GMEM_PTE_RW : 0, dup);
 			replaced |= ret > 0;
 			a += ps;
 		}

@@ -469,10 +469,10 @@ void gmem_pt_window_mapped(struct gmem_ctx *ctx, u64 va, unsigned long *map)
 			__set_bit(i, map);
 }
 
-/* Does the device map every page of [start, end), writable too if @write? */
-bool gmem_pt_maps_all(struct gmem_ctx *ctx, u64 start, u64 end, bool write)
+/* Does the device map every page of [start, end), with @perm (GMEM_PTE_WRITE, _ATOMIC) too? */
+bool gmem_pt_maps_all(struct gmem_ctx *ctx, u64 start, u64 end, u64 perm)
 {
-	u64 need = GMEM_PTE_VALID | (write ? GMEM_PTE_WRITE : 0);
+	u64 need = GMEM_PTE_VALID | perm;
 	bool all = true, huge;
 
 	mutex_lock(&ctx->lock);

@@ -32,7 +32,7 @@ int gmem_pt_map(struct gmem_ctx *ctx, u64 va, unsigned long *hmm_pfns, unsigned 
 int gmem_pt_mark(struct gmem_ctx *ctx, u64 va, u64 sw_bits);
 u64 gmem_pt_leaf(struct gmem_ctx *ctx, u64 va, bool *huge);
 bool gmem_pt_any_marked(struct gmem_ctx *ctx, u64 start, u64 end, u64 sw_bits);
-bool gmem_pt_maps_all(struct gmem_ctx *ctx, u64 start, u64 end, bool write);
+bool gmem_pt_maps_all(struct gmem_ctx *ctx, u64 start, u64 end, u64 perm);
 unsigned int gmem_pt_block_mapped(struct gmem_ctx *ctx, u64 va);
 void gmem_pt_window_mapped(struct gmem_ctx *ctx, u64 va, unsigned long *map);
 void gmem_pt_snapshot(struct gmem_ctx *ctx, u64 va, u8 *out, unsigned long npages);
@@ -41,8 +41,10 @@ void gmem_pt_drop_window(struct gmem_ctx *ctx, u64 start);
 void gmem_pt_map_migrated(struct gmem_ctx *ctx, struct mmu_interval_notifier *mni, u64 va,
 			  const unsigned long *src, const unsigned long *dst, unsigned long npages,
 			  unsigned long seq);
+/* A writable leaf's permissions beyond READ (the driver's leaves: atomics wherever writes) */
+#define GMEM_PTE_RW	(GMEM_PTE_WRITE | GMEM_PTE_ATOMIC)
 int gmem_pt_map_obj(struct gmem_ctx *ctx, u64 va, u64 target, u64 page_size, bool hbm,
-		    bool write, bool dup);
+		    u64 perm, bool dup);
 
 /* Within the page-table code (gmem_accel_pt.c, gmem_accel_pt_map.c) */
 /* The device a context's page-table pages and leaves are DMA-mapped for. */

@@ -121,15 +121,16 @@ static int gmem_pt_set_hbm_64k(struct gmem_ctx *ctx, u64 va, u64 off, bool write
 /*
  * Map one device page of an object (or a page drm_gpusvm DMA-mapped, for the DRM front end):
  * @page_size bytes at @va onto @target (an HBM offset if @hbm, else the bus address of the
- * system memory, mapped by its owner), both aligned to @page_size: a
- * 2 MiB leaf, a CONT group of 16 entries (64 KiB) or one 4 KiB entry. Called with ctx->lock
- * held, tables reserved for [va, va + page_size); returns as gmem_pt_set_4k() does.
+ * system memory, mapped by its owner), both aligned to @page_size, with @perm (of
+ * GMEM_PTE_RW) beyond READ: a 2 MiB leaf, a CONT group of 16 entries (64 KiB) or one 4 KiB
+ * entry. Called with ctx->lock held, tables reserved for [va, va + page_size); returns as
+ * gmem_pt_set_4k() does.
  */
 int gmem_pt_map_obj(struct gmem_ctx *ctx, u64 va, u64 target, u64 page_size, bool hbm,
-		    bool write, bool dup)
+		    u64 perm, bool dup)
 {
-	u64 entry = gmem_leaf_pte(target, write, hbm) | GMEM_PTE_SW_OBJECT |
-		    (dup ? GMEM_PTE_SW_OBJ_DUP : 0);
+	u64 entry = gmem_leaf_pte(target, false, hbm) | (perm & GMEM_PTE_RW) |
+		    GMEM_PTE_SW_OBJECT | (dup ? GMEM_PTE_SW_OBJ_DUP : 0);
 
 	lockdep_assert_held(&ctx->lock);
 	if (page_size == GMEM_HUGE_SIZE)
