@@ -4,13 +4,15 @@
  * drm_pagemap pages. A PREFER_DEVICE range (DRM ADVISE) moves into HBM on a device fault
  * (SNAPSHOT shows the device mapping it there, the drm_to_hbm counter the pages the DMA
  * engine copied) and home when the CPU touches it; without advice nothing moves. A working
- * set 4x the HBM evicts (drm_evictions) and ends byte-exact; PREFER_SYSTEM and close bring
- * pages home; a process killed while its ranges move leaves nothing behind. Every device
+ * set 4x the HBM evicts (drm_evictions) and ends byte-exact; PREFER_SYSTEM, close and an
+ * unbind racing the CPU's faults bring pages home; a process killed while its ranges move
+ * leaves nothing behind. Every device
  * write is checked byte by byte, and HBM pages count back to where they were.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -327,6 +329,80 @@ TEST_F_TIMEOUT(devmem, advise_checks_its_arguments, 60)
 	EXPECT_EQ(0, advise(self->fd, p, HUGE, GMEM_ACCEL_PREFER_SYSTEM, 0));
 	munmap(p, HUGE);
 	closed_gives_back(_metadata, self);
+}
+
+struct toucher {
+	const uint8_t *p, *ref;
+	size_t len;
+	bool backwards;
+	volatile bool *go;
+	size_t bad;
+	volatile size_t done;	/* pages read */
+};
+
+/* The CPU reads one byte of each page (a fault home for a page in HBM), checking it. */
+static void *touch_pages(void *arg)
+{
+	struct toucher *t = arg;
+	size_t n = t->len / PAGE;
+
+	while (!*t->go)
+		;
+	for (size_t k = 0; k < n; k++) {
+		size_t i = (t->backwards ? n - 1 - k : k) * PAGE + k % PAGE;
+
+		t->bad += t->p[i] != t->ref[i];
+		t->done = k + 1;
+	}
+	return NULL;
+}
+
+/*
+ * The device unbound while the CPU faults its pages home from HBM, from two threads: unbind
+ * and the CPU's faults race to bring each page home, and every byte arrives. Bound again,
+ * the device has no HBM page in use.
+ */
+TEST_F_TIMEOUT(devmem, unbind_races_cpu_faults_on_hbm, 900)
+{
+	size_t len = 128ul << 20;
+	uint8_t *p = map_aligned(len), *ref = malloc(len);
+	volatile bool go = false;
+	struct toucher t[2];
+	pthread_t th[2];
+	char addr[64];
+	size_t at_unbind;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_NE(NULL, ref);
+	pattern(ref, len, 11);
+	ASSERT_EQ(0, advise(self->fd, p, len, GMEM_ACCEL_PREFER_DEVICE, 0));
+	ASSERT_EQ(0, dev_copy(self->fd, p, ref, len));
+	ASSERT_EQ(len / PAGE, hbm_pages(self->fd, p, len));
+	ASSERT_EQ(0, gmem_pci_addr(DEV, addr, sizeof(addr)));
+	for (int i = 0; i < 2; i++) {
+		t[i] = (struct toucher){ .p = p, .ref = ref, .len = len, .backwards = i,
+					 .go = &go };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, touch_pages, &t[i]));
+	}
+	go = true;
+	usleep(1000);
+	at_unbind = t[0].done + t[1].done;
+	ASSERT_EQ(0, write_sysfs("/sys/bus/pci/drivers/gmem_accel/unbind", addr));
+	TH_LOG("%zu, then %zu of %zu pages read by the CPU when unbind began and returned",
+	       at_unbind, t[0].done + t[1].done, 2 * len / PAGE);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		EXPECT_EQ(0, t[i].bad) TH_LOG("thread %d", i);
+	}
+	EXPECT_EQ(0, memcmp(p, ref, len));
+	EXPECT_EQ(0, close(self->fd));
+	self->fd = -1;
+	ASSERT_EQ(0, write_sysfs("/sys/bus/pci/drivers/gmem_accel/bind", addr));
+	EXPECT_EQ(0, gmem_wait_stat(DEV, "drm_hbm_pages_now", 0, 60000));
+	EXPECT_EQ(0, gmem_wait_stat(DEV, "contexts_now", 0, 60000));
+	EXPECT_EQ(0, memcmp(p, ref, len));
+	free(ref);
+	munmap(p, len);
 }
 
 TEST_HARNESS_MAIN
