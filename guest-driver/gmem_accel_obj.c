@@ -413,7 +413,8 @@ static int gmem_obj_pick(struct gmem_accel *g, u64 size, u32 flags, u64 *page_si
 	return 0;
 }
 
-static struct gmem_obj *gmem_obj_create(struct gmem_accel *g, u64 size, u32 flags)
+/* A new object of @size bytes on @g (GMEM_ACCEL_OBJ_* @flags), with one reference; ERR_PTR. */
+struct gmem_obj *gmem_obj_create(struct gmem_accel *g, u64 size, u32 flags)
 {
 	struct gmem_obj *obj;
 	u64 page_size;
@@ -546,6 +547,18 @@ static long gmem_obj_free_ioctl(struct gmem_file *f, void __user *uarg)
 	return 0;
 }
 
+/* What @obj is now, into @q (all but its handle). */
+void gmem_obj_describe(struct gmem_obj *obj, struct gmem_accel_obj_query *q)
+{
+	mutex_lock(&obj->lock);
+	q->flags = obj->flags;
+	q->size = obj->size;
+	q->page_size = obj->page_size;
+	q->hbm_addr = gmem_obj_in_hbm(obj) ? obj->addr[0] : ~0ull;
+	q->mmap_offset = gmem_obj_mmap_offset(obj);
+	mutex_unlock(&obj->lock);
+}
+
 static long gmem_obj_query_ioctl(struct gmem_file *f, void __user *uarg)
 {
 	struct gmem_accel_obj_query q;
@@ -556,13 +569,7 @@ static long gmem_obj_query_ioctl(struct gmem_file *f, void __user *uarg)
 	obj = gmem_obj_lookup(f, q.handle);
 	if (!obj)
 		return -ENOENT;
-	mutex_lock(&obj->lock);
-	q.flags = obj->flags;
-	q.size = obj->size;
-	q.page_size = obj->page_size;
-	q.hbm_addr = gmem_obj_in_hbm(obj) ? obj->addr[0] : ~0ull;
-	q.mmap_offset = gmem_obj_mmap_offset(obj);
-	mutex_unlock(&obj->lock);
+	gmem_obj_describe(obj, &q);
 	gmem_obj_put(obj);
 	return copy_to_user(uarg, &q, sizeof(q)) ? -EFAULT : 0;
 }
