@@ -12,7 +12,13 @@
 
 #include "gmem_accel_types.h"
 
+struct dma_buf;
 struct drm_device;
+struct drm_file;
+struct drm_gem_object;
+struct file;
+struct inode;
+struct vm_area_struct;
 struct drm_gpusvm_range;
 struct drm_pagemap;
 struct gmem_accel_advise;
@@ -32,10 +38,24 @@ struct gmem_drm_mem {
 /* gmem_accel_drm.c: the accel device */
 int gmem_drm_add(struct gmem_accel *g);
 void gmem_drm_unplug(struct gmem_accel *g);
+struct gmem_accel *gmem_drm_to_g(struct drm_device *drm);
+struct gmem_ctx *gmem_drm_enter(struct drm_file *file);
+void gmem_drm_exit(struct drm_file *file);
+/* gmem_accel_drm_gem.c: GEM objects, the core's device memory objects */
+int gmem_drm_gem_create(struct drm_device *drm, void *data, struct drm_file *file);
+int gmem_drm_gem_mmap_offset(struct drm_device *drm, void *data, struct drm_file *file);
+int gmem_drm_gem_query(struct drm_device *drm, void *data, struct drm_file *file);
+struct drm_gem_object *gmem_drm_gem_import(struct drm_device *drm, struct dma_buf *dmabuf);
+int gmem_drm_gem_open(struct inode *inode, struct file *filp);
+int gmem_drm_gem_mmap(struct file *filp, struct vm_area_struct *vma);
+unsigned long gmem_drm_gem_get_unmapped_area(struct file *filp, unsigned long addr,
+					     unsigned long len, unsigned long pgoff,
+					     unsigned long flags);
 /* gmem_accel_drm_svm.c: a context's shared virtual memory through drm_gpusvm */
 int gmem_drm_svm_init(struct gmem_ctx *ctx, struct drm_device *drm);
 struct gmem_drm_mem *gmem_drm_svm_mem(struct gmem_ctx *ctx);
 void gmem_drm_svm_evict(struct gmem_ctx *ctx, u64 start, u64 end);
+int gmem_drm_svm_prefetch(struct gmem_ctx *ctx, u64 start, u64 end);
 /* gmem_accel_drm_mem.c: a context's placement advice and the device's view of its pages */
 int gmem_drm_mem_init(struct gmem_drm_mem *mem, struct gmem_accel *g);
 void gmem_drm_mem_fini(struct gmem_drm_mem *mem);
