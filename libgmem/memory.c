@@ -117,6 +117,7 @@ static gmemError_t gmem_advise_read_mostly(const void *ptr, size_t count, bool s
 					   gmemDevice_t dev)
 {
 	struct gmem_advice a = {
+		.dev = dev,
 		.flags = GMEM_ACCEL_ADVISE_KEEP_LOCATION |
 			 (set ? GMEM_ACCEL_ADVISE_READ_MOSTLY : GMEM_ACCEL_ADVISE_NOT_READ_MOSTLY),
 	};
