@@ -66,6 +66,9 @@ int gmem_drm_mem_snapshot(struct gmem_ctx *ctx, struct gmem_accel_snapshot *snap
 #define GMEM_DRM_INTERCONNECT_HBM	(DRM_INTERCONNECT_DRIVER + 1)
 int gmem_dpm_dev_init(struct gmem_accel *g);
 struct drm_pagemap *gmem_dpm_get(struct gmem_accel *g);
+void gmem_dpm_put(struct drm_pagemap *dpagemap);
+int gmem_dpm_obj_take(struct drm_pagemap *dpagemap, unsigned int npages, u64 *off);
+void gmem_dpm_obj_give(struct drm_pagemap *dpagemap, u64 off, unsigned int npages);
 int gmem_dpm_migrate_range(struct gmem_drm_mem *mem, struct drm_gpusvm_range *r,
 			   struct mm_struct *mm);
 void gmem_dpm_evict_owner(struct drm_pagemap *dpagemap, const void *owner);
@@ -87,6 +90,24 @@ static inline void gmem_dpm_unbind(struct gmem_accel *g)
 }
 
 static inline void gmem_dpm_exit(void)
+{
+}
+
+static inline struct drm_pagemap *gmem_dpm_get(struct gmem_accel *g)
+{
+	return NULL;
+}
+
+static inline void gmem_dpm_put(struct drm_pagemap *dpagemap)
+{
+}
+
+static inline int gmem_dpm_obj_take(struct drm_pagemap *dpagemap, unsigned int npages, u64 *off)
+{
+	return -ENODEV;
+}
+
+static inline void gmem_dpm_obj_give(struct drm_pagemap *dpagemap, u64 off, unsigned int npages)
 {
 }
 #endif

@@ -2,7 +2,8 @@
 /*
  * gmem-accel driver: GEM objects of the DRM accel front end. Each is a thin GEM wrapper
  * around one of the core's device memory objects (gmem_accel_obj.c): the core allocates it
- * (HBM or system memory), maps it for the CPU (gmem_accel_obj_map.c) and for the device, and
+ * (in system memory, or in HBM taken from the device's drm_pagemap, whose HBM it is: never
+ * evicted, while drm_pagemap evicts its ranges to make room), maps it for the CPU (gmem_accel_obj_map.c) and for the device, and
  * shares it as a dma-buf (gmem_accel_dmabuf.c); DRM's GEM handles and PRIME name it. As on
  * /dev/gmem_accelN, an object's mmap offset is the core's (its id), its CPU mappings live in
  * the device's object address_space (the file's f_mapping), so eviction and unbind find them,
@@ -88,21 +89,20 @@ int gmem_drm_gem_create(struct drm_device *drm, void *data, struct drm_file *fil
 
 	if (a->handle || a->mmap_offset)
 		return -EINVAL;		/* out fields: zero in */
-	/*
-	 * The device's HBM is drm_pagemap's (gmem_accel_drm_pagemap.c), which has no objects'
-	 * allocator: objects live in system memory (no placement: there), and managed ones,
-	 * whose pages would move to HBM, are the gmem front end's (drm_gpusvm moves malloc'd
-	 * memory here).
-	 */
-	if (!(a->flags & ~(GMEM_ACCEL_OBJ_KNOWN & ~GMEM_ACCEL_OBJ_MANAGED)) &&
-	    (a->flags & (GMEM_ACCEL_OBJ_HBM | GMEM_ACCEL_OBJ_SYSTEM)) == GMEM_ACCEL_OBJ_HBM)
-		return -EOPNOTSUPP;
+	/* Managed objects' pages would move as drm_gpusvm moves malloc'd memory here. */
 	if (a->flags == GMEM_ACCEL_OBJ_MANAGED)
 		return -EOPNOTSUPP;
 	ctx = gmem_drm_enter(file);	/* (the device's HBM stays while it is bound) */
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
-	obj = gmem_obj_create(gmem_drm_to_g(drm), a->size, a->flags);
+	/* No placement: HBM (evicting ranges as for HBM), else system memory. */
+	if (!(a->flags & (GMEM_ACCEL_OBJ_HBM | GMEM_ACCEL_OBJ_SYSTEM | GMEM_ACCEL_OBJ_MANAGED))) {
+		obj = gmem_obj_create(ctx->g, a->size, a->flags | GMEM_ACCEL_OBJ_HBM);
+		if (obj == ERR_PTR(-ENOSPC) || obj == ERR_PTR(-ENODEV))
+			obj = gmem_obj_create(ctx->g, a->size, a->flags);
+	} else {
+		obj = gmem_obj_create(ctx->g, a->size, a->flags);
+	}
 	gmem_drm_exit(file);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);

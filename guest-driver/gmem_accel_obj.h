@@ -6,6 +6,7 @@
 #include "gmem_accel_types.h"
 
 struct dma_buf;
+struct drm_pagemap;
 struct gmem_accel_obj_query;
 
 /* mmap offset of object id i: i << 36 (an object is at most GMEM_ACCEL_OBJ_MAX_SIZE) */
@@ -35,6 +36,7 @@ struct gmem_accel_obj_query;
  * @hbm:       managed: per device page not GMEM_MANAGED_SYS, its HBM copy's offset
  * @read_mostly: managed: per device page, read duplication advised (bitmap)
  * @nhbm:      managed: device pages with an HBM copy
+ * @dpagemap:  DRM front end: the drm_pagemap its HBM is from (referenced), or NULL
  */
 struct gmem_obj {
 	struct kref ref;
@@ -56,6 +58,7 @@ struct gmem_obj {
 	u64 *hbm;
 	unsigned long *read_mostly;
 	unsigned long nhbm;
+	struct drm_pagemap *dpagemap;
 };
 
 /**

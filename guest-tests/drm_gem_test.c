@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * GEM objects of the DRM accel front end (Linux 7.3): device 1 given to DRM. An object made
- * with GEM_CREATE (in system memory: HBM is drm_pagemap's), mapped at its GEM_MMAP_OFFSET,
- * is the CPU's and the device's at the same address; GEM_CLOSE frees it; PRIME shares it with another process and
+ * with GEM_CREATE (HBM, from the device's drm_pagemap, or system memory), mapped at its
+ * GEM_MMAP_OFFSET, is the CPU's and the device's at the same address; GEM_CLOSE frees it; PRIME shares it with another process and
  * with a /dev/gmem_accelN file. Bad input gets its errno; a close racing a submit, a kill
  * while mapped and an unbind leave the device's gauges where they were.
  */
@@ -106,7 +106,7 @@ static size_t count_wrong(const uint8_t *a, const uint8_t *b, size_t len)
 	return n;
 }
 
-/* Objects of 2 MiB and 64 KiB pages: the CPU writes, the device copies, the CPU reads back. */
+/* HBM and system memory objects: the CPU writes, the device copies, the CPU reads it back. */
 TEST_F_TIMEOUT(gem, create_mmap_submit_readback, 300)
 {
 	size_t len = 3ul << 20;
@@ -116,11 +116,13 @@ TEST_F_TIMEOUT(gem, create_mmap_submit_readback, 300)
 	int64_t objs;
 
 	ASSERT_NE(NULL, ref);
-	/* HBM objects are the gmem front end's (the HBM is drm_pagemap's): system memory */
-	EXPECT_EQ(0, gem_create(self->fd, len, GMEM_ACCEL_OBJ_HBM, NULL));
-	EXPECT_EQ(EOPNOTSUPP, errno);
-	hbm = gem_create(self->fd, len, 0, NULL);
-	ASSERT_NE(0, hbm) TH_LOG("GEM_CREATE: %s", strerror(errno));
+	int64_t hbm0, hbm_pages;
+
+	ASSERT_EQ(0, gmem_debugfs_stat(DEV, "obj_hbm_pages_now", &hbm0));
+	hbm = gem_create(self->fd, len, GMEM_ACCEL_OBJ_HBM, NULL);
+	ASSERT_NE(0, hbm) TH_LOG("GEM_CREATE HBM: %s", strerror(errno));
+	ASSERT_EQ(0, gmem_debugfs_stat(DEV, "obj_hbm_pages_now", &hbm_pages));
+	EXPECT_EQ(hbm0 + (4l << 20) / (int64_t)PAGE, hbm_pages);
 	sys = gem_create(self->fd, len + 5 * PAGE, GMEM_ACCEL_OBJ_SYSTEM | GMEM_ACCEL_OBJ_PAGE_64K,
 			 NULL);
 	ASSERT_NE(0, sys) TH_LOG("GEM_CREATE SYSTEM: %s", strerror(errno));
@@ -128,10 +130,10 @@ TEST_F_TIMEOUT(gem, create_mmap_submit_readback, 300)
 	EXPECT_EQ(self->base[1] + 2, objs);
 	q.handle = hbm;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_GMEM_ACCEL_GEM_QUERY, &q));
-	EXPECT_TRUE(q.flags & GMEM_ACCEL_OBJ_SYSTEM);
+	EXPECT_TRUE(q.flags & GMEM_ACCEL_OBJ_HBM);
 	EXPECT_EQ(4ul << 20, q.size);	/* whole 2 MiB pages */
 	EXPECT_EQ(2ul << 20, q.page_size);
-	EXPECT_EQ(~0ull, q.hbm_addr);
+	EXPECT_NE(~0ull, q.hbm_addr);
 	q.handle = sys;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_GMEM_ACCEL_GEM_QUERY, &q));
 	EXPECT_TRUE(q.flags & GMEM_ACCEL_OBJ_SYSTEM);
@@ -248,7 +250,7 @@ TEST_F_TIMEOUT(gem, prime_share_between_processes, 300)
 	int st;
 
 	ASSERT_NE(NULL, ref);
-	h = gem_create(self->fd, len, GMEM_ACCEL_OBJ_SYSTEM, NULL);
+	h = gem_create(self->fd, len, GMEM_ACCEL_OBJ_HBM, NULL);
 	ASSERT_NE(0, h);
 	p = gem_map(self->fd, h, len);
 	ASSERT_NE(NULL, p);
@@ -371,8 +373,8 @@ TEST_F_TIMEOUT(gem, close_racing_submit, 600)
 
 	ASSERT_NE(NULL, dst);
 	for (int round = 0; round < 6; round++) {
-		uint32_t h = gem_create(self->fd, len, round & 1 ? GMEM_ACCEL_OBJ_PAGE_4K :
-					GMEM_ACCEL_OBJ_PAGE_2M, NULL);
+		uint32_t h = gem_create(self->fd, len, round & 1 ? GMEM_ACCEL_OBJ_SYSTEM :
+					GMEM_ACCEL_OBJ_HBM, NULL);
 		uint8_t *p;
 
 		ASSERT_NE(0, h);
@@ -411,7 +413,7 @@ TEST_F_TIMEOUT(gem, kill_while_mapped, 300)
 	if (!pid) {
 		size_t len = 8ul << 20;
 		int fd = gmem_open_accel(DEV, O_RDWR);
-		uint32_t a = fd < 0 ? 0 : gem_create(fd, len, GMEM_ACCEL_OBJ_PAGE_64K, NULL);
+		uint32_t a = fd < 0 ? 0 : gem_create(fd, len, GMEM_ACCEL_OBJ_HBM, NULL);
 		uint32_t b = fd < 0 ? 0 : gem_create(fd, len, GMEM_ACCEL_OBJ_SYSTEM, NULL);
 		uint8_t *pa = a ? gem_map(fd, a, len) : NULL, *pb = b ? gem_map(fd, b, len) : NULL;
 

@@ -84,12 +84,15 @@ drm_samples() {
 	check "drm: device_mmap exits 0" run device_mmap 300
 	check "drm: device_mmap: x[1000] = 2005, PASS" \
 		sh -c "grep -q 'x\[1000\] = 2005 (2 \* 1000 + 5), 0 wrong' $out && grep -q 'device_mmap: PASS' $out"
-	# (they allocate in HBM, which is drm_pagemap's on this front end: docs/uapi.md)
-	why="HBM objects are the gmem front end's (GEM objects live in system memory)"
-	ok "drm: allocator_sizes exits 0 # SKIP $why"
-	ok "drm: allocator_sizes PASS # SKIP $why"
-	ok "drm: simple_ipc exits 0 # SKIP $why"
-	ok "drm: simple_ipc PASS # SKIP $why"
+	check "drm: allocator_sizes exits 0" run allocator_sizes 300
+	check "drm: allocator_sizes: 4K, 64K and 2M pages by size class, all in HBM" sh -c "
+		grep -Eq ' 4096 HBM +4K ' $out && grep -Eq ' 65536 HBM +64K ' $out &&
+		grep -Eq ' 4194304 HBM +2048K ' $out &&
+		[ \$(grep -c ' HBM ' $out) = 8 ] && grep -q 'allocator_sizes: PASS' $out"
+	check "drm: simple_ipc exits 0" run simple_ipc 300
+	check "drm: simple_ipc: 4 processes, 0 bytes wrong, PASS" sh -c "
+		[ \$(grep -c 'checked 4 slices: 0 bytes wrong' $out) = 4 ] &&
+		grep -q 'simple_ipc: 4 processes, PASS' $out"
 	if debug_kernel; then
 		why="too slow on the debug kernel; the other kernels run it"
 		ok "drm: oversubscribe exits 0 # SKIP $why"
