@@ -47,9 +47,47 @@ static const struct dma_buf_ops gmem_dmabuf_ops = {
 	 */
 };
 
-long gmem_obj_export(struct gmem_file *f, void __user *uarg)
+/* A dma-buf of @obj, holding a reference of its own; ERR_PTR (EOPNOTSUPP: managed). */
+struct dma_buf *gmem_obj_dmabuf(struct gmem_obj *obj)
 {
 	DEFINE_DMA_BUF_EXPORT_INFO(info);
+	struct dma_buf *dmabuf;
+
+	if (gmem_obj_is_managed(obj))	/* its pages move: no other device reaches them */
+		return ERR_PTR(-EOPNOTSUPP);
+	kref_get(&obj->ref);
+	info.ops = &gmem_dmabuf_ops;
+	info.size = obj->size;
+	info.flags = O_RDWR;
+	info.priv = obj;
+	dmabuf = dma_buf_export(&info);
+	if (IS_ERR(dmabuf))
+		gmem_obj_put(obj);
+	return dmabuf;
+}
+
+/*
+ * The object @dmabuf shares, referenced, for device @g (another gmem-accel device's: reached
+ * peer to peer); ERR_PTR (EOPNOTSUPP: another driver's buffer).
+ */
+struct gmem_obj *gmem_obj_from_dmabuf(struct dma_buf *dmabuf, struct gmem_accel *g)
+{
+	struct gmem_obj *obj = dmabuf->priv;
+	int ret;
+
+	if (dmabuf->ops != &gmem_dmabuf_ops)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (obj->g != g) {
+		ret = gmem_obj_add_peer(obj, g);
+		if (ret)
+			return ERR_PTR(ret);
+	}
+	kref_get(&obj->ref);
+	return obj;
+}
+
+long gmem_obj_export(struct gmem_file *f, void __user *uarg)
+{
 	struct gmem_accel_obj_export e;
 	struct dma_buf *dmabuf;
 	struct gmem_obj *obj;
@@ -62,19 +100,10 @@ long gmem_obj_export(struct gmem_file *f, void __user *uarg)
 	obj = gmem_obj_lookup(f, e.handle);
 	if (!obj)
 		return -ENOENT;
-	if (gmem_obj_is_managed(obj)) {	/* its pages move: no other device reaches them */
-		gmem_obj_put(obj);
-		return -EOPNOTSUPP;
-	}
-	info.ops = &gmem_dmabuf_ops;
-	info.size = obj->size;
-	info.flags = O_RDWR;
-	info.priv = obj;	/* the lookup's reference: the dma-buf's own */
-	dmabuf = dma_buf_export(&info);
-	if (IS_ERR(dmabuf)) {
-		gmem_obj_put(obj);
+	dmabuf = gmem_obj_dmabuf(obj);
+	gmem_obj_put(obj);
+	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);
-	}
 	fd = dma_buf_fd(dmabuf, e.flags);
 	if (fd < 0) {
 		dma_buf_put(dmabuf);	/* releases the object's reference */
@@ -99,18 +128,13 @@ long gmem_obj_import(struct gmem_file *f, void __user *uarg)
 	dmabuf = dma_buf_get(im.fd);
 	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);		/* EBADF, or EINVAL: not a dma-buf */
-	obj = dmabuf->priv;
-	if (dmabuf->ops != &gmem_dmabuf_ops)
-		ret = -EOPNOTSUPP;		/* another driver's buffer */
-	else if (obj->g != f->g)	/* another gmem-accel device's: reached peer to peer */
-		ret = gmem_obj_add_peer(obj, f->g);
-	else
-		ret = 0;
-	if (!ret) {
-		im.mmap_offset = gmem_obj_mmap_offset(obj);
-		ret = gmem_obj_add_handle(f, obj, &handle);
-	}
+	obj = gmem_obj_from_dmabuf(dmabuf, f->g);
 	dma_buf_put(dmabuf);
+	if (IS_ERR(obj))
+		return PTR_ERR(obj);
+	im.mmap_offset = gmem_obj_mmap_offset(obj);
+	ret = gmem_obj_add_handle(f, obj, &handle);
+	gmem_obj_put(obj);
 	if (ret)
 		return ret;
 	im.handle = handle;

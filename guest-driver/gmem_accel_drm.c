@@ -8,7 +8,9 @@
  * counterparts and call the same core.
  */
 #include <linux/pci.h>
+#include <linux/file.h>
 #include <linux/slab.h>
+#include <linux/sync_file.h>
 #include <drm/drm_accel.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -26,7 +28,7 @@ struct gmem_drm {
 	struct gmem_accel *g;
 };
 
-static struct gmem_accel *to_g(struct drm_device *drm)
+struct gmem_accel *gmem_drm_to_g(struct drm_device *drm)
 {
 	return container_of(drm, struct gmem_drm, drm)->g;
 }
@@ -38,7 +40,7 @@ static struct gmem_accel *to_g(struct drm_device *drm)
  */
 static int gmem_drm_open(struct drm_device *drm, struct drm_file *file)
 {
-	struct gmem_file *f = gmem_file_new(to_g(drm));
+	struct gmem_file *f = gmem_file_new(gmem_drm_to_g(drm));
 	int ret;
 
 	if (IS_ERR(f))
@@ -66,7 +68,7 @@ static void gmem_drm_postclose(struct drm_device *drm, struct drm_file *file)
  * Every ioctl: the device not being unbound (gmem_accel.lock read), and the caller the
  * process whose address space the context mirrors (a forked child opens its own).
  */
-static struct gmem_ctx *gmem_drm_enter(struct drm_file *file)
+struct gmem_ctx *gmem_drm_enter(struct drm_file *file)
 {
 	struct gmem_file *f = file->driver_priv;
 
@@ -82,7 +84,7 @@ static struct gmem_ctx *gmem_drm_enter(struct drm_file *file)
 	return f->ctx;
 }
 
-static void gmem_drm_exit(struct drm_file *file)
+void gmem_drm_exit(struct drm_file *file)
 {
 	up_read(&((struct gmem_file *)file->driver_priv)->g->lock);
 }
@@ -93,7 +95,7 @@ static int gmem_drm_get_info(struct drm_device *drm, void *data, struct drm_file
 
 	if (info->flags)
 		return -EINVAL;
-	*info = to_g(drm)->info;
+	*info = gmem_drm_to_g(drm)->info;
 	return 0;
 }
 
@@ -212,6 +214,58 @@ static int gmem_drm_query_mem_attrs(struct drm_device *drm, void *data, struct d
 	return ret;
 }
 
+/* FENCE_EXPORT: as GMEM_ACCEL_IOC_FENCE_EXPORT; the fd is the process's once installed. */
+static int gmem_drm_fence_export(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct gmem_accel_fence_export *e = data;
+	struct sync_file *sync;
+	struct gmem_ctx *ctx;
+	int fd;
+
+	if ((e->flags & ~O_CLOEXEC) || e->pad)
+		return -EINVAL;
+	ctx = gmem_drm_enter(file);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	sync = gmem_fence_sync_file(ctx, e->fence);
+	gmem_drm_exit(file);
+	if (IS_ERR(sync))
+		return PTR_ERR(sync);
+	fd = get_unused_fd_flags(e->flags);
+	if (fd < 0) {
+		fput(sync->file);
+		return fd;
+	}
+	fd_install(fd, sync->file);
+	e->fd = fd;
+	return 0;
+}
+
+/* PREFETCH: as GMEM_ACCEL_IOC_MIGRATE, through drm_gpusvm (TO_SYSTEM: as PREFER_SYSTEM). */
+static int gmem_drm_prefetch(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct gmem_accel_migrate *m = data;
+	struct gmem_ctx *ctx;
+	int ret = 0;
+
+	if (m->flags || m->target > GMEM_ACCEL_TO_SYSTEM || m->pages)
+		return -EINVAL;
+	if (!m->size || !PAGE_ALIGNED(m->addr) || !PAGE_ALIGNED(m->size) ||
+	    m->addr + m->size < m->addr)
+		return -EINVAL;
+	if (m->addr + m->size > TASK_SIZE_MAX)
+		return -EFAULT;
+	ctx = gmem_drm_enter(file);
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	if (m->target == GMEM_ACCEL_TO_DEVICE)
+		ret = gmem_drm_svm_prefetch(ctx, m->addr, m->addr + m->size);
+	else
+		gmem_drm_svm_evict(ctx, m->addr, m->addr + m->size);
+	gmem_drm_exit(file);
+	return ret;
+}
+
 static const struct drm_ioctl_desc gmem_drm_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_GET_INFO, gmem_drm_get_info, 0),
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_SUBMIT, gmem_drm_submit, 0),
@@ -221,13 +275,19 @@ static const struct drm_ioctl_desc gmem_drm_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_ADVISE, gmem_drm_advise, 0),
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_MADVISE, gmem_drm_madvise, 0),
 	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_QUERY_MEM_ATTRS, gmem_drm_query_mem_attrs, 0),
+	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_GEM_CREATE, gmem_drm_gem_create, 0),
+	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_GEM_MMAP_OFFSET, gmem_drm_gem_mmap_offset, 0),
+	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_GEM_QUERY, gmem_drm_gem_query, 0),
+	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_FENCE_EXPORT, gmem_drm_fence_export, 0),
+	DRM_IOCTL_DEF_DRV(GMEM_ACCEL_PREFETCH, gmem_drm_prefetch, 0),
 };
 
 /*
- * Of DRM's core ioctls, those that make sense on a node with neither GEM, PRIME, syncobjs nor
- * a master. DRM runs every one on an accel file, and some assume what this driver has not:
- * GET_UNIQUE and GET_MAGIC the file's master (a NULL pointer), the PRIME ones its GEM handle
- * table (never initialised without DRIVER_GEM). The driver's own ioctls all pass.
+ * Of DRM's core ioctls, those that make sense on a node with GEM objects but neither
+ * syncobjs, flink names nor a master: DRM runs every one on an accel file, and some assume
+ * what this driver has not (GET_UNIQUE and GET_MAGIC the file's master, a NULL pointer).
+ * GEM_CLOSE frees a handle, PRIME shares an object as a dma-buf. The driver's own ioctls all
+ * pass.
  */
 static bool gmem_drm_ioctl_allowed(unsigned int cmd)
 {
@@ -237,7 +297,10 @@ static bool gmem_drm_ioctl_allowed(unsigned int cmd)
 		return true;
 	return nr == DRM_IOCTL_NR(DRM_IOCTL_VERSION) || nr == DRM_IOCTL_NR(DRM_IOCTL_GET_CAP) ||
 	       nr == DRM_IOCTL_NR(DRM_IOCTL_SET_CLIENT_CAP) ||
-	       nr == DRM_IOCTL_NR(DRM_IOCTL_SET_CLIENT_NAME);
+	       nr == DRM_IOCTL_NR(DRM_IOCTL_SET_CLIENT_NAME) ||
+	       nr == DRM_IOCTL_NR(DRM_IOCTL_GEM_CLOSE) ||
+	       nr == DRM_IOCTL_NR(DRM_IOCTL_PRIME_HANDLE_TO_FD) ||
+	       nr == DRM_IOCTL_NR(DRM_IOCTL_PRIME_FD_TO_HANDLE);
 }
 
 static long gmem_drm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
@@ -259,12 +322,14 @@ static long gmem_drm_compat_ioctl(struct file *filp, unsigned int cmd, unsigned 
 #endif
 
 /*
- * DRM_ACCEL_FOPS but for mmap: the driver has no GEM objects to map, and drm_gem_mmap()
- * would look one up in the GEM offset manager a driver without GEM does not have.
+ * DRM_ACCEL_FOPS but for open and mmap: objects are mapped by the core, at its offsets, in
+ * the device's object address_space (gmem_accel_drm_gem.c), not by drm_gem_mmap().
  */
 static const struct file_operations gmem_drm_fops = {
 	.owner = THIS_MODULE,
-	.open = accel_open,
+	.open = gmem_drm_gem_open,
+	.mmap = gmem_drm_gem_mmap,
+	.get_unmapped_area = gmem_drm_gem_get_unmapped_area,
 	.release = drm_release,
 	.unlocked_ioctl = gmem_drm_ioctl,
 	.compat_ioctl = gmem_drm_compat_ioctl,
@@ -275,9 +340,10 @@ static const struct file_operations gmem_drm_fops = {
 };
 
 static const struct drm_driver gmem_drm_driver = {
-	.driver_features = DRIVER_COMPUTE_ACCEL,
+	.driver_features = DRIVER_COMPUTE_ACCEL | DRIVER_GEM,
 	.open = gmem_drm_open,
 	.postclose = gmem_drm_postclose,
+	.gem_prime_import = gmem_drm_gem_import,
 	.ioctls = gmem_drm_ioctls,
 	.num_ioctls = ARRAY_SIZE(gmem_drm_ioctls),
 	.fops = &gmem_drm_fops,

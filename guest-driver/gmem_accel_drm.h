@@ -12,7 +12,13 @@
 
 #include "gmem_accel_types.h"
 
+struct dma_buf;
 struct drm_device;
+struct drm_file;
+struct drm_gem_object;
+struct file;
+struct inode;
+struct vm_area_struct;
 struct drm_gpusvm_range;
 struct drm_pagemap;
 struct gmem_accel_advise;
@@ -35,11 +41,25 @@ struct gmem_drm_mem {
 /* gmem_accel_drm.c: the accel device */
 int gmem_drm_add(struct gmem_accel *g);
 void gmem_drm_unplug(struct gmem_accel *g);
+struct gmem_accel *gmem_drm_to_g(struct drm_device *drm);
+struct gmem_ctx *gmem_drm_enter(struct drm_file *file);
+void gmem_drm_exit(struct drm_file *file);
+/* gmem_accel_drm_gem.c: GEM objects, the core's device memory objects */
+int gmem_drm_gem_create(struct drm_device *drm, void *data, struct drm_file *file);
+int gmem_drm_gem_mmap_offset(struct drm_device *drm, void *data, struct drm_file *file);
+int gmem_drm_gem_query(struct drm_device *drm, void *data, struct drm_file *file);
+struct drm_gem_object *gmem_drm_gem_import(struct drm_device *drm, struct dma_buf *dmabuf);
+int gmem_drm_gem_open(struct inode *inode, struct file *filp);
+int gmem_drm_gem_mmap(struct file *filp, struct vm_area_struct *vma);
+unsigned long gmem_drm_gem_get_unmapped_area(struct file *filp, unsigned long addr,
+					     unsigned long len, unsigned long pgoff,
+					     unsigned long flags);
 /* gmem_accel_drm_svm.c: a context's shared virtual memory through drm_gpusvm */
 int gmem_drm_svm_init(struct gmem_ctx *ctx, struct drm_device *drm);
 struct gmem_drm_mem *gmem_drm_svm_mem(struct gmem_ctx *ctx);
 void gmem_drm_svm_evict(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_drm_svm_unmap(struct gmem_ctx *ctx, u64 start, u64 end);
+int gmem_drm_svm_prefetch(struct gmem_ctx *ctx, u64 start, u64 end);
 /* gmem_accel_drm_mem.c: a context's placement advice and the device's view of its pages */
 int gmem_drm_mem_init(struct gmem_drm_mem *mem, struct gmem_accel *g);
 void gmem_drm_mem_fini(struct gmem_drm_mem *mem);
@@ -55,6 +75,9 @@ int gmem_drm_mem_snapshot(struct gmem_ctx *ctx, struct gmem_accel_snapshot *snap
 #define GMEM_DRM_INTERCONNECT_HBM	(DRM_INTERCONNECT_DRIVER + 1)
 int gmem_dpm_dev_init(struct gmem_accel *g);
 struct drm_pagemap *gmem_dpm_get(struct gmem_accel *g);
+void gmem_dpm_put(struct drm_pagemap *dpagemap);
+int gmem_dpm_obj_take(struct drm_pagemap *dpagemap, unsigned int npages, u64 *off);
+void gmem_dpm_obj_give(struct drm_pagemap *dpagemap, u64 off, unsigned int npages);
 int gmem_dpm_migrate_range(struct gmem_drm_mem *mem, struct drm_gpusvm_range *r,
 			   struct mm_struct *mm);
 void gmem_dpm_evict_owner(struct drm_pagemap *dpagemap, const void *owner);
@@ -76,6 +99,24 @@ static inline void gmem_dpm_unbind(struct gmem_accel *g)
 }
 
 static inline void gmem_dpm_exit(void)
+{
+}
+
+static inline struct drm_pagemap *gmem_dpm_get(struct gmem_accel *g)
+{
+	return NULL;
+}
+
+static inline void gmem_dpm_put(struct drm_pagemap *dpagemap)
+{
+}
+
+static inline int gmem_dpm_obj_take(struct drm_pagemap *dpagemap, unsigned int npages, u64 *off)
+{
+	return -ENODEV;
+}
+
+static inline void gmem_dpm_obj_give(struct drm_pagemap *dpagemap, u64 off, unsigned int npages)
 {
 }
 #endif

@@ -493,6 +493,50 @@ err:
  * The device's HBM for a new file, referenced: the cached pagemap, or a new one; NULL if the
  * device has none to give (its files' memory then stays in system memory).
  */
+/*
+ * HBM for one device page of an object of the DRM front end (gmem_accel_obj.c): @npages
+ * aligned to their size, from @dpagemap's pages, the oldest ranges evicted while none is
+ * free. The object holds a reference on @dpagemap while it has HBM. 0 or -ENOSPC.
+ */
+int gmem_dpm_obj_take(struct drm_pagemap *dpagemap, unsigned int npages, u64 *off)
+{
+	struct gmem_dpm *dpm = to_dpm(dpagemap);
+	unsigned int evicted = 0;
+	unsigned long first;
+
+	for (;;) {
+		spin_lock(&dpm->lock);
+		first = bitmap_find_next_zero_area(dpm->busy, dpm->npages, 0, npages, npages - 1);
+		if (first < dpm->npages) {
+			bitmap_set(dpm->busy, first, npages);
+			spin_unlock(&dpm->lock);
+			break;
+		}
+		spin_unlock(&dpm->lock);
+		if (fatal_signal_pending(current) || evicted++ > dpm->npages / npages + 16 ||
+		    !gmem_dpm_evict_one(dpm, NULL))
+			return -ENOSPC;
+	}
+	*off = (u64)first << PAGE_SHIFT;
+	gmem_dev_count(dpm->g, GMEM_DEV_OBJ_HBM_PAGES_NOW, npages);
+	return 0;
+}
+
+void gmem_dpm_obj_give(struct drm_pagemap *dpagemap, u64 off, unsigned int npages)
+{
+	struct gmem_dpm *dpm = to_dpm(dpagemap);
+
+	spin_lock(&dpm->lock);
+	bitmap_clear(dpm->busy, off >> PAGE_SHIFT, npages);
+	spin_unlock(&dpm->lock);
+	gmem_dev_count(dpm->g, GMEM_DEV_OBJ_HBM_PAGES_NOW, -(s64)npages);
+}
+
+void gmem_dpm_put(struct drm_pagemap *dpagemap)
+{
+	drm_pagemap_put(dpagemap);
+}
+
 struct drm_pagemap *gmem_dpm_get(struct gmem_accel *g)
 {
 	struct drm_pagemap_cache *cache = READ_ONCE(g->dpm_cache);

@@ -25,6 +25,7 @@
 #include "gmem_accel_drm.h"
 #include "gmem_accel_drm_uapi.h"
 #include "gmem_accel_fault.h"
+#include "gmem_accel_obj.h"
 #include "gmem_accel_pt.h"
 
 /* A context's GPU SVM: the context's hook_data. */
@@ -299,16 +300,18 @@ static bool gmem_drm_range_shrink(struct gmem_drm_svm *svm, struct drm_gpusvm_ra
 /*
  * Serve a device fault at @va (@perm: the permissions beyond READ its access needs) through
  * drm_gpusvm; 0 or an errno the batch may fail with (docs/uapi.md: EFAULT, EPERM, EBUSY,
- * ENOSPC).
+ * ENOSPC). @prefetch: as if the range preferred the device. The end of the range it made in
+ * *@next.
  */
-static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm)
+static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool prefetch,
+			      u64 *next)
 {
 	struct drm_gpusvm *gpusvm = &svm->gpusvm;
 	struct gmem_ctx *ctx = svm->ctx;
 	int ret, tries = 0, last = 0;
 	unsigned long bound = 0;	/* the largest range size to make; 0: any */
-	unsigned int loc = gmem_drm_mem_pref(&svm->mem, va), lost = 0;
-	unsigned int atomic = gmem_drm_mem_atomic(&svm->mem, va);
+	unsigned int loc = prefetch ? GMEM_ACCEL_PREFER_DEVICE : gmem_drm_mem_pref(&svm->mem, va);
+	unsigned int atomic = gmem_drm_mem_atomic(&svm->mem, va), lost = 0;
 	bool write = perm & GMEM_PTE_WRITE, moved = false;
 	/* a device atomic where only HBM gives it (gmem_drm_mem_atomic_ok()) */
 	bool need_hbm = (perm & GMEM_PTE_ATOMIC) && atomic == GMEM_ACCEL_DRM_ATOMIC_GLOBAL;
@@ -366,6 +369,7 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm)
 			return PTR_ERR(r) == -ENOMEM ? -ENOMEM : -EFAULT;
 		start = drm_gpusvm_range_start(r);
 		end = drm_gpusvm_range_end(r);
+		*next = end;
 		/* (once a fault: a range that cannot move is mapped where it is) */
 		if (to_hbm && gctx.devmem_possible && r->flags.migrate_devmem && !moved) {
 			moved = true;
@@ -428,11 +432,16 @@ static int gmem_drm_fault_hook(struct gmem_ctx *ctx, const struct gmem_fault *f,
 	mutex_lock(&svm->lock);
 	for (unsigned int i = 0; i < n && !ret; i++) {
 		u64 perm = gmem_fault_perm(&f[i]);
+		u64 start, end;
 
 		/* (an earlier fault's range may have mapped it) */
-		if (!gmem_pt_maps_all(ctx, f[i].va & PAGE_MASK, (f[i].va & PAGE_MASK) + PAGE_SIZE,
-				      perm))
-			ret = gmem_drm_fault_one(svm, f[i].va & PAGE_MASK, perm);
+		if (gmem_pt_maps_all(ctx, f[i].va & PAGE_MASK, (f[i].va & PAGE_MASK) + PAGE_SIZE,
+				     perm))
+			continue;
+		/* In a mapping of a GEM object: the core maps its pages (not hmm's). */
+		ret = gmem_obj_fault(ctx, f[i].va & PAGE_MASK, perm & GMEM_PTE_WRITE, &start, &end);
+		if (ret == -ENOENT)
+			ret = gmem_drm_fault_one(svm, f[i].va & PAGE_MASK, perm, false, &end);
 	}
 	mutex_unlock(&svm->lock);
 	return ret ? ret : GMEM_FAULT_HOOK_ALL;
@@ -517,6 +526,29 @@ void gmem_drm_svm_unmap(struct gmem_ctx *ctx, u64 start, u64 end)
 	mutex_lock(&ctx->lock);
 	gmem_pt_zap(ctx, start, end);
 	mutex_unlock(&ctx->lock);
+}
+
+/*
+ * Move [start, end) into the device's HBM ahead of the device's faults, as xe's prefetch
+ * bind does: each range made, migrated and mapped as a fault of a PREFER_DEVICE range would
+ * be. -ENODEV if the device has no HBM for it, else as a fault (EFAULT: not mapped).
+ */
+int gmem_drm_svm_prefetch(struct gmem_ctx *ctx, u64 start, u64 end)
+{
+	struct gmem_drm_svm *svm = ctx->hook_data;
+	u64 va, next = start;
+	int ret = 0;
+
+	if (!svm->mem.dpagemap)
+		return -ENODEV;
+	mutex_lock(&svm->lock);
+	for (va = start; va < end && !ret; va = max(next, va + PAGE_SIZE)) {
+		ret = gmem_drm_fault_one(svm, va, 0, true, &next);
+		if (!ret && fatal_signal_pending(current))
+			ret = -EINTR;
+	}
+	mutex_unlock(&svm->lock);
+	return ret;
 }
 
 /* Bring the HBM pages of every range that meets [start, end) home (PREFER_SYSTEM advice). */

@@ -140,32 +140,42 @@ static struct dma_fence *gmem_fence_create(struct gmem_accel *g, struct gmem_que
 	return &f->base;
 }
 
+/* A sync_file for fence @seqno of @ctx; ERR_PTR (a fence this context never got: EINVAL). */
+struct sync_file *gmem_fence_sync_file(struct gmem_ctx *ctx, u64 seqno)
+{
+	struct sync_file *sync;
+	struct dma_fence *fence;
+	s64 seq;
+	int ret;
+
+	seq = gmem_ctx_fence_seq(ctx, seqno);
+	if (seq < 0)
+		return ERR_PTR(seq);
+	/* Its batch may be quiet (SUBMIT_WAIT): the interrupt that signals the fence first. */
+	ret = seq ? gmem_queue_notify_after(ctx, seq) : 0;
+	if (ret)
+		return ERR_PTR(ret);
+	fence = gmem_fence_create(ctx->g, &ctx->g->queue[gmem_ctx_queue(ctx)], seq);
+	if (!fence)
+		return ERR_PTR(-ENOMEM);
+	sync = sync_file_create(fence);
+	dma_fence_put(fence);
+	return sync ?: ERR_PTR(-ENOMEM);
+}
+
 long gmem_fence_export(struct gmem_ctx *ctx, void __user *uarg)
 {
 	struct gmem_accel_fence_export e;
 	struct sync_file *sync;
-	struct dma_fence *fence;
-	s64 seq;
-	int fd, ret;
+	int fd;
 
 	if (copy_from_user(&e, uarg, sizeof(e)))
 		return -EFAULT;
 	if ((e.flags & ~O_CLOEXEC) || e.pad)
 		return -EINVAL;
-	seq = gmem_ctx_fence_seq(ctx, e.fence);
-	if (seq < 0)
-		return seq;		/* a fence this file never got */
-	/* Its batch may be quiet (SUBMIT_WAIT): the interrupt that signals the fence first. */
-	ret = seq ? gmem_queue_notify_after(ctx, seq) : 0;
-	if (ret)
-		return ret;
-	fence = gmem_fence_create(ctx->g, &ctx->g->queue[gmem_ctx_queue(ctx)], seq);
-	if (!fence)
-		return -ENOMEM;
-	sync = sync_file_create(fence);
-	dma_fence_put(fence);
-	if (!sync)
-		return -ENOMEM;
+	sync = gmem_fence_sync_file(ctx, e.fence);
+	if (IS_ERR(sync))
+		return PTR_ERR(sync);
 	fd = get_unused_fd_flags(e.flags);
 	if (fd < 0 || put_user(fd, &((struct gmem_accel_fence_export __user *)uarg)->fd)) {
 		if (fd >= 0)

@@ -16,6 +16,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "gmem_accel_drm.h"
 #include "gmem_accel_queue.h"
 #include "gmem_accel_hbm.h"
 #include "gmem_accel_migrate.h"
@@ -39,6 +40,10 @@ static void gmem_obj_free_pages(struct gmem_obj *obj, unsigned long n)
 	unsigned int order = ilog2(obj->page_size >> PAGE_SHIFT);
 
 	for (unsigned long i = 0; i < n; i++) {
+		if (gmem_obj_in_hbm(obj) && obj->dpagemap) {
+			gmem_dpm_obj_give(obj->dpagemap, obj->addr[i], obj->page_size >> PAGE_SHIFT);
+			continue;
+		}
 		if (gmem_obj_in_hbm(obj)) {
 			gmem_hbm_obj_give(g, obj->addr[i], obj->page_size >> PAGE_SHIFT);
 			continue;
@@ -161,6 +166,8 @@ static void gmem_obj_release(struct kref *ref)
 	if (gmem_obj_is_managed(obj))
 		gmem_managed_fini(obj);		/* its HBM copies */
 	gmem_obj_free_pages(obj, obj->npages);
+	if (obj->dpagemap)
+		gmem_dpm_put(obj->dpagemap);
 	gmem_dev_count(g, GMEM_DEV_OBJECTS_NOW, -1);
 	ida_free(&gmem_obj_ids, obj->id);
 	mutex_destroy(&obj->lock);
@@ -354,14 +361,30 @@ int gmem_obj_hbm_take(struct gmem_accel *g, unsigned int npages, u64 *off, struc
 	return ret;
 }
 
-/* HBM for every device page of @obj (gmem_obj_hbm_take()); -ENOSPC if it cannot be had. */
+/*
+ * HBM for every device page of @obj (gmem_obj_hbm_take(); on the DRM front end, from the
+ * device's drm_pagemap, whose HBM it is); -ENOSPC if it cannot be had.
+ */
 static int gmem_obj_take_hbm(struct gmem_obj *obj)
 {
 	unsigned long i;
 	int ret = 0;
 
+	if (obj->g->hbm_drm) {
+		obj->dpagemap = gmem_dpm_get(obj->g);
+		if (IS_ERR_OR_NULL(obj->dpagemap)) {
+			ret = obj->dpagemap ? PTR_ERR(obj->dpagemap) : -ENODEV;
+			obj->dpagemap = NULL;
+			return ret;
+		}
+	}
 	for (i = 0; i < obj->npages; i++) {
-		ret = gmem_obj_hbm_take(obj->g, obj->page_size >> PAGE_SHIFT, &obj->addr[i], NULL);
+		if (obj->dpagemap)
+			ret = gmem_dpm_obj_take(obj->dpagemap, obj->page_size >> PAGE_SHIFT,
+						&obj->addr[i]);
+		else
+			ret = gmem_obj_hbm_take(obj->g, obj->page_size >> PAGE_SHIFT,
+						&obj->addr[i], NULL);
 		if (ret)
 			break;
 	}
@@ -401,7 +424,7 @@ static int gmem_obj_pick(struct gmem_accel *g, u64 size, u32 flags, u64 *page_si
 	*place = flags & GMEM_OBJ_PLACEMENT;
 	if (flags & GMEM_ACCEL_OBJ_MANAGED)
 		*place = GMEM_ACCEL_OBJ_SYSTEM;
-	if (*place == GMEM_ACCEL_OBJ_HBM && !g->hbm.mapped)
+	if (*place == GMEM_ACCEL_OBJ_HBM && !g->hbm.mapped && !g->hbm_drm)
 		return -ENODEV;		/* this device has no HBM to give */
 	if (!*place)	/* HBM while it has room without evicting anything */
 		*place = g->hbm.mapped && gmem_hbm_free_bytes(g) >= round_up(size, *page_size) ?
@@ -413,7 +436,8 @@ static int gmem_obj_pick(struct gmem_accel *g, u64 size, u32 flags, u64 *page_si
 	return 0;
 }
 
-static struct gmem_obj *gmem_obj_create(struct gmem_accel *g, u64 size, u32 flags)
+/* A new object of @size bytes on @g (GMEM_ACCEL_OBJ_* @flags), with one reference; ERR_PTR. */
+struct gmem_obj *gmem_obj_create(struct gmem_accel *g, u64 size, u32 flags)
 {
 	struct gmem_obj *obj;
 	u64 page_size;
@@ -456,6 +480,8 @@ static struct gmem_obj *gmem_obj_create(struct gmem_accel *g, u64 size, u32 flag
 	}
 	if (ret) {
 		gmem_managed_fini(obj);
+		if (obj->dpagemap)
+			gmem_dpm_put(obj->dpagemap);
 		kvfree(obj->addr);
 		kvfree(obj->pages);
 		kfree(obj);
@@ -546,6 +572,18 @@ static long gmem_obj_free_ioctl(struct gmem_file *f, void __user *uarg)
 	return 0;
 }
 
+/* What @obj is now, into @q (all but its handle). */
+void gmem_obj_describe(struct gmem_obj *obj, struct gmem_accel_obj_query *q)
+{
+	mutex_lock(&obj->lock);
+	q->flags = obj->flags;
+	q->size = obj->size;
+	q->page_size = obj->page_size;
+	q->hbm_addr = gmem_obj_in_hbm(obj) ? obj->addr[0] : ~0ull;
+	q->mmap_offset = gmem_obj_mmap_offset(obj);
+	mutex_unlock(&obj->lock);
+}
+
 static long gmem_obj_query_ioctl(struct gmem_file *f, void __user *uarg)
 {
 	struct gmem_accel_obj_query q;
@@ -556,13 +594,7 @@ static long gmem_obj_query_ioctl(struct gmem_file *f, void __user *uarg)
 	obj = gmem_obj_lookup(f, q.handle);
 	if (!obj)
 		return -ENOENT;
-	mutex_lock(&obj->lock);
-	q.flags = obj->flags;
-	q.size = obj->size;
-	q.page_size = obj->page_size;
-	q.hbm_addr = gmem_obj_in_hbm(obj) ? obj->addr[0] : ~0ull;
-	q.mmap_offset = gmem_obj_mmap_offset(obj);
-	mutex_unlock(&obj->lock);
+	gmem_obj_describe(obj, &q);
 	gmem_obj_put(obj);
 	return copy_to_user(uarg, &q, sizeof(q)) ? -EFAULT : 0;
 }

@@ -5,6 +5,10 @@
 
 #include "gmem_accel_types.h"
 
+struct dma_buf;
+struct drm_pagemap;
+struct gmem_accel_obj_query;
+
 /* mmap offset of object id i: i << 36 (an object is at most GMEM_ACCEL_OBJ_MAX_SIZE) */
 #define GMEM_OBJ_OFFSET_SHIFT	36
 #define GMEM_OBJ_PGOFF_SHIFT	(GMEM_OBJ_OFFSET_SHIFT - PAGE_SHIFT)
@@ -32,6 +36,7 @@
  * @hbm:       managed: per device page not GMEM_MANAGED_SYS, its HBM copy's offset
  * @read_mostly: managed: per device page, read duplication advised (bitmap)
  * @nhbm:      managed: device pages with an HBM copy
+ * @dpagemap:  DRM front end: the drm_pagemap its HBM is from (referenced), or NULL
  */
 struct gmem_obj {
 	struct kref ref;
@@ -53,6 +58,7 @@ struct gmem_obj {
 	u64 *hbm;
 	unsigned long *read_mostly;
 	unsigned long nhbm;
+	struct drm_pagemap *dpagemap;
 };
 
 /**
@@ -98,7 +104,12 @@ unsigned long gmem_obj_get_unmapped_area(struct file *file, unsigned long addr,
 int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *end);
 void gmem_obj_debugfs_show(struct gmem_accel *g, struct seq_file *m);
 
+struct gmem_obj *gmem_obj_create(struct gmem_accel *g, u64 size, u32 flags);
 void gmem_obj_put(struct gmem_obj *obj);
+void gmem_obj_describe(struct gmem_obj *obj, struct gmem_accel_obj_query *q);
+int gmem_obj_mmap_obj(struct gmem_obj *obj, struct vm_area_struct *vma);
+unsigned long gmem_obj_place(struct file *file, unsigned long addr, unsigned long len,
+			     unsigned long pgoff, unsigned long flags, unsigned long align);
 /* A new handle on @f for @obj (which gains a reference); 0 or -errno. */
 int gmem_obj_add_handle(struct gmem_file *f, struct gmem_obj *obj, u32 *handle);
 struct gmem_obj *gmem_obj_lookup(struct gmem_file *f, u32 handle);
@@ -131,5 +142,7 @@ int gmem_managed_advise(struct gmem_ctx *ctx, u64 start, u64 end, u32 flags, u32
 /* gmem_accel_dmabuf.c */
 long gmem_obj_export(struct gmem_file *f, void __user *uarg);
 long gmem_obj_import(struct gmem_file *f, void __user *uarg);
+struct dma_buf *gmem_obj_dmabuf(struct gmem_obj *obj);
+struct gmem_obj *gmem_obj_from_dmabuf(struct dma_buf *dmabuf, struct gmem_accel *g);
 
 #endif

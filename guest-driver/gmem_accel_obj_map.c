@@ -160,15 +160,15 @@ static void gmem_obj_map_vma(struct gmem_obj *obj, struct vm_area_struct *vma)
 	vma->vm_ops = gmem_obj_is_managed(obj) ? &gmem_managed_vm_ops : &gmem_obj_vm_ops;
 }
 
-int gmem_obj_mmap(struct file *file, struct vm_area_struct *vma)
+/*
+ * Map @obj with @vma (shared, inside the object; its offset in vm_pgoff as
+ * gmem_obj_mmap_offset() gives it): takes over the caller's reference, which it drops on
+ * failure.
+ */
+int gmem_obj_mmap_obj(struct gmem_obj *obj, struct vm_area_struct *vma)
 {
-	struct gmem_file *f = file->private_data;
 	u64 first = vma->vm_pgoff & GMEM_OBJ_PGOFF_MASK;
-	struct gmem_obj *obj;
 
-	obj = gmem_obj_lookup_id(f, vma->vm_pgoff >> GMEM_OBJ_PGOFF_SHIFT);
-	if (!obj)
-		return -EINVAL;		/* no object of this file's at this offset */
 	/* Beyond the object; or private: an object is shared memory, never copied on write. */
 	if (first + vma_pages(vma) > obj->size >> PAGE_SHIFT ||
 	    !(vma->vm_flags & VM_MAYSHARE)) {
@@ -179,17 +179,41 @@ int gmem_obj_mmap(struct file *file, struct vm_area_struct *vma)
 	return 0;
 }
 
+int gmem_obj_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct gmem_file *f = file->private_data;
+	struct gmem_obj *obj;
+
+	obj = gmem_obj_lookup_id(f, vma->vm_pgoff >> GMEM_OBJ_PGOFF_SHIFT);
+	if (!obj)
+		return -EINVAL;		/* no object of this file's at this offset */
+	return gmem_obj_mmap_obj(obj, vma);
+}
+
 /*
- * Place an object's mapping so that its device pages are aligned in VA as they are in the
- * object: the device then maps each with one 64 KiB or 2 MiB leaf.
+ * Place an object's mapping so that its device pages (@align bytes) are aligned in VA as they
+ * are in the object: the device then maps each with one 64 KiB or 2 MiB leaf.
  */
+unsigned long gmem_obj_place(struct file *file, unsigned long addr, unsigned long len,
+			     unsigned long pgoff, unsigned long flags, unsigned long align)
+{
+	u64 off = (u64)(pgoff & GMEM_OBJ_PGOFF_MASK) << PAGE_SHIFT;
+	unsigned long va;
+
+	if (addr || (flags & MAP_FIXED) || align <= PAGE_SIZE || len + align < len)
+		return gmem_mm_get_unmapped_area(file, addr, len, pgoff, flags);
+	va = gmem_mm_get_unmapped_area(file, 0, len + align, pgoff, flags);
+	if (IS_ERR_VALUE(va))
+		return gmem_mm_get_unmapped_area(file, addr, len, pgoff, flags);
+	return va + ((off - va) & (align - 1));
+}
+
 unsigned long gmem_obj_get_unmapped_area(struct file *file, unsigned long addr,
 					 unsigned long len, unsigned long pgoff,
 					 unsigned long flags)
 {
 	struct gmem_file *f = file->private_data;
-	u64 off = (u64)(pgoff & GMEM_OBJ_PGOFF_MASK) << PAGE_SHIFT;
-	unsigned long align = PAGE_SIZE, va;
+	unsigned long align = PAGE_SIZE;
 	struct gmem_obj *obj;
 
 	obj = gmem_obj_lookup_id(f, pgoff >> GMEM_OBJ_PGOFF_SHIFT);
@@ -197,12 +221,7 @@ unsigned long gmem_obj_get_unmapped_area(struct file *file, unsigned long addr,
 		align = obj->page_size;
 		gmem_obj_put(obj);
 	}
-	if (addr || (flags & MAP_FIXED) || align == PAGE_SIZE || len + align < len)
-		return gmem_mm_get_unmapped_area(file, addr, len, pgoff, flags);
-	va = gmem_mm_get_unmapped_area(file, 0, len + align, pgoff, flags);
-	if (IS_ERR_VALUE(va))
-		return gmem_mm_get_unmapped_area(file, addr, len, pgoff, flags);
-	return va + ((off - va) & (align - 1));
+	return gmem_obj_place(file, addr, len, pgoff, flags, align);
 }
 
 /* ---- device faults ---- */

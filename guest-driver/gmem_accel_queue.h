@@ -11,6 +11,8 @@
 
 /* The driver's own descriptors, queued by gmem_kernel_submit() for gmem_kernel_wait(). */
 #define GMEM_KERNEL_BATCH	128	/* descriptors a batch, with a fence each */
+struct sync_file;
+
 struct gmem_kernel_job {
 	u64 fences[DIV_ROUND_UP(GMEM_WINDOW_PAGES, GMEM_KERNEL_BATCH)];
 	unsigned int nb;		/* batches queued */
@@ -51,6 +53,7 @@ void gmem_fences_signal(struct gmem_queue *q, int err);
 void gmem_fences_check(struct gmem_queue *q);
 void gmem_queue_stop(struct gmem_ctx *ctx);
 long gmem_fence_export(struct gmem_ctx *ctx, void __user *uarg);
+struct sync_file *gmem_fence_sync_file(struct gmem_ctx *ctx, u64 seqno);
 int gmem_fence_wait_fd(struct gmem_accel *g, int fd);
 
 /* gmem_accel_wait.c: waits for a batch that serve its faults meanwhile */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* libgmem: devices (/dev/gmem_accelN), their properties, open and close. */
+/* libgmem: devices (/dev/gmem_accelN or /dev/accel/accelM), their properties, open and close. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,20 +12,30 @@
 #include "gmem_accel_hw.h"
 #include "gmem_internal.h"
 
-/* The minors of the devices present, ascending: device i is the i-th. */
+/*
+ * The minors of the devices present (of the front end GMEM_BACKEND allows), ascending: device
+ * i is the i-th. -EINVAL for a bad GMEM_BACKEND.
+ */
 static int gmem_minors(unsigned int *minors, int max)
 {
-	DIR *d = opendir(GMEM_DEV_DIR);
+	enum gmem_backend b = gmem_backend();
+	DIR *d;
 	struct dirent *e;
 	int n = 0;
 
+	if (b == GMEM_BACKEND_INVALID)
+		return -EINVAL;
+	d = opendir(GMEM_SYSFS_CLASS);
 	if (!d)
 		return 0;
 	while ((e = readdir(d)) && n < max) {
+		char path[64];
 		unsigned int m;
+		bool drm;
 		char tail;
 
-		if (sscanf(e->d_name, "gmem_accel%u%c", &m, &tail) == 1 && m < GMEM_MAX_DEVICES)
+		if (sscanf(e->d_name, "gmem_accel%u%c", &m, &tail) == 1 && m < GMEM_MAX_DEVICES &&
+		    gmem_node_of(m, b, path, sizeof(path), &drm))
 			minors[n++] = m;
 	}
 	closedir(d);
@@ -43,24 +53,34 @@ gmemError_t gmemGetDeviceCount(int *count)
 {
 	unsigned int minors[GMEM_MAX_DEVICES];
 
+	int n;
+
 	if (!count)
 		return gmem_fail(gmemErrorInvalidValue);
-	*count = gmem_minors(minors, GMEM_MAX_DEVICES);
+	n = gmem_minors(minors, GMEM_MAX_DEVICES);
+	if (n < 0)
+		return gmem_fail(gmemErrorInvalidValue);	/* GMEM_BACKEND */
+	*count = n;
 	return gmem_ok();
 }
 
-/* Open the node of device ordinal @device; its minor in *@minor. -errno on failure. */
-static int gmem_open_ordinal(int device, unsigned int *minor)
+/*
+ * Open the node of device ordinal @device: its minor, front end and node in @dev. -errno on
+ * failure (-EINVAL: a bad GMEM_BACKEND).
+ */
+static int gmem_open_ordinal(int device, struct gmemDevice *dev)
 {
 	unsigned int minors[GMEM_MAX_DEVICES];
 	int n = gmem_minors(minors, GMEM_MAX_DEVICES), fd;
-	char path[64];
 
+	if (n < 0)
+		return n;
 	if (device < 0 || device >= n)
 		return -ENODEV;
-	*minor = minors[device];
-	snprintf(path, sizeof(path), GMEM_DEV_DIR "/gmem_accel%u", *minor);
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	dev->minor = minors[device];
+	if (!gmem_node_of(dev->minor, gmem_backend(), dev->path, sizeof(dev->path), &dev->drm))
+		return -ENODEV;		/* gone meanwhile (unbound) */
+	fd = open(dev->path, O_RDWR | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -94,21 +114,21 @@ static void gmem_fill_prop(struct gmemDeviceProp *prop, unsigned int minor,
 gmemError_t gmemGetDeviceProperties(struct gmemDeviceProp *prop, int device)
 {
 	struct gmem_accel_info info = { 0 };
-	unsigned int minor;
+	struct gmemDevice dev = { 0 };
 	int fd, ret;
 
 	if (!prop)
 		return gmem_fail(gmemErrorInvalidValue);
-	fd = gmem_open_ordinal(device, &minor);
+	fd = gmem_open_ordinal(device, &dev);
 	if (fd == -ENODEV)
 		return gmem_fail(gmemErrorNoDevice);
 	if (fd < 0)
 		return gmem_fail_errno(-fd);
-	ret = gmem_ioctl(fd, GMEM_ACCEL_IOC_GET_INFO, &info);
+	ret = gmem_dev_ioctl(&dev, fd, GMEM_ACCEL_IOC_GET_INFO, &info);
 	close(fd);
 	if (ret)
 		return gmem_fail_errno(-ret);
-	gmem_fill_prop(prop, minor, &info);
+	gmem_fill_prop(prop, dev.minor, &info);
 	return gmem_ok();
 }
 
@@ -123,13 +143,13 @@ gmemError_t gmemDeviceOpen(gmemDevice_t *out, int device)
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return gmem_fail_errno(ENOMEM);
-	dev->fd = gmem_open_ordinal(device, &dev->minor);
+	dev->fd = gmem_open_ordinal(device, dev);
 	if (dev->fd < 0) {
 		ret = -dev->fd;
 		free(dev);
 		return ret == ENODEV ? gmem_fail(gmemErrorNoDevice) : gmem_fail_errno(ret);
 	}
-	ret = gmem_ioctl(dev->fd, GMEM_ACCEL_IOC_GET_INFO, &dev->info);
+	ret = gmem_dev_ioctl(dev, dev->fd, GMEM_ACCEL_IOC_GET_INFO, &dev->info);
 	if (ret || !gmem_live_add(GMEM_KIND_DEVICE, dev)) {
 		close(dev->fd);
 		free(dev);

@@ -83,7 +83,7 @@ typedef struct gmemEvent *gmemEvent_t;
  * @pageSizes:   the device MMU's page sizes, a bit per size (4 KiB | 64 KiB | 2 MiB)
  * @versionMajor, @versionMinor: the hardware's version
  * @caps:        the hardware's capability bits (GMEM_CAP_* of gmem_accel_hw.h)
- * @minor:       N of /dev/gmem_accelN
+ * @minor:       N of gmem_accelN (/dev/gmem_accelN, or its accel node on the DRM front end)
  */
 struct gmemDeviceProp {
 	char name[32];

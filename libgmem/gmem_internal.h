@@ -17,6 +17,8 @@
 struct gmemDevice {
 	int fd;
 	unsigned int minor;
+	bool drm;			/* a DRM accel node (backend.c), else /dev/gmem_accelN */
+	char path[64];			/* its node, which streams open too */
 	struct gmem_accel_info info;
 	int streams;			/* alive, under gmem_lock */
 	int allocations;
@@ -68,6 +70,15 @@ static inline gmemError_t gmem_ok(void) { return gmemSuccess; }
 
 /* ioctl() retried on EINTR; -errno or 0 */
 int gmem_ioctl(int fd, unsigned long req, void *arg);
+
+/* backend.c: the front end a device is on (GMEM_BACKEND restricts which are used) */
+enum gmem_backend { GMEM_BACKEND_ANY, GMEM_BACKEND_GMEM, GMEM_BACKEND_DRM, GMEM_BACKEND_INVALID };
+enum gmem_backend gmem_backend(void);
+bool gmem_node_of(unsigned int minor, enum gmem_backend b, char *path, size_t len, bool *drm);
+/* GMEM_ACCEL_IOC_* @cmd on @fd, a file of @dev, as its front end takes it; -errno or 0 */
+int gmem_dev_ioctl(const struct gmemDevice *dev, int fd, unsigned long cmd, void *arg);
+/* the same, not retried on EINTR (a SUBMIT that may have queued) */
+int gmem_dev_ioctl_once(const struct gmemDevice *dev, int fd, unsigned long cmd, void *arg);
 
 /* Allocation lookup (gmem_lock held) */
 struct gmem_alloc *gmem_alloc_find(const void *ptr);

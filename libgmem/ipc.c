@@ -26,6 +26,7 @@ struct gmem_ipc_msg {
 gmemError_t gmemIpcGetMemHandle(gmemIpcMemHandle_t *h, void *ptr)
 {
 	struct gmem_accel_obj_export ex = { .flags = O_CLOEXEC };
+	struct gmemDevice *dev = NULL;
 	struct gmem_alloc *a;
 	int ret, fd = -1;
 
@@ -37,12 +38,13 @@ gmemError_t gmemIpcGetMemHandle(gmemIpcMemHandle_t *h, void *ptr)
 	if (a && a->base == ptr) {
 		ex.handle = a->handle;
 		fd = a->dev->fd;
+		dev = a->dev;
 		h->size = a->size;
 	}
 	pthread_mutex_unlock(&gmem_lock);
 	if (fd < 0)	/* only whole allocations are shared, as CUDA's handles are */
 		return gmem_fail(gmemErrorInvalidValue);
-	ret = gmem_ioctl(fd, GMEM_ACCEL_IOC_OBJ_EXPORT, &ex);
+	ret = gmem_dev_ioctl(dev, fd, GMEM_ACCEL_IOC_OBJ_EXPORT, &ex);
 	if (ret)
 		return gmem_fail_errno(-ret);
 	h->fd = ex.fd;

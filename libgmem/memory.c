@@ -56,7 +56,7 @@ gmemError_t gmemMemPrefetchAsync(const void *ptr, size_t count, gmemDevice_t dst
 		m.target = GMEM_ACCEL_TO_SYSTEM;
 	else if (dst != stream->dev)	/* a device's HBM is reached through its own file */
 		return gmem_fail(gmemErrorInvalidValue);
-	ret = gmem_ioctl(stream->fd, GMEM_ACCEL_IOC_MIGRATE, &m);
+	ret = gmem_dev_ioctl(stream->dev, stream->fd, GMEM_ACCEL_IOC_MIGRATE, &m);
 	return ret ? gmem_fail_errno(-ret) : gmem_ok();
 }
 
@@ -78,7 +78,7 @@ static int gmem_advise_fd(int fd, const struct gmem_advice *a)
 		.addr = a->addr, .size = a->size, .location = a->location, .flags = a->flags,
 	};
 
-	return gmem_ioctl(fd, GMEM_ACCEL_IOC_ADVISE, &arg);
+	return gmem_dev_ioctl(a->dev, fd, GMEM_ACCEL_IOC_ADVISE, &arg);
 }
 
 gmemError_t gmem_advice_replay(struct gmemDevice *dev, int fd)
@@ -117,6 +117,7 @@ static gmemError_t gmem_advise_read_mostly(const void *ptr, size_t count, bool s
 					   gmemDevice_t dev)
 {
 	struct gmem_advice a = {
+		.dev = dev,
 		.flags = GMEM_ACCEL_ADVISE_KEEP_LOCATION |
 			 (set ? GMEM_ACCEL_ADVISE_READ_MOSTLY : GMEM_ACCEL_ADVISE_NOT_READ_MOSTLY),
 	};
@@ -209,7 +210,7 @@ static gmemError_t gmem_map_object(struct gmemDevice *dev, uint32_t handle, uint
 	struct gmem_accel_obj_free fr = { .handle = handle };
 	struct gmem_alloc *a = NULL;
 	void *p = MAP_FAILED;
-	int err = -gmem_ioctl(dev->fd, GMEM_ACCEL_IOC_OBJ_QUERY, &q);
+	int err = -gmem_dev_ioctl(dev, dev->fd, GMEM_ACCEL_IOC_OBJ_QUERY, &q);
 
 	if (!err) {
 		a = calloc(1, sizeof(*a));
@@ -221,7 +222,7 @@ static gmemError_t gmem_map_object(struct gmemDevice *dev, uint32_t handle, uint
 	}
 	if (err) {
 		free(a);
-		gmem_ioctl(dev->fd, GMEM_ACCEL_IOC_OBJ_FREE, &fr);
+		gmem_dev_ioctl(dev, dev->fd, GMEM_ACCEL_IOC_OBJ_FREE, &fr);
 		return gmem_fail_errno(err);
 	}
 	*a = (struct gmem_alloc){ .dev = dev, .base = p, .size = q.size, .handle = handle,
@@ -255,7 +256,7 @@ static gmemError_t gmem_malloc(gmemDevice_t dev, void **ptr, size_t size, unsign
 		return gmem_fail(gmemErrorInvalidHandle);
 	if (!size || size > GMEM_ACCEL_OBJ_MAX_SIZE || (flags & ~allowed))
 		return gmem_fail(gmemErrorInvalidValue);
-	ret = gmem_ioctl(dev->fd, GMEM_ACCEL_IOC_OBJ_ALLOC, &al);
+	ret = gmem_dev_ioctl(dev, dev->fd, GMEM_ACCEL_IOC_OBJ_ALLOC, &al);
 	if (ret)
 		return gmem_fail_errno(-ret);
 	return gmem_map_object(dev, al.handle, al.mmap_offset, false, ptr);
@@ -277,7 +278,7 @@ gmemError_t gmem_ipc_open(struct gmemDevice *dev, int fd, void **ptr)
 	struct gmem_accel_obj_import im = { .fd = fd };
 	int ret;
 
-	ret = gmem_ioctl(dev->fd, GMEM_ACCEL_IOC_OBJ_IMPORT, &im);
+	ret = gmem_dev_ioctl(dev, dev->fd, GMEM_ACCEL_IOC_OBJ_IMPORT, &im);
 	if (ret == -EBADF || ret == -EINVAL || ret == -EOPNOTSUPP)
 		return gmem_fail_as(gmemErrorInvalidIpcHandle, -ret);
 	if (ret)
@@ -306,7 +307,7 @@ gmemError_t gmemFree(void *ptr)
 		return gmem_fail(gmemErrorInvalidValue);
 	munmap(a->base, a->size);
 	fr.handle = a->handle;
-	ret = gmem_ioctl(a->dev->fd, GMEM_ACCEL_IOC_OBJ_FREE, &fr);
+	ret = gmem_dev_ioctl(a->dev, a->dev->fd, GMEM_ACCEL_IOC_OBJ_FREE, &fr);
 	free(a);
 	return ret ? gmem_fail_errno(-ret) : gmem_ok();
 }
@@ -314,6 +315,7 @@ gmemError_t gmemFree(void *ptr)
 gmemError_t gmemPointerGetAttributes(struct gmemPointerAttributes *attr, const void *ptr)
 {
 	struct gmem_accel_obj_query q = { 0 };
+	struct gmemDevice *dev = NULL;
 	struct gmem_alloc *a;
 	int ret, fd = -1;
 
@@ -326,11 +328,12 @@ gmemError_t gmemPointerGetAttributes(struct gmemPointerAttributes *attr, const v
 		attr->imported = a->imported;
 		q.handle = a->handle;
 		fd = a->dev->fd;
+		dev = a->dev;
 	}
 	pthread_mutex_unlock(&gmem_lock);
 	if (!a)
 		return gmem_fail(gmemErrorInvalidValue);
-	ret = gmem_ioctl(fd, GMEM_ACCEL_IOC_OBJ_QUERY, &q);
+	ret = gmem_dev_ioctl(dev, fd, GMEM_ACCEL_IOC_OBJ_QUERY, &q);
 	if (ret)
 		return gmem_fail_errno(-ret);
 	attr->size = q.size;

@@ -17,7 +17,6 @@
 gmemError_t gmemStreamCreate(gmemStream_t *out, gmemDevice_t dev)
 {
 	struct gmemStream *s;
-	char path[64];
 	gmemError_t e;
 
 	if (!out)
@@ -31,8 +30,7 @@ gmemError_t gmemStreamCreate(gmemStream_t *out, gmemDevice_t dev)
 	s->dev = dev;
 	s->wait_fd = -1;
 	pthread_mutex_init(&s->lock, NULL);
-	snprintf(path, sizeof(path), GMEM_DEV_DIR "/gmem_accel%u", dev->minor);
-	s->fd = open(path, O_RDWR | O_CLOEXEC);
+	s->fd = open(dev->path, O_RDWR | O_CLOEXEC);
 	if (s->fd < 0) {
 		e = gmem_fail_errno(errno == ENOENT ? ENODEV : errno);
 		free(s);
@@ -58,7 +56,7 @@ static int gmem_stream_wait_fence(struct gmemStream *s, uint64_t fence, uint32_t
 	int ret;
 
 	do
-		ret = gmem_ioctl(s->fd, GMEM_ACCEL_IOC_WAIT, &w);
+		ret = gmem_dev_ioctl(s->dev, s->fd, GMEM_ACCEL_IOC_WAIT, &w);
 	while (ret == -ETIME && timeout_ms);
 	return ret;
 }
@@ -152,7 +150,7 @@ static gmemError_t gmem_stream_submit_locked(struct gmemStream *s, struct gmem_a
 			sub.flags = GMEM_ACCEL_SUBMIT_IN_FENCE;
 			sub.fence = s->wait_fd;
 		}
-		ret = gmem_ioctl(s->fd, GMEM_ACCEL_IOC_SUBMIT, &sub);
+		ret = gmem_dev_ioctl(s->dev, s->fd, GMEM_ACCEL_IOC_SUBMIT, &sub);
 		if (ret)
 			return gmem_fail_errno(-ret);
 		if (s->wait_fd >= 0) {	/* the batch waits for it: later ones follow the batch */
@@ -200,7 +198,7 @@ gmemError_t gmem_stream_run(struct gmemStream *s, struct gmem_accel_cmd *cmds, s
 	pthread_mutex_lock(&s->lock);
 	if (!s->nfences && s->wait_fd < 0 && n <= GMEM_ACCEL_MAX_BATCH) {
 		/* (not gmem_ioctl(): a call interrupted after queueing must not queue again) */
-		ret = ioctl(s->fd, GMEM_ACCEL_IOC_SUBMIT, &sub) < 0 ? -errno : 0;
+		ret = gmem_dev_ioctl_once(s->dev, s->fd, GMEM_ACCEL_IOC_SUBMIT, &sub);
 		if (ret != -EINVAL) {
 			if (sub.fence)
 				s->last_fence = sub.fence;
@@ -284,7 +282,7 @@ gmemError_t gmemEventRecord(gmemEvent_t ev, gmemStream_t s)
 	fe.fence = s->last_fence;
 	fe.fd = -1;
 	if (s->last_fence)
-		ret = gmem_ioctl(s->fd, GMEM_ACCEL_IOC_FENCE_EXPORT, &fe);
+		ret = gmem_dev_ioctl(s->dev, s->fd, GMEM_ACCEL_IOC_FENCE_EXPORT, &fe);
 	pthread_mutex_unlock(&s->lock);
 	if (ret)
 		return gmem_fail_errno(-ret);
