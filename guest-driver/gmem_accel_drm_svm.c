@@ -186,10 +186,14 @@ static int gmem_drm_map_range(struct gmem_ctx *ctx, struct drm_gpusvm_range *r, 
 	while (i < npages) {
 		unsigned long n = 1ul << addr[j].order;
 		u64 at = va + i * PAGE_SIZE;
-		/* (a page in the device's own HBM: drm_pagemap's, by its offset) */
+		/*
+		 * (a page in the device's own HBM: drm_pagemap's, by its offset; one in another
+		 * device's HBM: a bus address through its BAR2, system memory to this device)
+		 */
 		bool hbm = addr[j].proto == GMEM_DRM_INTERCONNECT_HBM;
 
-		if ((!hbm && addr[j].proto != DRM_INTERCONNECT_SYSTEM) || i + n > npages)
+		if ((!hbm && addr[j].proto != DRM_INTERCONNECT_SYSTEM &&
+		     addr[j].proto != GMEM_DRM_INTERCONNECT_PEER) || i + n > npages)
 			return -EFAULT;
 		if (n == GMEM_WINDOW_PAGES && IS_ALIGNED(at, GMEM_HUGE_SIZE)) {
 			ret = gmem_pt_map_obj(ctx, at, addr[j].addr, GMEM_HUGE_SIZE, hbm, write,
@@ -285,9 +289,10 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
 
 	for (;;) {
 		/*
-		 * Device memory: pages in the device's HBM are mapped there, but in a
-		 * PREFER_SYSTEM range (which hmm_range_fault() then brings home); a
-		 * PREFER_DEVICE range moves in.
+		 * Device memory: pages in the device's HBM, or another device's (its peer's,
+		 * as the owner is shared), are mapped there, but in a PREFER_SYSTEM range
+		 * (which hmm_range_fault() then brings home); a PREFER_DEVICE range moves in,
+		 * from a peer's HBM straight (source-peer migration).
 		 */
 		struct drm_gpusvm_ctx gctx = {
 			.device_private_page_owner = loc == GMEM_ACCEL_PREFER_SYSTEM ? NULL :
@@ -345,6 +350,9 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, bool write)
 		if (ret == -EOPNOTSUPP || ret == -EFAULT || ret == -EAGAIN || ret == -EBUSY) {
 			/* the CPU's mappings changed under it (xe's corner case): once more */
 			last = ret == -EFAULT ? ret : 0;
+			/* (pages in two devices' HBM, which one range cannot map: home, as xe) */
+			if (ret == -EOPNOTSUPP)
+				drm_gpusvm_range_evict(gpusvm, r);
 			if (ret != -EFAULT)
 				gmem_drm_range_shrink(svm, r, &lost, &bound);
 			cond_resched();
