@@ -184,12 +184,13 @@ static void gauges_back(struct __test_metadata *_metadata, FIXTURE_DATA(peers) *
 TEST_F_TIMEOUT(peers, b_maps_a_hbm_peer_to_peer, 600)
 {
 	uint8_t *buf = map_aligned(LEN), *dst = map_aligned(LEN);
-	int64_t maps0 = stat_of(A, "drm_peer_maps"), out0 = stat_of(A, "drm_to_ram");
+	int64_t maps0 = stat_of(A, "drm_peer_maps"), out0;
 
 	ASSERT_NE(NULL, buf);
 	ASSERT_NE(NULL, dst);
 	memset(dst, 0, LEN);
 	in_a_hbm(_metadata, self, buf, 0x11);
+	out0 = stat_of(A, "drm_to_ram");
 	/* B reads: it maps A's pages through A's BAR2, as system memory; nothing moves */
 	ASSERT_EQ(0, dev_copy(self->fd[B], dst, buf, LEN));
 	EXPECT_EQ(-1, first_not(dst, LEN, 0x11));
@@ -227,13 +228,13 @@ TEST_F_TIMEOUT(peers, b_maps_a_hbm_peer_to_peer, 600)
 TEST_F_TIMEOUT(peers, migrates_a_to_b_source_peer, 600)
 {
 	uint8_t *buf = map_aligned(LEN), *dst = map_aligned(LEN);
-	int64_t out0 = stat_of(A, "drm_to_ram"), peer0 = stat_of(A, "drm_to_peer");
-	int64_t in0 = stat_of(B, "drm_to_hbm");
+	int64_t out0, peer0 = stat_of(A, "drm_to_peer"), in0 = stat_of(B, "drm_to_hbm");
 
 	ASSERT_NE(NULL, buf);
 	ASSERT_NE(NULL, dst);
 	memset(dst, 0, LEN);
 	in_a_hbm(_metadata, self, buf, 0x33);
+	out0 = stat_of(A, "drm_to_ram");
 	ASSERT_EQ(0, advise(self->fd[B], buf, LEN, GMEM_ACCEL_PREFER_DEVICE));
 	ASSERT_EQ(0, dev_copy(self->fd[B], dst, buf, LEN));
 	EXPECT_EQ(-1, first_not(dst, LEN, 0x33));
