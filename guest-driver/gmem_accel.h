@@ -8,6 +8,8 @@
 #ifndef GMEM_ACCEL_H
 #define GMEM_ACCEL_H
 
+#include <linux/dma-direction.h>
+
 #include "gmem_accel_types.h"
 
 /**
@@ -95,6 +97,12 @@ void gmem_device_reset(struct gmem_accel *g, const char *why);
 /* gmem_accel_main.c: probe, remove, the module; every bound device */
 typedef int (*gmem_device_fn)(struct device *dev, void *data);
 int gmem_walk_devices(void *data, gmem_device_fn fn);
+
+/* gmem_accel_peer.c: another device's HBM reached peer to peer (both front ends) */
+dma_addr_t gmem_peer_map_hbm(struct device *dma_dev, struct gmem_accel *peer, u64 off,
+			     size_t size, enum dma_data_direction dir);
+void gmem_peer_unmap_hbm(struct device *dma_dev, dma_addr_t bar, size_t size,
+			 enum dma_data_direction dir);
 
 /*
  * A 0644 module parameter @name, an unsigned int (default @def) that takes only writes in

@@ -21,6 +21,8 @@ struct inode;
 struct vm_area_struct;
 struct drm_gpusvm_range;
 struct drm_pagemap;
+struct drm_pagemap_addr;
+struct drm_pagemap_peer;
 struct gmem_accel_advise;
 struct gmem_accel_drm_madvise;
 struct gmem_accel_drm_mem_attrs;
@@ -34,7 +36,8 @@ struct gmem_drm_mem {
 	struct maple_tree prefs;	/* GMEM_ACCEL_PREFER_* by address (none: PREFER_NONE) */
 	struct maple_tree atomics;	/* GMEM_ACCEL_DRM_ATOMIC_* by address (none: UNDEFINED) */
 	struct drm_pagemap *dpagemap;	/* referenced; NULL: the device has no HBM for it */
-	void *owner;			/* its pages' owner: device faults map them in place */
+	struct drm_pagemap_peer *peer;	/* its place on the owner list (gmem_accel_drm_peer.c) */
+	void *owner;			/* the owner its faults map in place: every device's HBM */
 };
 
 #if IS_ENABLED(CONFIG_DRM_GPUSVM)
@@ -73,6 +76,8 @@ int gmem_drm_mem_query(struct gmem_ctx *ctx, struct gmem_accel_drm_mem_attrs *q)
 int gmem_drm_mem_snapshot(struct gmem_ctx *ctx, struct gmem_accel_snapshot *snap);
 /* gmem_accel_drm_pagemap.c: the device's HBM as drm_pagemap device memory */
 #define GMEM_DRM_INTERCONNECT_HBM	(DRM_INTERCONNECT_DRIVER + 1)
+/* (another device's HBM page: a bus address through its BAR2, mapped as system memory) */
+#define GMEM_DRM_INTERCONNECT_PEER	(DRM_INTERCONNECT_DRIVER + 2)
 int gmem_dpm_dev_init(struct gmem_accel *g);
 struct drm_pagemap *gmem_dpm_get(struct gmem_accel *g);
 void gmem_dpm_put(struct drm_pagemap *dpagemap);
@@ -84,6 +89,16 @@ void gmem_dpm_evict_owner(struct drm_pagemap *dpagemap, const void *owner);
 void gmem_dpm_unplug(struct gmem_accel *g);
 void gmem_dpm_unbind(struct gmem_accel *g);
 void gmem_dpm_exit(void);
+/* gmem_accel_drm_peer.c: drm_pagemap peers, other devices' HBM reached peer to peer */
+int gmem_dpm_owner_get(struct drm_pagemap_peer *peer);
+void gmem_dpm_owner_put(struct drm_pagemap_peer *peer);
+int gmem_drm_peer_join(struct gmem_drm_mem *mem);
+void gmem_drm_peer_leave(struct gmem_drm_mem *mem);
+struct drm_pagemap_addr gmem_dpm_peer_map(struct gmem_accel *g, struct device *dev, u64 off,
+					  unsigned int order, enum dma_data_direction dir);
+void gmem_dpm_peer_unmap(struct gmem_accel *g, struct device *dev,
+			 const struct drm_pagemap_addr *addr);
+void gmem_dpm_peer_copied(struct gmem_accel *g, unsigned long pages, int err);
 #else
 static inline int gmem_drm_add(struct gmem_accel *g)
 {

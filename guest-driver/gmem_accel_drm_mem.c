@@ -19,18 +19,27 @@
 #include "gmem_accel_drm_uapi.h"
 #include "gmem_accel_pt.h"
 
-/* A new file's: no advice yet, and the device's HBM if it has any for drm_pagemap. */
+/*
+ * A new file's: no advice yet, the device's HBM if it has any for drm_pagemap, and the owner
+ * its faults map in place (every gmem-accel device's HBM: gmem_accel_drm_peer.c).
+ */
 int gmem_drm_mem_init(struct gmem_drm_mem *mem, struct gmem_accel *g)
 {
 	struct drm_pagemap *dpagemap = gmem_dpm_get(g);
+	int ret;
 
 	if (IS_ERR(dpagemap))
 		return PTR_ERR(dpagemap);
+	ret = gmem_drm_peer_join(mem);
+	if (ret) {
+		if (dpagemap)
+			drm_pagemap_put(dpagemap);
+		return ret;
+	}
 	/* (read by device faults, under RCU, while ADVISE writes) */
 	mt_init_flags(&mem->prefs, MT_FLAGS_USE_RCU);
 	mt_init_flags(&mem->atomics, MT_FLAGS_USE_RCU);
 	mem->dpagemap = dpagemap;
-	mem->owner = g;
 	return 0;
 }
 
@@ -42,6 +51,7 @@ void gmem_drm_mem_fini(struct gmem_drm_mem *mem)
 		drm_pagemap_put(mem->dpagemap);
 		mem->dpagemap = NULL;
 	}
+	gmem_drm_peer_leave(mem);
 	mtree_destroy(&mem->prefs);
 	mtree_destroy(&mem->atomics);
 }

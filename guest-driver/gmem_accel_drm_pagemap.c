@@ -11,8 +11,9 @@
  * (queue 0, gmem_kernel_run()). Out of HBM, the oldest allocation is evicted to make room.
  * A file's allocations go home when it is closed, every one when the device is unbound.
  *
- * The device reaches only its own HBM this way: its device page table maps an HBM offset
- * (GMEM_DRM_INTERCONNECT_HBM). Coherent HBM (coherent=on) is not offered as
+ * The device reaches its own HBM by an HBM offset (GMEM_DRM_INTERCONNECT_HBM); another
+ * device reaches it peer to peer, and the pages' owner is shared by every device
+ * (gmem_accel_drm_peer.c). Coherent HBM (coherent=on) is not offered as
  * MEMORY_DEVICE_COHERENT: drm_pagemap moves device-private pages only.
  */
 #include <linux/bitmap.h>
@@ -36,6 +37,7 @@
 struct gmem_dpm {
 	struct drm_pagemap dpagemap;
 	struct dev_pagemap pagemap;
+	struct drm_pagemap_peer peer;	/* its owner: the pagemap owner (gmem_accel_drm_peer.c) */
 	struct gmem_accel *g;		/* referenced (its struct device) */
 	struct resource *res;		/* the pages' physical addresses, as requested */
 	bool mapped;			/* pagemap is the device's devres */
@@ -106,6 +108,7 @@ static void gmem_dpm_free(struct gmem_dpm *dpm)
 		devm_release_mem_region(drm->dev, dpm->res->start, resource_size(dpm->res));
 		drm_dev_exit(idx);
 	}
+	gmem_dpm_owner_put(&dpm->peer);
 	bitmap_free(dpm->busy);
 	put_device(&dpm->g->dev);
 	drm_dev_put(drm);
@@ -142,22 +145,25 @@ static void gmem_dpm_destroy(struct drm_pagemap *dpagemap, bool is_atomic_or_rec
 	schedule_work(&gmem_dpm_reap_work);
 }
 
-/* Only the device itself reaches its HBM (no peer access): by its HBM offset. */
+/* The device itself reaches its HBM by its offset, another device peer to peer. */
 static struct drm_pagemap_addr gmem_dpm_device_map(struct drm_pagemap *dpagemap,
 						    struct device *dev, struct page *page,
 						    unsigned int order,
 						    enum dma_data_direction dir)
 {
-	dma_addr_t addr = DMA_MAPPING_ERROR;
+	struct gmem_dpm *dpm = to_dpm(dpagemap);
 
 	if (dev == dpagemap->drm->dev)
-		addr = gmem_dpm_offset(to_dpm(dpagemap), page);
-	return drm_pagemap_addr_encode(addr, GMEM_DRM_INTERCONNECT_HBM, order, dir);
+		return drm_pagemap_addr_encode(gmem_dpm_offset(dpm, page),
+					       GMEM_DRM_INTERCONNECT_HBM, order, dir);
+	return gmem_dpm_peer_map(dpm->g, dev, gmem_dpm_offset(dpm, page), order, dir);
 }
 
 static void gmem_dpm_device_unmap(struct drm_pagemap *dpagemap, struct device *dev,
 				  const struct drm_pagemap_addr *addr)
 {
+	if (addr->proto == GMEM_DRM_INTERCONNECT_PEER)
+		gmem_dpm_peer_unmap(to_dpm(dpagemap)->g, dev, addr);
 }
 
 /* Append a COPY (@src_kind at @src to HBM or system memory at @dst), or grow the last one. */
@@ -184,7 +190,9 @@ static void gmem_dpm_add(struct gmem_cmd_desc *desc, unsigned int *n, u8 op, u8 
 /*
  * drm_pagemap's copies, on the device's DMA engine: @pages are HBM pages (the destination,
  * or with @to_ram the source), @addr the system memory's DMA addresses, each entry of
- * PAGE_SIZE << order. A new HBM page without a source (nothing was there) is zeroed.
+ * PAGE_SIZE << order. A new HBM page without a source (nothing was there) is zeroed. With
+ * @to_ram, @addr may be another device's HBM through its BAR2 (a source-peer migration):
+ * system memory to the engine as well.
  */
 static int gmem_dpm_copy(struct page **pages, struct drm_pagemap_addr *addr,
 			 unsigned long npages, struct dma_fence *pre, bool to_ram)
@@ -192,7 +200,7 @@ static int gmem_dpm_copy(struct page **pages, struct drm_pagemap_addr *addr,
 	struct gmem_cmd_desc *desc = NULL;
 	struct gmem_dpm *dpm = NULL;
 	unsigned int n = 0;
-	unsigned long moved = 0;
+	unsigned long moved = 0, to_peer = 0;
 	int ret;
 
 	if (pre)
@@ -215,6 +223,8 @@ static int gmem_dpm_copy(struct page **pages, struct drm_pagemap_addr *addr,
 		hbm = gmem_dpm_offset(dpm, page);
 		if (addr[i].addr) {
 			nr = 1ul << addr[i].order;
+			if (addr[i].proto == GMEM_DRM_INTERCONNECT_PEER)
+				to_peer += nr;
 			gmem_dpm_add(desc, &n, GMEM_OP_COPY,
 				     to_ram ? GMEM_CMD_F_DST(GMEM_ADDR_SYS) | GMEM_CMD_F_SRC(GMEM_ADDR_HBM)
 					    : GMEM_CMD_F_DST(GMEM_ADDR_HBM) | GMEM_CMD_F_SRC(GMEM_ADDR_SYS),
@@ -232,12 +242,15 @@ static int gmem_dpm_copy(struct page **pages, struct drm_pagemap_addr *addr,
 		return 0;
 	ret = READ_ONCE(dpm->g->pdev) ? gmem_kernel_run(dpm->g, desc, n) : -ENODEV;
 	kvfree(desc);
+	if (to_peer)
+		gmem_dpm_peer_copied(dpm->g, to_peer, ret);
 	if (ret) {
 		dev_err_ratelimited(dpm->dpagemap.drm->dev, "drm_pagemap copy %s HBM failed: %d\n",
 				    to_ram ? "out of" : "into", ret);
 		return ret == -EHWPOISON ? -EIO : ret;
 	}
-	gmem_dev_count(dpm->g, to_ram ? GMEM_DEV_DRM_TO_RAM : GMEM_DEV_DRM_TO_HBM, moved);
+	gmem_dev_count(dpm->g, to_ram ? GMEM_DEV_DRM_TO_RAM : GMEM_DEV_DRM_TO_HBM,
+		       moved - to_peer);
 	return 0;
 }
 
@@ -463,6 +476,9 @@ static struct gmem_dpm *gmem_dpm_create(struct gmem_accel *g)
 	get_device(&g->dev);
 	dpm->g = g;
 	/* From here drm_pagemap_put() frees it (gmem_dpm_destroy()). */
+	ret = gmem_dpm_owner_get(&dpm->peer);
+	if (ret)
+		goto err;
 	res = devm_request_free_mem_region(dev, &iomem_resource, size);
 	if (IS_ERR(res)) {
 		ret = PTR_ERR(res);
@@ -472,7 +488,7 @@ static struct gmem_dpm *gmem_dpm_create(struct gmem_accel *g)
 	dpm->pagemap.range.start = res->start;
 	dpm->pagemap.range.end = res->start + size - 1;
 	dpm->pagemap.nr_range = 1;
-	dpm->pagemap.owner = g;
+	dpm->pagemap.owner = dpm->peer.owner;
 	dpm->pagemap.ops = drm_pagemap_pagemap_ops_get();
 	addr = devm_memremap_pages(dev, &dpm->pagemap);
 	if (IS_ERR(addr)) {

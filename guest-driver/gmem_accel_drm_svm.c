@@ -197,10 +197,14 @@ static int gmem_drm_map_range(struct gmem_drm_svm *svm, struct drm_gpusvm_range 
 	while (i < npages) {
 		unsigned long n = 1ul << addr[j].order;
 		u64 at = va + i * PAGE_SIZE;
-		/* (a page in the device's own HBM: drm_pagemap's, by its offset) */
+		/*
+		 * (a page in the device's own HBM: drm_pagemap's, by its offset; one in another
+		 * device's HBM: a bus address through its BAR2, system memory to this device)
+		 */
 		bool hbm = addr[j].proto == GMEM_DRM_INTERCONNECT_HBM;
 
-		if ((!hbm && addr[j].proto != DRM_INTERCONNECT_SYSTEM) || i + n > npages)
+		if ((!hbm && addr[j].proto != DRM_INTERCONNECT_SYSTEM &&
+		     addr[j].proto != GMEM_DRM_INTERCONNECT_PEER) || i + n > npages)
 			return -EFAULT;
 		if (n == GMEM_WINDOW_PAGES && IS_ALIGNED(at, GMEM_HUGE_SIZE) &&
 		    gmem_drm_mem_atomic_uniform(&svm->mem, at, GMEM_HUGE_SIZE)) {
@@ -322,11 +326,12 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 		return -ENOSPC;
 	for (;;) {
 		/*
-		 * Device memory: pages in the device's HBM are mapped there, but in a
-		 * PREFER_SYSTEM range (which hmm_range_fault() then brings home); a
-		 * PREFER_DEVICE range moves in, as a range does for an atomic that needs HBM.
-		 * Any range of anonymous memory can move (as xe makes every range): the advice
-		 * may come after the range.
+		 * Device memory: pages in the device's HBM, or another device's (its peer's,
+		 * as the owner is shared), are mapped there, but in a PREFER_SYSTEM range
+		 * (which hmm_range_fault() then brings home); a PREFER_DEVICE range moves in,
+		 * from a peer's HBM straight (source-peer migration), as a range does for an
+		 * atomic that needs HBM. Any range of anonymous memory can move (as xe makes
+		 * every range): the advice may come after the range.
 		 */
 		struct drm_gpusvm_ctx gctx = {
 			.device_private_page_owner = loc == GMEM_ACCEL_PREFER_SYSTEM && !need_hbm ?
@@ -386,6 +391,9 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 		if (ret == -EOPNOTSUPP || ret == -EFAULT || ret == -EAGAIN || ret == -EBUSY) {
 			/* the CPU's mappings changed under it (xe's corner case): once more */
 			last = ret == -EFAULT ? ret : 0;
+			/* (pages in two devices' HBM, which one range cannot map: home, as xe) */
+			if (ret == -EOPNOTSUPP)
+				drm_gpusvm_range_evict(gpusvm, r);
 			if (ret != -EFAULT)
 				gmem_drm_range_shrink(svm, r, &lost, &bound);
 			cond_resched();

@@ -9,6 +9,9 @@
  * peer's pages are collected by a pass of their own (gmem_window_to_device() with m->peer
  * set). A pass runs only for a peer that holds HBM pages of this process, and only for a
  * window that its system-memory pass did not move whole.
+ *
+ * The mapping of a peer's HBM for this device's engine (gmem_peer_map_hbm()) is the core's,
+ * shared with the DRM front end, whose drm_pagemap peers reach each other's HBM the same way.
  */
 #include <linux/dma-mapping.h>
 #include <linux/mm.h>
@@ -42,6 +45,32 @@ static bool gmem_peer_holds(struct gmem_accel *peer, struct mm_struct *mm)
 }
 
 /*
+ * [@off, @off + @size) of @peer's HBM as a bus address @dma_dev reaches it by, peer to peer
+ * through @peer's BAR2 (hardware spec, System memory access); DMA_MAPPING_ERROR if it cannot.
+ */
+dma_addr_t gmem_peer_map_hbm(struct device *dma_dev, struct gmem_accel *peer, u64 off,
+			     size_t size, enum dma_data_direction dir)
+{
+	dma_addr_t bar;
+
+	if (off >= peer->info.hbm_size || size > peer->info.hbm_size - off)
+		return DMA_MAPPING_ERROR;
+	bar = dma_map_resource(dma_dev, peer->hbm_bar + off, size, dir, DMA_ATTR_SKIP_CPU_SYNC);
+	if (dma_mapping_error(dma_dev, bar)) {
+		dev_warn_ratelimited(dma_dev, "cannot reach %s's HBM peer to peer\n",
+				     dev_name(&peer->dev));
+		return DMA_MAPPING_ERROR;
+	}
+	return bar;
+}
+
+void gmem_peer_unmap_hbm(struct device *dma_dev, dma_addr_t bar, size_t size,
+			 enum dma_data_direction dir)
+{
+	dma_unmap_resource(dma_dev, bar, size, dir, DMA_ATTR_SKIP_CPU_SYNC);
+}
+
+/*
  * One peer's pass over the window. The peer's lock is only tried: a peer being unbound
  * (which takes it for writing and then evicts its pages home) is left to do so.
  */
@@ -60,18 +89,14 @@ static int gmem_peer_pass(struct device *dev, void *data)
 	if (!peer->pdev || READ_ONCE(peer->unbinding) || !peer->hbm.mapped ||
 	    !gmem_peer_holds(peer, ctx->mm))
 		goto out;
-	bar = dma_map_resource(dma_dev, peer->hbm_bar, peer->info.hbm_size, DMA_BIDIRECTIONAL,
-			       0);
-	if (dma_mapping_error(dma_dev, bar)) {
-		dev_warn_ratelimited(dma_dev, "cannot reach %s's HBM peer to peer\n",
-				     dev_name(&peer->dev));
+	bar = gmem_peer_map_hbm(dma_dev, peer, 0, peer->info.hbm_size, DMA_BIDIRECTIONAL);
+	if (bar == DMA_MAPPING_ERROR)
 		goto out;
-	}
 	m->peer = peer;
 	m->peer_bar = bar;
 	w->ret = gmem_window_to_device(ctx, m, w->vma, w->start, w->end, &moved);
 	m->peer = NULL;
-	dma_unmap_resource(dma_dev, bar, peer->info.hbm_size, DMA_BIDIRECTIONAL, 0);
+	gmem_peer_unmap_hbm(dma_dev, bar, peer->info.hbm_size, DMA_BIDIRECTIONAL);
 	trace_gmem_accel_migrate_peer(ctx->id, dev_name(&peer->dev), w->start, w->end, moved,
 				      w->ret);
 	w->moved += moved;

@@ -387,6 +387,49 @@ DEFINE_EVENT(gmem_accel_thrashing, gmem_accel_oversub_remote,
 	TP_PROTO(u16 ctx, u64 va),
 	TP_ARGS(ctx, va));
 
+/*
+ * drm_pagemap peers (gmem_accel_drm_peer.c): device @dev given (@ok) or refused the bus
+ * address of @hbm's HBM page at @off (PAGE_SIZE << @order bytes), peer to peer; @hbm's DMA
+ * engine copying @pages pages of its HBM straight into another device's (source-peer
+ * migration), @err its result.
+ */
+TRACE_EVENT(gmem_accel_drm_peer_map,
+	TP_PROTO(const char *dev, const char *hbm, u64 off, unsigned int order, bool ok),
+	TP_ARGS(dev, hbm, off, order, ok),
+	TP_STRUCT__entry(
+		__string(dev, dev)
+		__string(hbm, hbm)
+		__field(u64, off)
+		__field(unsigned int, order)
+		__field(bool, ok)
+	),
+	TP_fast_assign(
+		__assign_str(dev);
+		__assign_str(hbm);
+		__entry->off = off;
+		__entry->order = order;
+		__entry->ok = ok;
+	),
+	TP_printk("dev=%s hbm=%s off=%#llx order=%u ok=%d", __get_str(dev), __get_str(hbm),
+		  __entry->off, __entry->order, __entry->ok)
+);
+
+TRACE_EVENT(gmem_accel_drm_to_peer,
+	TP_PROTO(const char *hbm, unsigned long pages, int err),
+	TP_ARGS(hbm, pages, err),
+	TP_STRUCT__entry(
+		__string(hbm, hbm)
+		__field(unsigned long, pages)
+		__field(int, err)
+	),
+	TP_fast_assign(
+		__assign_str(hbm);
+		__entry->pages = pages;
+		__entry->err = err;
+	),
+	TP_printk("hbm=%s pages=%lu err=%d", __get_str(hbm), __entry->pages, __entry->err)
+);
+
 #endif /* GMEM_ACCEL_TRACE_H */
 
 /* Out of tree: the header is found next to the sources (Kbuild adds -I$(src)). */

@@ -152,6 +152,10 @@ enum gmem_dev_counter {
 	GMEM_DEV_DRM_TO_RAM,		/* copied out of HBM (CPU fault, eviction, advice, close) */
 	GMEM_DEV_DRM_EVICTIONS,		/* allocations evicted to make room */
 	GMEM_DEV_DRM_MIGRATE_FAILS,	/* device faults whose range stayed in system memory */
+	/* drm_pagemap peers (gmem_accel_drm_peer.c), in pages of this device's HBM */
+	GMEM_DEV_DRM_PEER_MAPS_NOW,	/* mapped by another device peer to peer now */
+	GMEM_DEV_DRM_PEER_MAPS,		/* mapped by another device peer to peer */
+	GMEM_DEV_DRM_TO_PEER,		/* copied straight into another device's HBM */
 	GMEM_DEV_NR_COUNTERS
 };
 
