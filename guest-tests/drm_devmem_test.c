@@ -24,46 +24,14 @@
 #include "kselftest_harness.h"
 #include "gmem_accel_drm_uapi.h"
 #include "gmem_test_util.h"
+#include "drm_fixture.h"
 
 #define PAGE 4096ul
 #define HUGE (2ul << 20)
-#define DEV 1
+#define DEV DRM_DEV
 #define RW (PROT_READ | PROT_WRITE)
 
-static const char * const gauges[] = { "contexts_now", "drm_hbm_pages_now", "pt_pages_now",
-					"dma_mapped_pages_now" };
-#define NGAUGES 4
-
-FIXTURE(devmem) {
-	int fd;
-	int64_t base[NGAUGES];
-	uint64_t hbm_size;
-};
-
-FIXTURE_SETUP(devmem)
-{
-	struct gmem_accel_info info = { 0 };
-
-	self->fd = -1;
-	if (!path_exists("/sys/class/accel"))
-		SKIP(return, "no DRM accel framework: the DRM front end needs Linux 7.3 with CONFIG_DRM_GPUSVM (images/kernel-7.3.config)");
-	ASSERT_EQ(0, gmem_set_frontend(DEV, "drm"));
-	for (int i = 0; i < NGAUGES; i++) {
-		ASSERT_EQ(0, gmem_debugfs_stat(DEV, gauges[i], &self->base[i])) TH_LOG("%s", gauges[i]);
-	}
-	self->fd = gmem_open_accel(DEV, O_RDWR);
-	ASSERT_LE(0, self->fd) TH_LOG("device %d's accel node: %s", DEV, strerror(errno));
-	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_GMEM_ACCEL_GET_INFO, &info));
-	self->hbm_size = info.hbm_size;
-}
-
-FIXTURE_TEARDOWN(devmem)
-{
-	if (self->fd >= 0)
-		close(self->fd);
-	if (path_exists("/sys/class/accel"))
-		EXPECT_EQ(0, gmem_set_frontend(DEV, "gmem"));
-}
+DRM_FIXTURE(devmem)
 
 static int64_t stat_of(const char *name)
 {
@@ -126,22 +94,6 @@ static long first_not(const uint8_t *p, size_t len, uint8_t v)
 	return -1;
 }
 
-/* Every gauge of the device back where it was before the fixture's file was opened. */
-static void gauges_back(struct __test_metadata *_metadata, FIXTURE_DATA(devmem) *self)
-{
-	for (int i = 0; i < NGAUGES; i++) {
-		EXPECT_EQ(self->base[i], gmem_wait_stat(DEV, gauges[i], self->base[i], 120000))
-			TH_LOG("%s", gauges[i]);
-	}
-}
-
-static void closed_gives_back(struct __test_metadata *_metadata, FIXTURE_DATA(devmem) *self)
-{
-	close(self->fd);
-	self->fd = -1;
-	gauges_back(_metadata, self);
-}
-
 /*
  * PREFER_DEVICE: the device's faults move both buffers into HBM (the source's bytes copied,
  * the untouched destination's zeroed), the device maps them there; the CPU's reads bring
@@ -164,13 +116,13 @@ TEST_F_TIMEOUT(devmem, moves_in_on_device_fault_and_home_on_cpu_touch, 600)
 	EXPECT_EQ(len / PAGE, hbm_pages(self->fd, src, len));
 	EXPECT_EQ(len / PAGE, hbm_pages(self->fd, dst, len));
 	EXPECT_LE(in0 + 2 * (int64_t)(len / PAGE), stat_of("drm_to_hbm"));
-	EXPECT_EQ(self->base[1] + 2 * (int64_t)(len / PAGE), stat_of("drm_hbm_pages_now"));
+	EXPECT_EQ(self->base[DRM_G_HBM] + 2 * (int64_t)(len / PAGE), stat_of("drm_hbm_pages_now"));
 	EXPECT_EQ(0, memcmp(dst, ref, len));
 	EXPECT_EQ(0, memcmp(src, ref, len));
 	EXPECT_LE(out0 + 2 * (int64_t)(len / PAGE), stat_of("drm_to_ram"));
 	EXPECT_EQ(0, hbm_pages(self->fd, src, len));
 	EXPECT_EQ(0, hbm_pages(self->fd, dst, len));
-	EXPECT_EQ(self->base[1], gmem_wait_stat(DEV, "drm_hbm_pages_now", self->base[1], 60000));
+	EXPECT_EQ(self->base[DRM_G_HBM], gmem_wait_stat(DEV, "drm_hbm_pages_now", self->base[DRM_G_HBM], 60000));
 
 	/* and in again: the device writes HBM, the CPU reads what it wrote */
 	ASSERT_EQ(0, dev_fill(self->fd, dst, 0x5a5a5a5a5a5a5a5aull, len));
@@ -198,7 +150,7 @@ TEST_F_TIMEOUT(devmem, without_advice_nothing_moves, 300)
 	EXPECT_EQ(0, hbm_pages(self->fd, src, len));
 	EXPECT_EQ(0, hbm_pages(self->fd, dst, len));
 	EXPECT_EQ(in0, stat_of("drm_to_hbm"));
-	EXPECT_EQ(self->base[1], stat_of("drm_hbm_pages_now"));
+	EXPECT_EQ(self->base[DRM_G_HBM], stat_of("drm_hbm_pages_now"));
 	EXPECT_EQ(0, memcmp(dst, src, len));
 	munmap(src, len);
 	munmap(dst, len);
@@ -217,7 +169,7 @@ TEST_F_TIMEOUT(devmem, prefer_system_brings_pages_home, 300)
 	EXPECT_EQ(len / PAGE, hbm_pages(self->fd, p, len));
 	ASSERT_EQ(0, advise(self->fd, p, len, GMEM_ACCEL_PREFER_SYSTEM, 0));
 	EXPECT_EQ(0, hbm_pages(self->fd, p, len));
-	EXPECT_EQ(self->base[1], gmem_wait_stat(DEV, "drm_hbm_pages_now", self->base[1], 60000));
+	EXPECT_EQ(self->base[DRM_G_HBM], gmem_wait_stat(DEV, "drm_hbm_pages_now", self->base[DRM_G_HBM], 60000));
 	/* a device fault there now maps system memory */
 	ASSERT_EQ(0, dev_fill(self->fd, p, 0x2222222222222222ull, len));
 	EXPECT_EQ(0, hbm_pages(self->fd, p, len));
@@ -247,7 +199,7 @@ TEST_F_TIMEOUT(devmem, oversubscribed_4x_ends_byte_exact, 1800)
 	       len >> 20, (unsigned long)(self->hbm_size >> 20),
 	       (long long)(stat_of("drm_evictions") - ev0), (long long)stat_of("drm_to_hbm"),
 	       (long long)stat_of("drm_to_ram"));
-	EXPECT_GE(self->hbm_size / PAGE, stat_of("drm_hbm_pages_now") - self->base[1]);
+	EXPECT_GE(self->hbm_size / PAGE, stat_of("drm_hbm_pages_now") - self->base[DRM_G_HBM]);
 	for (size_t i = 0; i < len / 8; i++)
 		if (p[i] != (0xa5a5000000000000ull | ((i * 8) & ~(HUGE - 1))))
 			bad++;
@@ -271,42 +223,31 @@ TEST_F_TIMEOUT(devmem, close_brings_pages_home, 300)
 	munmap(p, len);
 }
 
+static void migrate_forever(int fd, int ready, int round)
+{
+	size_t len = 64ul << 20;
+	uint8_t *src = map_aligned(len), *dst = map_aligned(len);
+
+	if (!src || !dst || advise(fd, src, len, GMEM_ACCEL_PREFER_DEVICE, 0) ||
+	    advise(fd, dst, len, GMEM_ACCEL_PREFER_DEVICE, 0) || write(ready, "r", 1) != 1)
+		_exit(1);
+	for (unsigned int i = 0;; i++) {
+		dev_copy(fd, dst, src, len);
+		src[(i * PAGE * 97) % len] = i;	/* a CPU touch: home */
+	}
+}
+
+static unsigned int later_each_round(int round)
+{
+	return 100000 * (round + 1);
+}
+
 /* A process killed while its ranges move in and out of HBM leaves nothing behind. */
 TEST_F_TIMEOUT(devmem, killed_during_migration, 900)
 {
 	close(self->fd);
 	self->fd = -1;
-	for (int round = 0; round < 4; round++) {
-		int pipefd[2], status;
-		pid_t pid;
-		char c;
-
-		ASSERT_EQ(0, pipe(pipefd));
-		pid = fork();
-		ASSERT_LE(0, pid);
-		if (!pid) {
-			size_t len = 64ul << 20;
-			int fd = gmem_open_accel(DEV, O_RDWR);
-			uint8_t *src = map_aligned(len), *dst = map_aligned(len);
-
-			if (fd < 0 || !src || !dst ||
-			    advise(fd, src, len, GMEM_ACCEL_PREFER_DEVICE, 0) ||
-			    advise(fd, dst, len, GMEM_ACCEL_PREFER_DEVICE, 0) ||
-			    write(pipefd[1], "r", 1) != 1)
-				_exit(1);
-			for (unsigned int i = 0;; i++) {
-				dev_copy(fd, dst, src, len);
-				src[(i * PAGE * 97) % len] = i;	/* a CPU touch: home */
-			}
-		}
-		ASSERT_EQ(1, read(pipefd[0], &c, 1));
-		usleep(100000 * (round + 1));
-		kill(pid, SIGKILL);
-		ASSERT_EQ(pid, waitpid(pid, &status, 0));
-		EXPECT_TRUE(WIFSIGNALED(status));
-		close(pipefd[0]);
-		close(pipefd[1]);
-	}
+	drm_kill_rounds(_metadata, 4, migrate_forever, later_each_round);
 	gauges_back(_metadata, self);
 }
 
