@@ -747,17 +747,13 @@ TEST_F_TIMEOUT(drm, kill_at_random_points, 900)
 TEST_F_TIMEOUT(drm, memcg_pressure_while_copying, 900)
 {
 	const char *cg = "/sys/fs/cgroup/gmem_drm_attack";
-	int status;
+	const char *why;
+	int ret = gmem_memcg_create("gmem_drm_attack", 16ul << 20, &why), status;
 	pid_t pid;
 
-	if (!have_swap())
-		SKIP(return, "no swap (the guest sets up zram0)");
-	if (access("/sys/fs/cgroup/cgroup.subtree_control", W_OK))
-		SKIP(return, "no cgroup v2 at /sys/fs/cgroup");
-	ASSERT_EQ(0, write_sysfs("/sys/fs/cgroup/cgroup.subtree_control", "+memory"));
-	rmdir(cg);
-	ASSERT_EQ(0, mkdir(cg, 0755)) TH_LOG("%s: %s", cg, strerror(errno));
-	ASSERT_EQ(0, write_sysfs("/sys/fs/cgroup/gmem_drm_attack/memory.max", "16777216"));
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, ret) TH_LOG("%s: %s", cg, strerror(-ret));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
@@ -766,7 +762,7 @@ TEST_F_TIMEOUT(drm, memcg_pressure_while_copying, 900)
 		uint8_t *src, *dst;
 		int fd;
 
-		if (write_sysfs("/sys/fs/cgroup/gmem_drm_attack/cgroup.procs", "0"))
+		if (gmem_memcg_join("gmem_drm_attack"))
 			_exit(10);
 		fd = gmem_open_accel(DEV, O_RDWR);
 		src = map_buf(len);

@@ -179,6 +179,36 @@ bool have_swap(void)
 	return lines > 1;
 }
 
+int gmem_memcg_create(const char *name, uint64_t max, const char **why)
+{
+	char path[128], val[32];
+
+	*why = NULL;
+	if (!have_swap())
+		*why = "no swap (the guest sets up zram0)";
+	else if (access("/sys/fs/cgroup/cgroup.subtree_control", W_OK))
+		*why = "no cgroup v2 at /sys/fs/cgroup";
+	if (*why)
+		return -EOPNOTSUPP;
+	if (write_sysfs("/sys/fs/cgroup/cgroup.subtree_control", "+memory"))
+		return -EIO;
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s", name);
+	rmdir(path);
+	if (mkdir(path, 0755))
+		return -errno;
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/memory.max", name);
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)max);
+	return write_sysfs(path, val);
+}
+
+int gmem_memcg_join(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/cgroup.procs", name);
+	return write_sysfs(path, "0");
+}
+
 bool debug_kernel(void)
 {
 	return path_exists("/sys/kernel/debug/kmemleak") || path_exists("/sys/kernel/debug/kcsan");

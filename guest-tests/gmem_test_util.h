@@ -143,6 +143,13 @@ bool path_exists(const char *path);
 /* Is there swap (the guest sets up zram0)? */
 bool have_swap(void);
 /*
+ * A memory cgroup /sys/fs/cgroup/@name with memory.max @max (made anew if it was left over):
+ * 0, -errno, or -EOPNOTSUPP with *@why saying what is missing (swap, cgroup v2) to SKIP on.
+ * The calling process moves into it with gmem_memcg_join(); rmdir() it when done.
+ */
+int gmem_memcg_create(const char *name, uint64_t max, const char **why);
+int gmem_memcg_join(const char *name);
+/*
  * Is this a checking kernel: the debug one (images/kernel-debug.config: it has kmemleak) or the
  * KCSAN one (images/kernel-kcsan.config)? Under TCG they run reclaim and migration
  * many times slower, so tests that only need volume use less there.
