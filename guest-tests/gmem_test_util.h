@@ -77,6 +77,8 @@ int64_t gmem_wait_stat(int n, const char *name, int64_t want, int timeout_ms);
  * @fd, its DRM counterpart on a /dev/accel file (the helpers below all use it, so they drive
  * either front end); device @n's accel node opened (-1 and errno if it has none); device @n
  * given to @frontend ("gmem" or "drm": the module parameter, then unbound and bound again).
+ * gmem_ioc() knows an fd's kind from gmem_open() and gmem_open_accel(): an accel file
+ * opened or dup()ed any other way takes the DRM ioctls directly.
  */
 unsigned long gmem_ioc(int fd, unsigned long cmd);
 int gmem_open_accel(int n, int flags);
