@@ -108,7 +108,7 @@ static void *sleep_in_submit(void *arg)
 TEST_F_TIMEOUT(drm, unbind_under_open_file, 600)
 {
 	struct gmem_accel_info info = { 0 };
-	struct gmem_accel_stats st;
+	struct gmem_accel_stats st = { 0 };
 	struct sleeper s = { .fd = self->fd, .len = 64ul << 20 };
 	uint8_t *a = map_buf(HUGE), *b = map_buf(HUGE);
 	char addr[64];
@@ -237,7 +237,7 @@ TEST_F_TIMEOUT(drm, forked_child_uses_parent_file, 300)
 		ASSERT_LE(0, pid);
 		if (!pid) {
 			struct gmem_accel_info info = { 0 };
-			struct gmem_accel_stats st;
+			struct gmem_accel_stats st = { 0 };
 			struct gmem_accel_wait w = { .fence = 1, .timeout_ms = 10 };
 			int step = 0;
 

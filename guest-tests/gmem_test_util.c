@@ -164,9 +164,33 @@ static int gmem_note_fd(int fd, bool drm)
 	return fd;
 }
 
+bool gmem_fd_is_accel(int fd)
+{
+	return fd >= 0 && fd < GMEM_FD_KINDS && gmem_fd_is_drm[fd];
+}
+
+bool gmem_frontend_drm(void)
+{
+	static int drm = -1;
+
+	if (drm < 0) {
+		const char *f = getenv("GMEM_FRONTEND");
+
+		drm = f && !strcmp(f, "drm");
+	}
+	return drm;
+}
+
 int gmem_open(int n, int flags)
 {
 	char path[64];
+
+	if (gmem_frontend_drm()) {
+		int fd = gmem_open_accel(n, flags);
+
+		if (fd >= 0 || errno != ENOENT)
+			return fd;
+	}
 
 	snprintf(path, sizeof(path), "/dev/gmem_accel%d", n);
 	return gmem_note_fd(open(path, flags), false);
@@ -323,9 +347,14 @@ bool gmem_test_begin(int timeout_s)
 	return true;
 }
 
+static const char * const gmem_ioc_names[] = {
+	"GET_INFO", "SUBMIT", "WAIT", "SNAPSHOT", "STATS", "MIGRATE", "ADVISE", "OBJ_ALLOC",
+	"OBJ_FREE", "OBJ_QUERY", "OBJ_EXPORT", "OBJ_IMPORT", "FENCE_EXPORT",
+};
+
 unsigned long gmem_ioc(int fd, unsigned long cmd)
 {
-	if (fd < 0 || fd >= GMEM_FD_KINDS || !gmem_fd_is_drm[fd])
+	if (!gmem_fd_is_accel(fd))
 		return cmd;
 	switch (cmd) {
 	case GMEM_ACCEL_IOC_GET_INFO:
@@ -341,7 +370,11 @@ unsigned long gmem_ioc(int fd, unsigned long cmd)
 	case GMEM_ACCEL_IOC_ADVISE:
 		return DRM_IOCTL_GMEM_ACCEL_ADVISE;
 	}
-	return cmd;	/* none there: the DRM node refuses it */
+	if (gmem_frontend_drm())
+		printf("# " GMEM_ADAPTER_NO_DRM " GMEM_ACCEL_IOC_%s\n",
+		       _IOC_NR(cmd) < sizeof(gmem_ioc_names) / sizeof(gmem_ioc_names[0]) ?
+		       gmem_ioc_names[_IOC_NR(cmd)] : "(unknown)");
+	return cmd;	/* not a DRM number: drm_ioctl() answers ENOTTY */
 }
 
 int gmem_open_accel(int n, int flags)
@@ -418,7 +451,7 @@ long dev_migrate(int fd, void *addr, size_t len, unsigned int target)
 {
 	struct gmem_accel_migrate m = { .addr = (uintptr_t)addr, .size = len, .target = target };
 
-	return ioctl(fd, GMEM_ACCEL_IOC_MIGRATE, &m) ? -errno : (long)m.pages;
+	return ioctl(fd, gmem_ioc(fd, GMEM_ACCEL_IOC_MIGRATE), &m) ? -errno : (long)m.pages;
 }
 
 uint8_t page_view(int fd, void *addr)
@@ -427,7 +460,7 @@ uint8_t page_view(int fd, void *addr)
 	struct gmem_accel_snapshot s = { .addr = (uintptr_t)addr & ~4095ul, .npages = 1,
 					 .out = (uintptr_t)&v };
 
-	if (ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &s))
+	if (ioctl(fd, gmem_ioc(fd, GMEM_ACCEL_IOC_SNAPSHOT), &s))
 		return 0xee;
 	return v;
 }
@@ -471,7 +504,7 @@ int dev_advise(int fd, void *addr, size_t len, unsigned int location, unsigned i
 	struct gmem_accel_advise a = { .addr = (uintptr_t)addr, .size = len,
 				       .location = location, .flags = flags };
 
-	return ioctl(fd, GMEM_ACCEL_IOC_ADVISE, &a) ? -errno : 0;
+	return ioctl(fd, gmem_ioc(fd, GMEM_ACCEL_IOC_ADVISE), &a) ? -errno : 0;
 }
 
 char *read_whole_file(const char *path)

@@ -81,6 +81,14 @@ int64_t gmem_wait_stat(int n, const char *name, int64_t want, int timeout_ms);
  * opened or dup()ed any other way takes the DRM ioctls directly.
  */
 unsigned long gmem_ioc(int fd, unsigned long cmd);
+bool gmem_fd_is_accel(int fd);
+/*
+ * Does this run put the suite on the DRM front end (GMEM_FRONTEND=drm, drm_svm_suite.sh)?
+ * gmem_open() then opens device @n's accel node where the device is DRM's.
+ */
+bool gmem_frontend_drm(void);
+/* What gmem_frontend_adapter.c prints for a call the DRM front end has not. */
+#define GMEM_ADAPTER_NO_DRM "gmem-adapter: the DRM front end has no"
 int gmem_open_accel(int n, int flags);
 int gmem_set_frontend(int n, const char *frontend);
 int run_cmds(int fd, struct gmem_accel_cmd *c, unsigned int n);
