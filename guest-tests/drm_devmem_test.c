@@ -33,65 +33,12 @@
 
 DRM_FIXTURE(devmem)
 
-static int64_t stat_of(const char *name)
-{
-	int64_t v = INT64_MIN;
-
-	gmem_debugfs_stat(DEV, name, &v);
-	return v;
-}
-
 static int advise(int fd, void *addr, size_t len, unsigned int location, unsigned int flags)
 {
 	struct gmem_accel_advise a = { .addr = (uintptr_t)addr, .size = len,
 				       .location = location, .flags = flags };
 
 	return ioctl(fd, DRM_IOCTL_GMEM_ACCEL_ADVISE, &a) ? -errno : 0;
-}
-
-/* How many of the @len / PAGE pages from @addr the device maps in HBM; -errno. */
-static long hbm_pages(int fd, void *addr, size_t len)
-{
-	size_t n = len / PAGE;
-	uint8_t *out = malloc(n);
-	struct gmem_accel_snapshot s = { .addr = (uintptr_t)addr, .npages = n,
-					 .out = (uintptr_t)out };
-	long hbm = 0;
-
-	if (!out)
-		return -ENOMEM;
-	if (ioctl(fd, DRM_IOCTL_GMEM_ACCEL_SNAPSHOT, &s)) {
-		free(out);
-		return -errno;
-	}
-	for (size_t i = 0; i < n; i++)
-		hbm += !!(out[i] & GMEM_ACCEL_PAGE_HBM);
-	free(out);
-	return hbm;
-}
-
-/* 2 MiB-aligned anonymous memory: whole drm_gpusvm ranges. */
-static uint8_t *map_aligned(size_t len)
-{
-	uint8_t *p = mmap(NULL, len + HUGE, RW, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uint8_t *a;
-
-	if (p == MAP_FAILED)
-		return NULL;
-	a = (uint8_t *)(((uintptr_t)p + HUGE - 1) & ~(HUGE - 1));
-	if (a > p)
-		munmap(p, a - p);
-	munmap(a + len, p + HUGE - a);
-	return a;
-}
-
-/* The offset of the first byte from @p that is not @v; -1 if none. */
-static long first_not(const uint8_t *p, size_t len, uint8_t v)
-{
-	for (size_t i = 0; i < len; i++)
-		if (p[i] != v)
-			return i;
-	return -1;
 }
 
 /*
@@ -102,7 +49,7 @@ static long first_not(const uint8_t *p, size_t len, uint8_t v)
 TEST_F_TIMEOUT(devmem, moves_in_on_device_fault_and_home_on_cpu_touch, 600)
 {
 	size_t len = 4ul << 20;
-	uint8_t *src = map_aligned(len), *dst = map_aligned(len), *ref = malloc(len);
+	uint8_t *src = map_2m(len), *dst = map_2m(len), *ref = malloc(len);
 	int64_t in0 = stat_of("drm_to_hbm"), out0 = stat_of("drm_to_ram");
 
 	ASSERT_NE(NULL, src);
@@ -138,7 +85,7 @@ TEST_F_TIMEOUT(devmem, moves_in_on_device_fault_and_home_on_cpu_touch, 600)
 TEST_F_TIMEOUT(devmem, without_advice_nothing_moves, 300)
 {
 	size_t len = 4ul << 20;
-	uint8_t *src = map_aligned(len), *dst = map_aligned(len);
+	uint8_t *src = map_2m(len), *dst = map_2m(len);
 	int64_t in0 = stat_of("drm_to_hbm");
 
 	ASSERT_NE(NULL, src);
@@ -161,7 +108,7 @@ TEST_F_TIMEOUT(devmem, without_advice_nothing_moves, 300)
 TEST_F_TIMEOUT(devmem, prefer_system_brings_pages_home, 300)
 {
 	size_t len = 4ul << 20;
-	uint8_t *p = map_aligned(len);
+	uint8_t *p = map_2m(len);
 
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, advise(self->fd, p, len, GMEM_ACCEL_PREFER_DEVICE, 0));
@@ -185,7 +132,7 @@ TEST_F_TIMEOUT(devmem, prefer_system_brings_pages_home, 300)
 TEST_F_TIMEOUT(devmem, oversubscribed_4x_ends_byte_exact, 1800)
 {
 	size_t len = 4 * self->hbm_size, bad = 0;
-	uint64_t *p = (uint64_t *)map_aligned(len);
+	uint64_t *p = (uint64_t *)map_2m(len);
 	int64_t ev0 = stat_of("drm_evictions");
 
 	ASSERT_NE(NULL, p);
@@ -212,7 +159,7 @@ TEST_F_TIMEOUT(devmem, oversubscribed_4x_ends_byte_exact, 1800)
 TEST_F_TIMEOUT(devmem, close_brings_pages_home, 300)
 {
 	size_t len = 8ul << 20;
-	uint8_t *p = map_aligned(len);
+	uint8_t *p = map_2m(len);
 
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, advise(self->fd, p, len, GMEM_ACCEL_PREFER_DEVICE, 0));
@@ -226,7 +173,7 @@ TEST_F_TIMEOUT(devmem, close_brings_pages_home, 300)
 static void migrate_forever(int fd, int ready, int round)
 {
 	size_t len = 64ul << 20;
-	uint8_t *src = map_aligned(len), *dst = map_aligned(len);
+	uint8_t *src = map_2m(len), *dst = map_2m(len);
 
 	if (!src || !dst || advise(fd, src, len, GMEM_ACCEL_PREFER_DEVICE, 0) ||
 	    advise(fd, dst, len, GMEM_ACCEL_PREFER_DEVICE, 0) || write(ready, "r", 1) != 1)
@@ -254,7 +201,7 @@ TEST_F_TIMEOUT(devmem, killed_during_migration, 900)
 /* ADVISE's arguments are checked; the other front end's attributes are not offered here. */
 TEST_F_TIMEOUT(devmem, advise_checks_its_arguments, 60)
 {
-	uint8_t *p = map_aligned(HUGE);
+	uint8_t *p = map_2m(HUGE);
 
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(-EINVAL, advise(self->fd, p + 1, PAGE, GMEM_ACCEL_PREFER_DEVICE, 0));

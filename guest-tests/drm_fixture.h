@@ -11,7 +11,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -136,6 +139,65 @@ static inline void drm_kill_rounds(struct __test_metadata *_metadata, int rounds
 		close(pipefd[0]);
 		close(pipefd[1]);
 	}
+}
+
+/* Helpers of the DRM front end's tests. */
+#define DRM_PAGE 4096ul
+#define DRM_HUGE (2ul << 20)
+
+/* Device DRM_DEV's debugfs counter @name (INT64_MIN if unreadable). */
+static inline int64_t stat_of(const char *name)
+{
+	int64_t v = INT64_MIN;
+
+	gmem_debugfs_stat(DRM_DEV, name, &v);
+	return v;
+}
+
+/* How many of the @len / 4 KiB pages from @addr the device maps in HBM; -errno. */
+static inline long hbm_pages(int fd, void *addr, size_t len)
+{
+	size_t n = len / DRM_PAGE;
+	uint8_t *out = malloc(n);
+	struct gmem_accel_snapshot s = { .addr = (uintptr_t)addr, .npages = n,
+					 .out = (uintptr_t)out };
+	long hbm = 0;
+
+	if (!out)
+		return -ENOMEM;
+	if (ioctl(fd, DRM_IOCTL_GMEM_ACCEL_SNAPSHOT, &s)) {
+		free(out);
+		return -errno;
+	}
+	for (size_t i = 0; i < n; i++)
+		hbm += !!(out[i] & GMEM_ACCEL_PAGE_HBM);
+	free(out);
+	return hbm;
+}
+
+/* 2 MiB-aligned anonymous memory: whole drm_gpusvm ranges. */
+static inline uint8_t *map_2m(size_t len)
+{
+	uint8_t *p = mmap(NULL, len + DRM_HUGE, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *a;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	a = (uint8_t *)(((uintptr_t)p + DRM_HUGE - 1) & ~(DRM_HUGE - 1));
+	if (a > p)
+		munmap(p, a - p);
+	munmap(a + len, p + DRM_HUGE - a);
+	return a;
+}
+
+/* The offset of the first byte from @p that is not @v; -1 if none. */
+static inline long first_not(const uint8_t *p, size_t len, uint8_t v)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != v)
+			return i;
+	return -1;
 }
 
 #endif

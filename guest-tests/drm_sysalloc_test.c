@@ -33,55 +33,9 @@
 
 DRM_FIXTURE(sysalloc)
 
-static int64_t stat_of(const char *name)
-{
-	int64_t v = INT64_MIN;
-
-	gmem_debugfs_stat(DEV, name, &v);
-	return v;
-}
-
-/* @len bytes of anonymous memory at a 2 MiB boundary (whole drm_gpusvm ranges); NULL. */
-static uint8_t *map_aligned(size_t len)
-{
-	uint8_t *p = mmap(NULL, len + HUGE, RW, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *a;
-
-	if (p == MAP_FAILED)
-		return NULL;
-	a = (uint8_t *)(((uintptr_t)p + HUGE - 1) & ~(HUGE - 1));
-	if (a > p)
-		munmap(p, a - p);
-	munmap(a + len, p + HUGE - a);
-	return a;
-}
-
-/* The offset of the first byte from @p that is not @v; -1 if none. */
-static long first_not(const uint8_t *p, size_t len, uint8_t v)
-{
-	for (size_t i = 0; i < len; i++)
-		if (p[i] != v)
-			return i;
-	return -1;
-}
-
 static uint64_t word_of(uint8_t v)
 {
 	return 0x0101010101010101ull * v;
-}
-
-/* How many of the pages of [@p, @p + @len) the device maps in HBM; -1 if it cannot say. */
-static long in_hbm(int fd, void *p, size_t len)
-{
-	long n = 0;
-
-	for (size_t off = 0; off < len; off += PAGE) {
-		uint8_t v = page_view(fd, (uint8_t *)p + off);
-
-		if (v == 0xee)
-			return -1;
-		n += !!(v & GMEM_ACCEL_PAGE_HBM);
-	}
-	return n;
 }
 
 /*
@@ -133,13 +87,13 @@ TEST_F_TIMEOUT(sysalloc, malloc_free_malloc_again, 300)
 TEST_F_TIMEOUT(sysalloc, mmap_in_hbm_unmapped_and_mapped_again, 300)
 {
 	size_t len = 4ul << 20;
-	uint8_t *p = map_aligned(len), *dst = map_aligned(len), *again;
+	uint8_t *p = map_2m(len), *dst = map_2m(len), *again;
 
 	ASSERT_NE(NULL, p);
 	ASSERT_NE(NULL, dst);
 	ASSERT_EQ(0, dev_advise(self->fd, p, len, GMEM_ACCEL_PREFER_DEVICE, 0));
 	ASSERT_EQ(0, dev_fill(self->fd, p, word_of(0x77), len));
-	EXPECT_EQ(len / PAGE, in_hbm(self->fd, p, len));
+	EXPECT_EQ(len / PAGE, hbm_pages(self->fd, p, len));
 	ASSERT_EQ(0, munmap(p, len));
 	EXPECT_EQ(self->base[DRM_G_HBM],
 		  gmem_wait_stat(DEV, "drm_hbm_pages_now", self->base[DRM_G_HBM], 60000));
@@ -150,7 +104,7 @@ TEST_F_TIMEOUT(sysalloc, mmap_in_hbm_unmapped_and_mapped_again, 300)
 	EXPECT_EQ(-1, first_not(dst, len, 0));
 	EXPECT_EQ(-1, first_not(again, len, 0));
 	ASSERT_EQ(0, dev_fill(self->fd, again, word_of(0x78), len));
-	EXPECT_EQ(len / PAGE, in_hbm(self->fd, again, len));
+	EXPECT_EQ(len / PAGE, hbm_pages(self->fd, again, len));
 	EXPECT_EQ(-1, first_not(again, len, 0x78));
 	munmap(again, len);
 	munmap(dst, len);
@@ -167,7 +121,7 @@ TEST_F_TIMEOUT(sysalloc, file_backed_and_shared_memory, 300)
 {
 	size_t len = 4ul << 20;
 	int mfd = memfd_create("drm_sysalloc", 0), status;
-	uint8_t *a, *b, *dst = map_aligned(len), *shared, *got = malloc(PAGE);
+	uint8_t *a, *b, *dst = map_2m(len), *shared, *got = malloc(PAGE);
 	pid_t pid;
 
 	ASSERT_LE(0, mfd);
@@ -217,7 +171,7 @@ TEST_F_TIMEOUT(sysalloc, mremap_moves_device_memory, 300)
 	size_t len = 4ul << 20;
 
 	for (int hbm = 0; hbm < 2; hbm++) {
-		uint8_t *p = map_aligned(len), *to = map_aligned(len), *dst = map_aligned(len), *m;
+		uint8_t *p = map_2m(len), *to = map_2m(len), *dst = map_2m(len), *m;
 		uint8_t v = 0x41 + hbm;
 
 		ASSERT_NE(NULL, p);
@@ -247,13 +201,13 @@ TEST_F_TIMEOUT(sysalloc, partial_munmap_of_hbm_memory, 300)
 {
 	size_t len = 8ul << 20, hole = HUGE + HUGE / 4, hole_len = HUGE / 2;
 	size_t edge = 2 * HUGE - PAGE;
-	uint8_t *p = map_aligned(len), *dst = map_aligned(len);
+	uint8_t *p = map_2m(len), *dst = map_2m(len);
 
 	ASSERT_NE(NULL, p);
 	ASSERT_NE(NULL, dst);
 	ASSERT_EQ(0, dev_advise(self->fd, p, len, GMEM_ACCEL_PREFER_DEVICE, 0));
 	ASSERT_EQ(0, dev_fill(self->fd, p, word_of(0x99), len));
-	EXPECT_EQ(len / PAGE, in_hbm(self->fd, p, len));
+	EXPECT_EQ(len / PAGE, hbm_pages(self->fd, p, len));
 	ASSERT_EQ(0, munmap(p + hole, hole_len));
 	ASSERT_EQ(0, munmap(p + edge, PAGE));
 	EXPECT_EQ(-EFAULT, dev_copy(self->fd, dst, p + hole + PAGE, PAGE));
@@ -284,14 +238,14 @@ TEST_F_TIMEOUT(sysalloc, partial_munmap_of_hbm_memory, 300)
 TEST_F_TIMEOUT(sysalloc, fork_child_reads_then_writes_its_copy, 300)
 {
 	size_t len = 4ul << 20;
-	uint8_t *p = map_aligned(len);
+	uint8_t *p = map_2m(len);
 	int status;
 	pid_t pid;
 
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, dev_advise(self->fd, p, len, GMEM_ACCEL_PREFER_DEVICE, 0));
 	ASSERT_EQ(0, dev_fill(self->fd, p, word_of(0xa0), len));
-	EXPECT_EQ(len / PAGE, in_hbm(self->fd, p, len));
+	EXPECT_EQ(len / PAGE, hbm_pages(self->fd, p, len));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
@@ -325,7 +279,7 @@ TEST_F_TIMEOUT(sysalloc, fork_child_reads_then_writes_its_copy, 300)
 TEST_F_TIMEOUT(sysalloc, fork_parent_and_child_write_at_once, 300)
 {
 	size_t len = 4ul << 20;
-	uint8_t *p = map_aligned(len);
+	uint8_t *p = map_2m(len);
 	int go[2], status;
 	long bad = -1;
 	pid_t pid;
@@ -412,7 +366,7 @@ static void *slice_rounds(void *arg)
 TEST_F_TIMEOUT(sysalloc, threads_on_one_file_share_a_buffer, 600)
 {
 	size_t slice = HUGE, len = 4 * slice;
-	uint8_t *p = map_aligned(len);
+	uint8_t *p = map_2m(len);
 	struct slice s[4];
 	pthread_t t[4];
 
@@ -436,12 +390,12 @@ TEST_F_TIMEOUT(sysalloc, threads_on_one_file_share_a_buffer, 600)
 TEST_F_TIMEOUT(sysalloc, munmap_races_a_copy_in_flight, 600)
 {
 	size_t len = 16ul << 20;
-	uint8_t *dst = map_aligned(len);
+	uint8_t *dst = map_2m(len);
 	int done = 0, faulted = 0;
 
 	ASSERT_NE(NULL, dst);
 	for (int r = 0; r < 8; r++) {
-		uint8_t *src = map_aligned(len);
+		uint8_t *src = map_2m(len);
 		struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)dst,
 					    .src = (uintptr_t)src, .size = len };
 		struct gmem_accel_submit sub = { .cmds = (uintptr_t)&c, .count = 1 };
@@ -481,13 +435,13 @@ TEST_F_TIMEOUT(sysalloc, munmap_races_a_copy_in_flight, 600)
 TEST_F_TIMEOUT(sysalloc, eviction_under_pressure, 1800)
 {
 	size_t blen = 8ul << 20, n = (self->hbm_size + self->hbm_size / 2) / blen;
-	uint8_t **b = calloc(n, sizeof(*b)), *out = map_aligned(blen);
+	uint8_t **b = calloc(n, sizeof(*b)), *out = map_2m(blen);
 	int64_t ev0 = stat_of("drm_evictions"), peak = 0;
 
 	ASSERT_NE(NULL, b);
 	ASSERT_NE(NULL, out);
 	for (size_t i = 0; i < n; i++) {
-		b[i] = map_aligned(blen);
+		b[i] = map_2m(blen);
 		ASSERT_NE(NULL, b[i]);
 		ASSERT_EQ(0, dev_advise(self->fd, b[i], blen, GMEM_ACCEL_PREFER_DEVICE, 0));
 		ASSERT_EQ(0, dev_fill(self->fd, b[i], word_of(i + 1), blen)) TH_LOG("buffer %zu", i);
