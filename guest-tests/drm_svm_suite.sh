@@ -6,7 +6,9 @@
 # test_hmm's /dev/gmem_dmirrorN) is reported as a SKIP naming it; every other result is the
 # case's own. Device 0 goes back to the front end it had. One TAP stream, plan last.
 . /usr/libexec/gmem-accel/tap.sh
-tests="mirror_test mm_events_test hostile_test signal_test hbm_test oversub_test load_test"
+# (not oversub_test: each of its cases asserts or waits for the gmem core's oversubscription
+# policy; 4x oversubscription on this front end is drm_devmem_test's and drm_sysalloc_test's)
+tests="mirror_test mm_events_test hostile_test signal_test hbm_test load_test"
 dev=0
 param=/sys/module/gmem_accel/parameters/frontend
 drv=/sys/bus/pci/drivers/gmem_accel
@@ -39,7 +41,6 @@ export GMEM_FRONTEND=drm
 grain="drm_gpusvm faults a whole chunk (2 MiB, 64 KiB or 4 KiB), the gmem core a page or a 64 KiB block"
 write="drm_gpusvm faults a writable VMA for write, as xe does: a device read maps the page writable"
 windows="counts the gmem core's notifier windows; drm_gpusvm's notifiers are its own"
-policy="asserts the gmem core's oversubscription policy (gmem_accel_oversub.c); drm_pagemap evicts here"
 dmirror="needs test_hmm's /dev/gmem_dmirrorN, which the DRM front end has not"
 cat >/tmp/drm_svm_suite.cases <<EOT
 mirror_test processes_fault_at_once_each_on_its_own_queue skip $grain
@@ -56,11 +57,6 @@ hostile_test own_migration_races_its_faults skip needs GMEM_ACCEL_IOC_MIGRATE an
 hostile_test killed_during_a_huge_fault_ahead skip $dmirror
 hostile_test dmirror_snapshot_of_a_huge_hole skip $dmirror
 hostile_test dmirror_snapshot_without_buffer skip $dmirror
-oversub_test stream_4x_maps_remotely skip $policy
-oversub_test stream_4x_without_policy skip $policy
-oversub_test fitting_working_set_migrates skip $policy
-oversub_test migration_resumes_after_an_epoch skip $policy
-oversub_test parameters_are_checked skip $policy
 hbm_test bad_advise_args skip a range past user space is EINVAL here (docs/uapi.md), EFAULT to GMEM_ACCEL_IOC_ADVISE
 EOT
 
