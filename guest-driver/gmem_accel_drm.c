@@ -157,8 +157,12 @@ static int gmem_drm_wait(struct drm_device *drm, void *data, struct drm_file *fi
 
 static int gmem_drm_stats(struct drm_device *drm, void *data, struct drm_file *file)
 {
-	struct gmem_ctx *ctx = gmem_drm_enter(file);
+	struct gmem_accel_stats *st = data;
+	struct gmem_ctx *ctx;
 
+	if (st->flags)
+		return -EINVAL;
+	ctx = gmem_drm_enter(file);
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
 	gmem_ctx_get_stats(ctx, data);

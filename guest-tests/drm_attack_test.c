@@ -26,68 +26,13 @@
 #include "kselftest_harness.h"
 #include "gmem_accel_drm_uapi.h"
 #include "gmem_test_util.h"
+#include "drm_fixture.h"
 
 #define PAGE 4096ul
 #define HUGE (2ul << 20)
-#define DEV 1
+#define DEV DRM_DEV
 
-static const char * const gauges[] = { "contexts_now", "pt_pages_now", "dma_mapped_pages_now",
-					"notifiers_now" };
-#define NGAUGES 4
-
-FIXTURE(drm) {
-	int fd;
-	int64_t base[NGAUGES];
-};
-
-FIXTURE_SETUP(drm)
-{
-	self->fd = -1;
-	if (!path_exists("/sys/class/accel"))
-		SKIP(return, "no DRM accel framework: the DRM front end needs Linux 7.3 with CONFIG_DRM_GPUSVM (images/kernel-7.3.config)");
-	ASSERT_TRUE(gmem_test_begin(_metadata->timeout));
-	ASSERT_EQ(0, gmem_set_frontend(DEV, "drm"));
-	for (int i = 0; i < NGAUGES; i++) {
-		ASSERT_EQ(0, gmem_debugfs_stat(DEV, gauges[i], &self->base[i])) TH_LOG("%s", gauges[i]);
-	}
-	self->fd = gmem_open_accel(DEV, O_RDWR);
-	ASSERT_LE(0, self->fd) TH_LOG("device %d's accel node: %s", DEV, strerror(errno));
-}
-
-FIXTURE_TEARDOWN(drm)
-{
-	char addr[64];
-
-	if (self->fd >= 0)
-		close(self->fd);
-	if (!path_exists("/sys/class/accel"))
-		return;
-	/* (a case that unbound the device may have left it so: bind what is not bound) */
-	if (gmem_pci_addr(DEV, addr, sizeof(addr))) {
-		char a[GMEM_MAX_TEST_DEVICES][32];
-		int n = gmem_pci_devices(a, GMEM_MAX_TEST_DEVICES);
-
-		for (int i = 0; i < n; i++)
-			write_sysfs("/sys/bus/pci/drivers/gmem_accel/bind", a[i]);
-	}
-	EXPECT_EQ(0, gmem_set_frontend(DEV, "gmem"));
-}
-
-/* Every gauge of the device back where it was before the fixture's file was opened. */
-static void gauges_back(struct __test_metadata *_metadata, FIXTURE_DATA(drm) *self)
-{
-	for (int i = 0; i < NGAUGES; i++) {
-		EXPECT_EQ(self->base[i], gmem_wait_stat(DEV, gauges[i], self->base[i], 60000))
-			TH_LOG("%s", gauges[i]);
-	}
-}
-
-static void closed_gives_back(struct __test_metadata *_metadata, FIXTURE_DATA(drm) *self)
-{
-	close(self->fd);
-	self->fd = -1;
-	gauges_back(_metadata, self);
-}
+DRM_FIXTURE(drm)
 
 static uint8_t *map_buf(size_t len)
 {
@@ -163,7 +108,7 @@ static void *sleep_in_submit(void *arg)
 TEST_F_TIMEOUT(drm, unbind_under_open_file, 600)
 {
 	struct gmem_accel_info info = { 0 };
-	struct gmem_accel_stats st;
+	struct gmem_accel_stats st = { 0 };
 	struct sleeper s = { .fd = self->fd, .len = 64ul << 20 };
 	uint8_t *a = map_buf(HUGE), *b = map_buf(HUGE);
 	char addr[64];
@@ -200,8 +145,9 @@ TEST_F_TIMEOUT(drm, unbind_under_open_file, 600)
 	EXPECT_EQ(0, memcmp(a, b, HUGE));
 	ASSERT_EQ(0, write_sysfs("/sys/bus/pci/drivers/gmem_accel/bind", addr));
 	ASSERT_TRUE(path_exists("/sys/class/gmem_accel/gmem_accel1/device/accel"));
-	for (int i = 0; i < NGAUGES; i++) {
-		EXPECT_EQ(0, gmem_wait_stat(DEV, gauges[i], 0, 60000)) TH_LOG("%s", gauges[i]);
+	for (int i = 0; i < DRM_NGAUGES; i++) {
+		EXPECT_EQ(0, gmem_wait_stat(DEV, drm_gauges[i], 0, 60000))
+			TH_LOG("%s", drm_gauges[i]);
 	}
 	self->fd = gmem_open_accel(DEV, O_RDWR);
 	ASSERT_LE(0, self->fd);
@@ -210,8 +156,9 @@ TEST_F_TIMEOUT(drm, unbind_under_open_file, 600)
 	EXPECT_EQ(0, memcmp(a, b, HUGE));
 	close(self->fd);
 	self->fd = -1;
-	for (int i = 0; i < NGAUGES; i++) {
-		EXPECT_EQ(0, gmem_wait_stat(DEV, gauges[i], 0, 60000)) TH_LOG("%s", gauges[i]);
+	for (int i = 0; i < DRM_NGAUGES; i++) {
+		EXPECT_EQ(0, gmem_wait_stat(DEV, drm_gauges[i], 0, 60000))
+			TH_LOG("%s", drm_gauges[i]);
 	}
 	munmap(a, HUGE);
 	munmap(b, HUGE);
@@ -290,7 +237,7 @@ TEST_F_TIMEOUT(drm, forked_child_uses_parent_file, 300)
 		ASSERT_LE(0, pid);
 		if (!pid) {
 			struct gmem_accel_info info = { 0 };
-			struct gmem_accel_stats st;
+			struct gmem_accel_stats st = { 0 };
 			struct gmem_accel_wait w = { .fence = 1, .timeout_ms = 10 };
 			int step = 0;
 
@@ -759,53 +706,41 @@ TEST_F_TIMEOUT(drm, ioctl_abuse, 300)
 	closed_gives_back(_metadata, self);
 }
 
+static void copy_loop_forever(int fd, int ready, int round)
+{
+	if (write(ready, "r", 1) != 1)
+		_exit(1);
+	for (unsigned int i = 0;; i++) {
+		size_t len = (1 + i % 5) * HUGE + (i % 3) * PAGE;
+		uint8_t *src = map_buf(len), *dst = map_buf(len);
+
+		if (!src || !dst)
+			_exit(2);
+		if (i & 1)
+			madvise(src, len, MADV_HUGEPAGE);
+		pattern(src, len, i);
+		if (copy_wait(fd, dst, src, len) || memcmp(dst, src, len))
+			_exit(3);
+		munmap(src, len);
+		munmap(dst, len);
+	}
+}
+
+static unsigned int random_delay(int round)
+{
+	return 1000 + rand() % 200000;
+}
+
 /*
  * A process killed at random points of a loop of SUBMIT_WAITs on fresh mappings (mmap, fill,
  * copy, check, munmap): nothing stays behind, whatever step the kill hit.
  */
 TEST_F_TIMEOUT(drm, kill_at_random_points, 900)
 {
-	int rounds = debug_kernel() ? 8 : 16;
-
 	close(self->fd);
 	self->fd = -1;
 	srand(57);
-	for (int round = 0; round < rounds; round++) {
-		int pipefd[2], status;
-		pid_t pid;
-		char ch;
-
-		ASSERT_EQ(0, pipe(pipefd));
-		pid = fork();
-		ASSERT_LE(0, pid);
-		if (!pid) {
-			int fd = gmem_open_accel(DEV, O_RDWR);
-
-			if (fd < 0 || write(pipefd[1], "r", 1) != 1)
-				_exit(1);
-			for (unsigned int i = 0;; i++) {
-				size_t len = (1 + i % 5) * HUGE + (i % 3) * PAGE;
-				uint8_t *src = map_buf(len), *dst = map_buf(len);
-
-				if (!src || !dst)
-					_exit(2);
-				if (i & 1)
-					madvise(src, len, MADV_HUGEPAGE);
-				pattern(src, len, i);
-				if (copy_wait(fd, dst, src, len) || memcmp(dst, src, len))
-					_exit(3);
-				munmap(src, len);
-				munmap(dst, len);
-			}
-		}
-		ASSERT_EQ(1, read(pipefd[0], &ch, 1));
-		usleep(1000 + rand() % 200000);
-		kill(pid, SIGKILL);
-		ASSERT_EQ(pid, waitpid(pid, &status, 0));
-		EXPECT_TRUE(WIFSIGNALED(status)) TH_LOG("round %d: status %#x", round, status);
-		close(pipefd[0]);
-		close(pipefd[1]);
-	}
+	drm_kill_rounds(_metadata, debug_kernel() ? 8 : 16, copy_loop_forever, random_delay);
 	gauges_back(_metadata, self);
 }
 
@@ -816,17 +751,13 @@ TEST_F_TIMEOUT(drm, kill_at_random_points, 900)
 TEST_F_TIMEOUT(drm, memcg_pressure_while_copying, 900)
 {
 	const char *cg = "/sys/fs/cgroup/gmem_drm_attack";
-	int status;
+	const char *why;
+	int ret = gmem_memcg_create("gmem_drm_attack", 16ul << 20, &why), status;
 	pid_t pid;
 
-	if (!have_swap())
-		SKIP(return, "no swap (the guest sets up zram0)");
-	if (access("/sys/fs/cgroup/cgroup.subtree_control", W_OK))
-		SKIP(return, "no cgroup v2 at /sys/fs/cgroup");
-	ASSERT_EQ(0, write_sysfs("/sys/fs/cgroup/cgroup.subtree_control", "+memory"));
-	rmdir(cg);
-	ASSERT_EQ(0, mkdir(cg, 0755)) TH_LOG("%s: %s", cg, strerror(errno));
-	ASSERT_EQ(0, write_sysfs("/sys/fs/cgroup/gmem_drm_attack/memory.max", "16777216"));
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, ret) TH_LOG("%s: %s", cg, strerror(-ret));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
@@ -835,7 +766,7 @@ TEST_F_TIMEOUT(drm, memcg_pressure_while_copying, 900)
 		uint8_t *src, *dst;
 		int fd;
 
-		if (write_sysfs("/sys/fs/cgroup/gmem_drm_attack/cgroup.procs", "0"))
+		if (gmem_memcg_join("gmem_drm_attack"))
 			_exit(10);
 		fd = gmem_open_accel(DEV, O_RDWR);
 		src = map_buf(len);

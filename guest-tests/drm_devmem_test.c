@@ -26,54 +26,14 @@
 #include "kselftest_harness.h"
 #include "gmem_accel_drm_uapi.h"
 #include "gmem_test_util.h"
+#include "drm_fixture.h"
 
 #define PAGE 4096ul
 #define HUGE (2ul << 20)
-#define DEV 1
+#define DEV DRM_DEV
 #define RW (PROT_READ | PROT_WRITE)
 
-static const char * const gauges[] = { "contexts_now", "drm_hbm_pages_now", "pt_pages_now",
-					"dma_mapped_pages_now" };
-#define NGAUGES 4
-
-FIXTURE(devmem) {
-	int fd;
-	int64_t base[NGAUGES];
-	uint64_t hbm_size;
-};
-
-FIXTURE_SETUP(devmem)
-{
-	struct gmem_accel_info info = { 0 };
-
-	self->fd = -1;
-	if (!path_exists("/sys/class/accel"))
-		SKIP(return, "no DRM accel framework: the DRM front end needs Linux 7.3 with CONFIG_DRM_GPUSVM (images/kernel-7.3.config)");
-	ASSERT_EQ(0, gmem_set_frontend(DEV, "drm"));
-	for (int i = 0; i < NGAUGES; i++) {
-		ASSERT_EQ(0, gmem_debugfs_stat(DEV, gauges[i], &self->base[i])) TH_LOG("%s", gauges[i]);
-	}
-	self->fd = gmem_open_accel(DEV, O_RDWR);
-	ASSERT_LE(0, self->fd) TH_LOG("device %d's accel node: %s", DEV, strerror(errno));
-	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_GMEM_ACCEL_GET_INFO, &info));
-	self->hbm_size = info.hbm_size;
-}
-
-FIXTURE_TEARDOWN(devmem)
-{
-	if (self->fd >= 0)
-		close(self->fd);
-	if (path_exists("/sys/class/accel"))
-		EXPECT_EQ(0, gmem_set_frontend(DEV, "gmem"));
-}
-
-static int64_t stat_of(const char *name)
-{
-	int64_t v = INT64_MIN;
-
-	gmem_debugfs_stat(DEV, name, &v);
-	return v;
-}
+DRM_FIXTURE(devmem)
 
 static int advise(int fd, void *addr, size_t len, unsigned int location, unsigned int flags)
 {
@@ -81,67 +41,6 @@ static int advise(int fd, void *addr, size_t len, unsigned int location, unsigne
 				       .location = location, .flags = flags };
 
 	return ioctl(fd, DRM_IOCTL_GMEM_ACCEL_ADVISE, &a) ? -errno : 0;
-}
-
-/* How many of the @len / PAGE pages from @addr the device maps in HBM; -errno. */
-static long hbm_pages(int fd, void *addr, size_t len)
-{
-	size_t n = len / PAGE;
-	uint8_t *out = malloc(n);
-	struct gmem_accel_snapshot s = { .addr = (uintptr_t)addr, .npages = n,
-					 .out = (uintptr_t)out };
-	long hbm = 0;
-
-	if (!out)
-		return -ENOMEM;
-	if (ioctl(fd, DRM_IOCTL_GMEM_ACCEL_SNAPSHOT, &s)) {
-		free(out);
-		return -errno;
-	}
-	for (size_t i = 0; i < n; i++)
-		hbm += !!(out[i] & GMEM_ACCEL_PAGE_HBM);
-	free(out);
-	return hbm;
-}
-
-/* 2 MiB-aligned anonymous memory: whole drm_gpusvm ranges. */
-static uint8_t *map_aligned(size_t len)
-{
-	uint8_t *p = mmap(NULL, len + HUGE, RW, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uint8_t *a;
-
-	if (p == MAP_FAILED)
-		return NULL;
-	a = (uint8_t *)(((uintptr_t)p + HUGE - 1) & ~(HUGE - 1));
-	if (a > p)
-		munmap(p, a - p);
-	munmap(a + len, p + HUGE - a);
-	return a;
-}
-
-/* The offset of the first byte from @p that is not @v; -1 if none. */
-static long first_not(const uint8_t *p, size_t len, uint8_t v)
-{
-	for (size_t i = 0; i < len; i++)
-		if (p[i] != v)
-			return i;
-	return -1;
-}
-
-/* Every gauge of the device back where it was before the fixture's file was opened. */
-static void gauges_back(struct __test_metadata *_metadata, FIXTURE_DATA(devmem) *self)
-{
-	for (int i = 0; i < NGAUGES; i++) {
-		EXPECT_EQ(self->base[i], gmem_wait_stat(DEV, gauges[i], self->base[i], 120000))
-			TH_LOG("%s", gauges[i]);
-	}
-}
-
-static void closed_gives_back(struct __test_metadata *_metadata, FIXTURE_DATA(devmem) *self)
-{
-	close(self->fd);
-	self->fd = -1;
-	gauges_back(_metadata, self);
 }
 
 /*
@@ -152,7 +51,7 @@ static void closed_gives_back(struct __test_metadata *_metadata, FIXTURE_DATA(de
 TEST_F_TIMEOUT(devmem, moves_in_on_device_fault_and_home_on_cpu_touch, 600)
 {
 	size_t len = 4ul << 20;
-	uint8_t *src = map_aligned(len), *dst = map_aligned(len), *ref = malloc(len);
+	uint8_t *src = map_2m(len), *dst = map_2m(len), *ref = malloc(len);
 	int64_t in0 = stat_of("drm_to_hbm"), out0 = stat_of("drm_to_ram");
 
 	ASSERT_NE(NULL, src);
@@ -166,13 +65,13 @@ TEST_F_TIMEOUT(devmem, moves_in_on_device_fault_and_home_on_cpu_touch, 600)
 	EXPECT_EQ(len / PAGE, hbm_pages(self->fd, src, len));
 	EXPECT_EQ(len / PAGE, hbm_pages(self->fd, dst, len));
 	EXPECT_LE(in0 + 2 * (int64_t)(len / PAGE), stat_of("drm_to_hbm"));
-	EXPECT_EQ(self->base[1] + 2 * (int64_t)(len / PAGE), stat_of("drm_hbm_pages_now"));
+	EXPECT_EQ(self->base[DRM_G_HBM] + 2 * (int64_t)(len / PAGE), stat_of("drm_hbm_pages_now"));
 	EXPECT_EQ(0, memcmp(dst, ref, len));
 	EXPECT_EQ(0, memcmp(src, ref, len));
 	EXPECT_LE(out0 + 2 * (int64_t)(len / PAGE), stat_of("drm_to_ram"));
 	EXPECT_EQ(0, hbm_pages(self->fd, src, len));
 	EXPECT_EQ(0, hbm_pages(self->fd, dst, len));
-	EXPECT_EQ(self->base[1], gmem_wait_stat(DEV, "drm_hbm_pages_now", self->base[1], 60000));
+	EXPECT_EQ(self->base[DRM_G_HBM], gmem_wait_stat(DEV, "drm_hbm_pages_now", self->base[DRM_G_HBM], 60000));
 
 	/* and in again: the device writes HBM, the CPU reads what it wrote */
 	ASSERT_EQ(0, dev_fill(self->fd, dst, 0x5a5a5a5a5a5a5a5aull, len));
@@ -188,7 +87,7 @@ TEST_F_TIMEOUT(devmem, moves_in_on_device_fault_and_home_on_cpu_touch, 600)
 TEST_F_TIMEOUT(devmem, without_advice_nothing_moves, 300)
 {
 	size_t len = 4ul << 20;
-	uint8_t *src = map_aligned(len), *dst = map_aligned(len);
+	uint8_t *src = map_2m(len), *dst = map_2m(len);
 	int64_t in0 = stat_of("drm_to_hbm");
 
 	ASSERT_NE(NULL, src);
@@ -200,7 +99,7 @@ TEST_F_TIMEOUT(devmem, without_advice_nothing_moves, 300)
 	EXPECT_EQ(0, hbm_pages(self->fd, src, len));
 	EXPECT_EQ(0, hbm_pages(self->fd, dst, len));
 	EXPECT_EQ(in0, stat_of("drm_to_hbm"));
-	EXPECT_EQ(self->base[1], stat_of("drm_hbm_pages_now"));
+	EXPECT_EQ(self->base[DRM_G_HBM], stat_of("drm_hbm_pages_now"));
 	EXPECT_EQ(0, memcmp(dst, src, len));
 	munmap(src, len);
 	munmap(dst, len);
@@ -211,7 +110,7 @@ TEST_F_TIMEOUT(devmem, without_advice_nothing_moves, 300)
 TEST_F_TIMEOUT(devmem, prefer_system_brings_pages_home, 300)
 {
 	size_t len = 4ul << 20;
-	uint8_t *p = map_aligned(len);
+	uint8_t *p = map_2m(len);
 
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, advise(self->fd, p, len, GMEM_ACCEL_PREFER_DEVICE, 0));
@@ -219,7 +118,7 @@ TEST_F_TIMEOUT(devmem, prefer_system_brings_pages_home, 300)
 	EXPECT_EQ(len / PAGE, hbm_pages(self->fd, p, len));
 	ASSERT_EQ(0, advise(self->fd, p, len, GMEM_ACCEL_PREFER_SYSTEM, 0));
 	EXPECT_EQ(0, hbm_pages(self->fd, p, len));
-	EXPECT_EQ(self->base[1], gmem_wait_stat(DEV, "drm_hbm_pages_now", self->base[1], 60000));
+	EXPECT_EQ(self->base[DRM_G_HBM], gmem_wait_stat(DEV, "drm_hbm_pages_now", self->base[DRM_G_HBM], 60000));
 	/* a device fault there now maps system memory */
 	ASSERT_EQ(0, dev_fill(self->fd, p, 0x2222222222222222ull, len));
 	EXPECT_EQ(0, hbm_pages(self->fd, p, len));
@@ -235,7 +134,7 @@ TEST_F_TIMEOUT(devmem, prefer_system_brings_pages_home, 300)
 TEST_F_TIMEOUT(devmem, oversubscribed_4x_ends_byte_exact, 1800)
 {
 	size_t len = 4 * self->hbm_size, bad = 0;
-	uint64_t *p = (uint64_t *)map_aligned(len);
+	uint64_t *p = (uint64_t *)map_2m(len);
 	int64_t ev0 = stat_of("drm_evictions");
 
 	ASSERT_NE(NULL, p);
@@ -249,7 +148,7 @@ TEST_F_TIMEOUT(devmem, oversubscribed_4x_ends_byte_exact, 1800)
 	       len >> 20, (unsigned long)(self->hbm_size >> 20),
 	       (long long)(stat_of("drm_evictions") - ev0), (long long)stat_of("drm_to_hbm"),
 	       (long long)stat_of("drm_to_ram"));
-	EXPECT_GE(self->hbm_size / PAGE, stat_of("drm_hbm_pages_now") - self->base[1]);
+	EXPECT_GE(self->hbm_size / PAGE, stat_of("drm_hbm_pages_now") - self->base[DRM_G_HBM]);
 	for (size_t i = 0; i < len / 8; i++)
 		if (p[i] != (0xa5a5000000000000ull | ((i * 8) & ~(HUGE - 1))))
 			bad++;
@@ -262,7 +161,7 @@ TEST_F_TIMEOUT(devmem, oversubscribed_4x_ends_byte_exact, 1800)
 TEST_F_TIMEOUT(devmem, close_brings_pages_home, 300)
 {
 	size_t len = 8ul << 20;
-	uint8_t *p = map_aligned(len);
+	uint8_t *p = map_2m(len);
 
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, advise(self->fd, p, len, GMEM_ACCEL_PREFER_DEVICE, 0));
@@ -273,49 +172,38 @@ TEST_F_TIMEOUT(devmem, close_brings_pages_home, 300)
 	munmap(p, len);
 }
 
+static void migrate_forever(int fd, int ready, int round)
+{
+	size_t len = 64ul << 20;
+	uint8_t *src = map_2m(len), *dst = map_2m(len);
+
+	if (!src || !dst || advise(fd, src, len, GMEM_ACCEL_PREFER_DEVICE, 0) ||
+	    advise(fd, dst, len, GMEM_ACCEL_PREFER_DEVICE, 0) || write(ready, "r", 1) != 1)
+		_exit(1);
+	for (unsigned int i = 0;; i++) {
+		dev_copy(fd, dst, src, len);
+		src[(i * PAGE * 97) % len] = i;	/* a CPU touch: home */
+	}
+}
+
+static unsigned int later_each_round(int round)
+{
+	return 100000 * (round + 1);
+}
+
 /* A process killed while its ranges move in and out of HBM leaves nothing behind. */
 TEST_F_TIMEOUT(devmem, killed_during_migration, 900)
 {
 	close(self->fd);
 	self->fd = -1;
-	for (int round = 0; round < 4; round++) {
-		int pipefd[2], status;
-		pid_t pid;
-		char c;
-
-		ASSERT_EQ(0, pipe(pipefd));
-		pid = fork();
-		ASSERT_LE(0, pid);
-		if (!pid) {
-			size_t len = 64ul << 20;
-			int fd = gmem_open_accel(DEV, O_RDWR);
-			uint8_t *src = map_aligned(len), *dst = map_aligned(len);
-
-			if (fd < 0 || !src || !dst ||
-			    advise(fd, src, len, GMEM_ACCEL_PREFER_DEVICE, 0) ||
-			    advise(fd, dst, len, GMEM_ACCEL_PREFER_DEVICE, 0) ||
-			    write(pipefd[1], "r", 1) != 1)
-				_exit(1);
-			for (unsigned int i = 0;; i++) {
-				dev_copy(fd, dst, src, len);
-				src[(i * PAGE * 97) % len] = i;	/* a CPU touch: home */
-			}
-		}
-		ASSERT_EQ(1, read(pipefd[0], &c, 1));
-		usleep(100000 * (round + 1));
-		kill(pid, SIGKILL);
-		ASSERT_EQ(pid, waitpid(pid, &status, 0));
-		EXPECT_TRUE(WIFSIGNALED(status));
-		close(pipefd[0]);
-		close(pipefd[1]);
-	}
+	drm_kill_rounds(_metadata, 4, migrate_forever, later_each_round);
 	gauges_back(_metadata, self);
 }
 
 /* ADVISE's arguments are checked; the other front end's attributes are not offered here. */
 TEST_F_TIMEOUT(devmem, advise_checks_its_arguments, 60)
 {
-	uint8_t *p = map_aligned(HUGE);
+	uint8_t *p = map_2m(HUGE);
 
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(-EINVAL, advise(self->fd, p + 1, PAGE, GMEM_ACCEL_PREFER_DEVICE, 0));

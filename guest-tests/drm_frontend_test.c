@@ -23,51 +23,13 @@
 #include "kselftest_harness.h"
 #include "gmem_accel_drm_uapi.h"
 #include "gmem_test_util.h"
+#include "drm_fixture.h"
 
 #define PAGE 4096ul
 #define HUGE (2ul << 20)
-#define DEV 1
+#define DEV DRM_DEV
 
-static const char * const gauges[] = { "contexts_now", "pt_pages_now", "dma_mapped_pages_now",
-					"notifiers_now" };
-#define NGAUGES 4
-
-FIXTURE(drm) {
-	int fd;
-	int64_t base[NGAUGES];
-};
-
-FIXTURE_SETUP(drm)
-{
-	self->fd = -1;
-	if (!path_exists("/sys/class/accel"))
-		SKIP(return, "no DRM accel framework: the DRM front end needs Linux 7.3 with CONFIG_DRM_GPUSVM (images/kernel-7.3.config)");
-	ASSERT_EQ(0, gmem_set_frontend(DEV, "drm"));
-	for (int i = 0; i < NGAUGES; i++) {
-		ASSERT_EQ(0, gmem_debugfs_stat(DEV, gauges[i], &self->base[i])) TH_LOG("%s", gauges[i]);
-	}
-	self->fd = gmem_open_accel(DEV, O_RDWR);
-	ASSERT_LE(0, self->fd) TH_LOG("device %d's accel node: %s", DEV, strerror(errno));
-}
-
-FIXTURE_TEARDOWN(drm)
-{
-	if (self->fd >= 0)
-		close(self->fd);
-	if (path_exists("/sys/class/accel"))
-		EXPECT_EQ(0, gmem_set_frontend(DEV, "gmem"));
-}
-
-/* Closed: every gauge of the device back where it was before the file was opened. */
-static void closed_gives_back(struct __test_metadata *_metadata, FIXTURE_DATA(drm) *self)
-{
-	close(self->fd);
-	self->fd = -1;
-	for (int i = 0; i < NGAUGES; i++) {
-		EXPECT_EQ(self->base[i], gmem_wait_stat(DEV, gauges[i], self->base[i], 60000))
-			TH_LOG("%s", gauges[i]);
-	}
-}
+DRM_FIXTURE(drm)
 
 static uint8_t *map_buf(size_t len)
 {
@@ -352,41 +314,29 @@ TEST_F_TIMEOUT(drm, signal_during_submit_wait, 600)
 	closed_gives_back(_metadata, self);
 }
 
+static void copy_forever(int fd, int ready, int round)
+{
+	size_t len = 32ul << 20;
+	uint8_t *src = map_buf(len), *dst = map_buf(len);
+
+	if (!src || !dst || write(ready, "r", 1) != 1)
+		_exit(1);
+	for (;;)
+		dev_copy(fd, dst, src, len);
+}
+
+static unsigned int later_each_round(int round)
+{
+	return 20000 * (round + 1);
+}
+
 /* A process killed while its copies fault their pages in: nothing is left behind. */
 TEST_F_TIMEOUT(drm, killed_during_a_copy, 600)
 {
 	close(self->fd);
 	self->fd = -1;
-	for (int round = 0; round < 4; round++) {
-		int pipefd[2], status;
-		pid_t pid;
-		char c;
-
-		ASSERT_EQ(0, pipe(pipefd));
-		pid = fork();
-		ASSERT_LE(0, pid);
-		if (!pid) {
-			size_t len = 32ul << 20;
-			int fd = gmem_open_accel(DEV, O_RDWR);
-			uint8_t *src = map_buf(len), *dst = map_buf(len);
-
-			if (fd < 0 || !src || !dst || write(pipefd[1], "r", 1) != 1)
-				_exit(1);
-			for (;;)
-				dev_copy(fd, dst, src, len);
-		}
-		ASSERT_EQ(1, read(pipefd[0], &c, 1));
-		usleep(20000 * (round + 1));
-		kill(pid, SIGKILL);
-		ASSERT_EQ(pid, waitpid(pid, &status, 0));
-		EXPECT_TRUE(WIFSIGNALED(status));
-		close(pipefd[0]);
-		close(pipefd[1]);
-	}
-	for (int i = 0; i < NGAUGES; i++) {
-		EXPECT_EQ(self->base[i], gmem_wait_stat(DEV, gauges[i], self->base[i], 60000))
-			TH_LOG("%s", gauges[i]);
-	}
+	drm_kill_rounds(_metadata, 4, copy_forever, later_each_round);
+	gauges_back(_metadata, self);
 }
 
 /* A front end not known, or drm on a kernel without drm_gpusvm: the bind fails, saying why. */

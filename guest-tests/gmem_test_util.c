@@ -150,12 +150,50 @@ int gmem_pci_devices(char addr[][32], int max)
 	return n;
 }
 
+/*
+ * Which of the files the helpers opened are DRM accel nodes, by fd: noted at open, so that
+ * gmem_ioc() costs no system call of its own (a device copy's time is its ioctls').
+ */
+#define GMEM_FD_KINDS 4096
+static bool gmem_fd_is_drm[GMEM_FD_KINDS];
+
+static int gmem_note_fd(int fd, bool drm)
+{
+	if (fd >= 0 && fd < GMEM_FD_KINDS)
+		gmem_fd_is_drm[fd] = drm;
+	return fd;
+}
+
+bool gmem_fd_is_accel(int fd)
+{
+	return fd >= 0 && fd < GMEM_FD_KINDS && gmem_fd_is_drm[fd];
+}
+
+bool gmem_frontend_drm(void)
+{
+	static int drm = -1;
+
+	if (drm < 0) {
+		const char *f = getenv("GMEM_FRONTEND");
+
+		drm = f && !strcmp(f, "drm");
+	}
+	return drm;
+}
+
 int gmem_open(int n, int flags)
 {
 	char path[64];
 
+	if (gmem_frontend_drm()) {
+		int fd = gmem_open_accel(n, flags);
+
+		if (fd >= 0 || errno != ENOENT)
+			return fd;
+	}
+
 	snprintf(path, sizeof(path), "/dev/gmem_accel%d", n);
-	return open(path, flags);
+	return gmem_note_fd(open(path, flags), false);
 }
 
 bool path_exists(const char *path)
@@ -177,6 +215,36 @@ bool have_swap(void)
 		lines++;
 	fclose(f);
 	return lines > 1;
+}
+
+int gmem_memcg_create(const char *name, uint64_t max, const char **why)
+{
+	char path[128], val[32];
+
+	*why = NULL;
+	if (!have_swap())
+		*why = "no swap (the guest sets up zram0)";
+	else if (access("/sys/fs/cgroup/cgroup.subtree_control", W_OK))
+		*why = "no cgroup v2 at /sys/fs/cgroup";
+	if (*why)
+		return -EOPNOTSUPP;
+	if (write_sysfs("/sys/fs/cgroup/cgroup.subtree_control", "+memory"))
+		return -EIO;
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s", name);
+	rmdir(path);
+	if (mkdir(path, 0755))
+		return -errno;
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/memory.max", name);
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)max);
+	return write_sysfs(path, val);
+}
+
+int gmem_memcg_join(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/cgroup.procs", name);
+	return write_sysfs(path, "0");
 }
 
 bool debug_kernel(void)
@@ -279,17 +347,14 @@ bool gmem_test_begin(int timeout_s)
 	return true;
 }
 
+static const char * const gmem_ioc_names[] = {
+	"GET_INFO", "SUBMIT", "WAIT", "SNAPSHOT", "STATS", "MIGRATE", "ADVISE", "OBJ_ALLOC",
+	"OBJ_FREE", "OBJ_QUERY", "OBJ_EXPORT", "OBJ_IMPORT", "FENCE_EXPORT",
+};
+
 unsigned long gmem_ioc(int fd, unsigned long cmd)
 {
-	char path[32], link[64];
-	ssize_t r;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	r = readlink(path, link, sizeof(link) - 1);
-	if (r < 0)
-		return cmd;
-	link[r] = '\0';
-	if (strncmp(link, "/dev/accel/", strlen("/dev/accel/")))
+	if (!gmem_fd_is_accel(fd))
 		return cmd;
 	switch (cmd) {
 	case GMEM_ACCEL_IOC_GET_INFO:
@@ -305,7 +370,11 @@ unsigned long gmem_ioc(int fd, unsigned long cmd)
 	case GMEM_ACCEL_IOC_ADVISE:
 		return DRM_IOCTL_GMEM_ACCEL_ADVISE;
 	}
-	return cmd;	/* none there: the DRM node refuses it */
+	if (gmem_frontend_drm())
+		printf("# " GMEM_ADAPTER_NO_DRM " GMEM_ACCEL_IOC_%s\n",
+		       _IOC_NR(cmd) < sizeof(gmem_ioc_names) / sizeof(gmem_ioc_names[0]) ?
+		       gmem_ioc_names[_IOC_NR(cmd)] : "(unknown)");
+	return cmd;	/* not a DRM number: drm_ioctl() answers ENOTTY */
 }
 
 int gmem_open_accel(int n, int flags)
@@ -322,7 +391,7 @@ int gmem_open_accel(int n, int flags)
 	while ((e = readdir(d)))
 		if (!strncmp(e->d_name, "accel", 5)) {
 			snprintf(path, sizeof(path), "/dev/accel/%s", e->d_name);
-			fd = open(path, flags);
+			fd = gmem_note_fd(open(path, flags), true);
 			break;
 		}
 	closedir(d);
@@ -382,7 +451,7 @@ long dev_migrate(int fd, void *addr, size_t len, unsigned int target)
 {
 	struct gmem_accel_migrate m = { .addr = (uintptr_t)addr, .size = len, .target = target };
 
-	return ioctl(fd, GMEM_ACCEL_IOC_MIGRATE, &m) ? -errno : (long)m.pages;
+	return ioctl(fd, gmem_ioc(fd, GMEM_ACCEL_IOC_MIGRATE), &m) ? -errno : (long)m.pages;
 }
 
 uint8_t page_view(int fd, void *addr)
@@ -391,7 +460,7 @@ uint8_t page_view(int fd, void *addr)
 	struct gmem_accel_snapshot s = { .addr = (uintptr_t)addr & ~4095ul, .npages = 1,
 					 .out = (uintptr_t)&v };
 
-	if (ioctl(fd, GMEM_ACCEL_IOC_SNAPSHOT, &s))
+	if (ioctl(fd, gmem_ioc(fd, GMEM_ACCEL_IOC_SNAPSHOT), &s))
 		return 0xee;
 	return v;
 }
@@ -435,7 +504,7 @@ int dev_advise(int fd, void *addr, size_t len, unsigned int location, unsigned i
 	struct gmem_accel_advise a = { .addr = (uintptr_t)addr, .size = len,
 				       .location = location, .flags = flags };
 
-	return ioctl(fd, GMEM_ACCEL_IOC_ADVISE, &a) ? -errno : 0;
+	return ioctl(fd, gmem_ioc(fd, GMEM_ACCEL_IOC_ADVISE), &a) ? -errno : 0;
 }
 
 char *read_whole_file(const char *path)

@@ -77,8 +77,18 @@ int64_t gmem_wait_stat(int n, const char *name, int64_t want, int timeout_ms);
  * @fd, its DRM counterpart on a /dev/accel file (the helpers below all use it, so they drive
  * either front end); device @n's accel node opened (-1 and errno if it has none); device @n
  * given to @frontend ("gmem" or "drm": the module parameter, then unbound and bound again).
+ * gmem_ioc() knows an fd's kind from gmem_open() and gmem_open_accel(): an accel file
+ * opened or dup()ed any other way takes the DRM ioctls directly.
  */
 unsigned long gmem_ioc(int fd, unsigned long cmd);
+bool gmem_fd_is_accel(int fd);
+/*
+ * Does this run put the suite on the DRM front end (GMEM_FRONTEND=drm, drm_svm_suite.sh)?
+ * gmem_open() then opens device @n's accel node where the device is DRM's.
+ */
+bool gmem_frontend_drm(void);
+/* What gmem_frontend_adapter.c prints for a call the DRM front end has not. */
+#define GMEM_ADAPTER_NO_DRM "gmem-adapter: the DRM front end has no"
 int gmem_open_accel(int n, int flags);
 int gmem_set_frontend(int n, const char *frontend);
 int run_cmds(int fd, struct gmem_accel_cmd *c, unsigned int n);
@@ -142,6 +152,13 @@ bool path_exists(const char *path);
 
 /* Is there swap (the guest sets up zram0)? */
 bool have_swap(void);
+/*
+ * A memory cgroup /sys/fs/cgroup/@name with memory.max @max (made anew if it was left over):
+ * 0, -errno, or -EOPNOTSUPP with *@why saying what is missing (swap, cgroup v2) to SKIP on.
+ * The calling process moves into it with gmem_memcg_join(); rmdir() it when done.
+ */
+int gmem_memcg_create(const char *name, uint64_t max, const char **why);
+int gmem_memcg_join(const char *name);
 /*
  * Is this a checking kernel: the debug one (images/kernel-debug.config: it has kmemleak) or the
  * KCSAN one (images/kernel-kcsan.config)? Under TCG they run reclaim and migration

@@ -148,7 +148,7 @@ static int devices(void)
 	char path[64];
 
 	for (; n < GMEM_MAX_TEST_DEVICES; n++) {
-		snprintf(path, sizeof(path), "/dev/gmem_accel%d", n);
+		snprintf(path, sizeof(path), "/sys/class/gmem_accel/gmem_accel%d", n);
 		if (!path_exists(path))
 			break;
 	}

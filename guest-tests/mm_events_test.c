@@ -445,17 +445,13 @@ TEST_F_TIMEOUT(mm, memcg_reclaim_under_device_mappings, 900)
 	const char *cg = "/sys/fs/cgroup/gmem_mm_test";
 	/* 32 MiB in a 12 MiB limit: the ratio is what matters, the volume only costs time */
 	size_t npages = 32 << 8, len = npages * PAGE;
-	int status;
+	const char *why;
+	int ret = gmem_memcg_create("gmem_mm_test", 12ul << 20, &why), status;
 	pid_t pid;
 
-	if (!have_swap())
-		SKIP(return, "no swap (the guest sets up zram0)");
-	if (access("/sys/fs/cgroup/cgroup.subtree_control", W_OK))
-		SKIP(return, "no cgroup v2 at /sys/fs/cgroup");
-	ASSERT_EQ(0, write_sysfs("/sys/fs/cgroup/cgroup.subtree_control", "+memory"));
-	rmdir(cg);
-	ASSERT_EQ(0, mkdir(cg, 0755)) TH_LOG("%s: %s", cg, strerror(errno));
-	ASSERT_EQ(0, write_sysfs("/sys/fs/cgroup/gmem_mm_test/memory.max", "12582912"));
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, ret) TH_LOG("%s: %s", cg, strerror(-ret));
 
 	pid = fork();
 	ASSERT_LE(0, pid);
@@ -466,7 +462,7 @@ TEST_F_TIMEOUT(mm, memcg_reclaim_under_device_mappings, 900)
 		uint64_t inval;
 		long swapped;
 
-		if (write_sysfs("/sys/fs/cgroup/gmem_mm_test/cgroup.procs", "0"))
+		if (gmem_memcg_join("gmem_mm_test"))
 			_exit(10);
 		fd = gmem_open(0, O_RDWR);
 		buf = map_pages(len);
