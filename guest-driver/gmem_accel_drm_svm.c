@@ -14,6 +14,7 @@
  * under it) is taken by the fault server (under gmem_ctx.fault_mutex) and the garbage
  * collector, before mmap_lock; drm_gpusvm's notifier_lock is taken before gmem_ctx.lock.
  */
+#include <linux/delay.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -312,7 +313,7 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 {
 	struct drm_gpusvm *gpusvm = &svm->gpusvm;
 	struct gmem_ctx *ctx = svm->ctx;
-	int ret, tries = 0, last = 0;
+	int ret, tries = 0, last = 0, move_err = 0, raced = 0;
 	unsigned long bound = 0;	/* the largest range size to make; 0: any */
 	unsigned int loc = prefetch ? GMEM_ACCEL_PREFER_DEVICE : gmem_drm_mem_pref(&svm->mem, va);
 	unsigned int atomic = gmem_drm_mem_atomic(&svm->mem, va), lost = 0;
@@ -378,7 +379,7 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 		/* (once a fault: a range that cannot move is mapped where it is) */
 		if (to_hbm && gctx.devmem_possible && r->flags.migrate_devmem && !moved) {
 			moved = true;
-			gmem_dpm_migrate_range(&svm->mem, r, ctx->mm);
+			move_err = gmem_dpm_migrate_range(&svm->mem, r, ctx->mm);
 		}
 		ret = drm_gpusvm_get_pages(gpusvm, &to_range(r)->pages, ctx->mm,
 					   &r->notifier->notifier, start, end, &gctx);
@@ -412,10 +413,21 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 			continue;
 		}
 		if (need_hbm && !gmem_drm_range_in_hbm(r)) {
-			/* (it could not move, or moved out again: another try moves it) */
 			drm_gpusvm_notifier_unlock(gpusvm);
+			/* no room, or memory that cannot move: no HBM for the atomic */
+			if (!r->flags.migrate_devmem || move_err == -ENOMEM)
+				return -ENOSPC;
+			/*
+			 * The CPU took it back before it could be mapped: contention, which
+			 * throttles (not counted as a try) and moves it in again, but not for
+			 * ever (seconds of it: the range kept changing) nor past an unbind.
+			 */
+			if (raced > 2000 || READ_ONCE(ctx->g->unbinding))
+				return -EBUSY;
+			tries--;
+			usleep_range(50 << min(raced, 6), 100 << min(raced, 6));
+			raced++;
 			moved = false;
-			last = -ENOSPC;
 			continue;
 		}
 		mutex_lock(&ctx->lock);

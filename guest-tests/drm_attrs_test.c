@@ -21,55 +21,12 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
-#include "gmem_accel_drm_uapi.h"
-#include "gmem_test_util.h"
+#include "drm_fixture.h"
 
-#define PAGE 4096ul
-#define HUGE (2ul << 20)
-#define DEV 1
+#define PAGE DRM_PAGE
+#define HUGE DRM_HUGE
 
-static const char * const gauges[] = { "contexts_now", "drm_hbm_pages_now", "pt_pages_now",
-					"dma_mapped_pages_now" };
-#define NGAUGES 4
-
-FIXTURE(attrs) {
-	int fd;
-	int64_t base[NGAUGES];
-	uint8_t *buf;		/* 2 MiB aligned: one drm_gpusvm range */
-};
-
-FIXTURE_SETUP(attrs)
-{
-	self->fd = -1;
-	self->buf = NULL;
-	if (!path_exists("/sys/class/accel"))
-		SKIP(return, "no DRM accel framework: the DRM front end needs Linux 7.3 with CONFIG_DRM_GPUSVM (images/kernel-7.3.config)");
-	ASSERT_EQ(0, gmem_set_frontend(DEV, "drm"));
-	for (int i = 0; i < NGAUGES; i++) {
-		ASSERT_EQ(0, gmem_debugfs_stat(DEV, gauges[i], &self->base[i])) TH_LOG("%s", gauges[i]);
-	}
-	self->fd = gmem_open_accel(DEV, O_RDWR);
-	ASSERT_LE(0, self->fd) TH_LOG("device %d's accel node: %s", DEV, strerror(errno));
-	self->buf = mmap(NULL, 2 * HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			 -1, 0);
-	ASSERT_NE(MAP_FAILED, self->buf);
-	self->buf = (uint8_t *)(((uintptr_t)self->buf + HUGE - 1) & ~(HUGE - 1));
-	memset(self->buf, 0, HUGE);
-}
-
-FIXTURE_TEARDOWN(attrs)
-{
-	if (self->fd >= 0) {
-		close(self->fd);
-		for (int i = 0; i < NGAUGES; i++) {
-			EXPECT_EQ(self->base[i],
-				  gmem_wait_stat(DEV, gauges[i], self->base[i], 120000))
-				TH_LOG("%s back to its value before the test", gauges[i]);
-		}
-	}
-	if (path_exists("/sys/class/accel"))
-		EXPECT_EQ(0, gmem_set_frontend(DEV, "gmem"));
-}
+DRM_FIXTURE(attrs);
 
 static int madvise_attr(int fd, void *addr, size_t len, unsigned int type, unsigned int value)
 {
@@ -95,43 +52,32 @@ static int dev_atomic_add(int fd, void *p, unsigned int n, uint32_t v)
 	return run_cmds(fd, &c, 1);
 }
 
-static uint32_t *word(FIXTURE_DATA(attrs) *self, unsigned long page)
+/* The u32 at the start of page @page of @buf. */
+static uint32_t *word(uint8_t *buf, unsigned long page)
 {
-	return (uint32_t *)(self->buf + page * PAGE);
-}
-
-/* How many of the 4 KiB pages from @addr the device maps in HBM; -errno. */
-static long hbm_pages(int fd, void *addr, size_t len)
-{
-	uint8_t out[HUGE / PAGE];
-	struct gmem_accel_snapshot s = { .addr = (uintptr_t)addr, .npages = len / PAGE,
-					 .out = (uintptr_t)out };
-	long hbm = 0;
-
-	if (len > HUGE || ioctl(fd, DRM_IOCTL_GMEM_ACCEL_SNAPSHOT, &s))
-		return len > HUGE ? -E2BIG : -errno;
-	for (size_t i = 0; i < len / PAGE; i++)
-		hbm += !!(out[i] & GMEM_ACCEL_PAGE_HBM);
-	return hbm;
+	return (uint32_t *)(buf + page * PAGE);
 }
 
 TEST_F(attrs, bad_input_is_refused)
 {
-	struct gmem_accel_drm_madvise m = { .addr = (uintptr_t)self->buf, .size = PAGE,
+	uint8_t *buf = map_2m(HUGE);
+	struct gmem_accel_drm_madvise m = { .addr = (uintptr_t)buf, .size = PAGE,
 					    .type = GMEM_ACCEL_DRM_ATTR_ATOMIC };
 	struct gmem_accel_drm_mem_attrs q = { 0 };
 
-	EXPECT_EQ(-EINVAL, madvise_attr(self->fd, self->buf, PAGE, 2, 0));
-	EXPECT_EQ(-EINVAL, madvise_attr(self->fd, self->buf, PAGE, GMEM_ACCEL_DRM_ATTR_ATOMIC,
+	ASSERT_NE(NULL, buf);
+	memset(buf, 0, HUGE);
+	EXPECT_EQ(-EINVAL, madvise_attr(self->fd, buf, PAGE, 2, 0));
+	EXPECT_EQ(-EINVAL, madvise_attr(self->fd, buf, PAGE, GMEM_ACCEL_DRM_ATTR_ATOMIC,
 					GMEM_ACCEL_DRM_ATOMIC_CPU + 1));
-	EXPECT_EQ(-EINVAL, madvise_attr(self->fd, self->buf, PAGE,
+	EXPECT_EQ(-EINVAL, madvise_attr(self->fd, buf, PAGE,
 					GMEM_ACCEL_DRM_ATTR_PREFERRED_LOC,
 					GMEM_ACCEL_PREFER_SYSTEM + 1));
-	EXPECT_EQ(-EINVAL, madvise_attr(self->fd, self->buf + 1, PAGE,
+	EXPECT_EQ(-EINVAL, madvise_attr(self->fd, buf + 1, PAGE,
 					GMEM_ACCEL_DRM_ATTR_ATOMIC, 0));
-	EXPECT_EQ(-EINVAL, madvise_attr(self->fd, self->buf, PAGE + 1,
+	EXPECT_EQ(-EINVAL, madvise_attr(self->fd, buf, PAGE + 1,
 					GMEM_ACCEL_DRM_ATTR_ATOMIC, 0));
-	EXPECT_EQ(-EINVAL, madvise_attr(self->fd, self->buf, 0, GMEM_ACCEL_DRM_ATTR_ATOMIC, 0));
+	EXPECT_EQ(-EINVAL, madvise_attr(self->fd, buf, 0, GMEM_ACCEL_DRM_ATTR_ATOMIC, 0));
 	EXPECT_EQ(-EINVAL, madvise_attr(self->fd, (void *)(uintptr_t)-PAGE, PAGE,
 					GMEM_ACCEL_DRM_ATTR_ATOMIC, 0));
 	EXPECT_EQ(-EINVAL, madvise_attr(self->fd, (void *)(1ul << 60), PAGE,
@@ -139,109 +85,133 @@ TEST_F(attrs, bad_input_is_refused)
 	m.reserved[1] = 1;
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_GMEM_ACCEL_MADVISE, &m));
 	EXPECT_EQ(EINVAL, errno);
-	q.addr = (uintptr_t)self->buf;
+	q.addr = (uintptr_t)buf;
 	q.reserved = 1;
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_GMEM_ACCEL_QUERY_MEM_ATTRS, &q));
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(-EINVAL, query(self->fd, (void *)(1ul << 60), &q));
 	/* nothing was set by the refused calls */
-	ASSERT_EQ(0, query(self->fd, self->buf, &q));
+	ASSERT_EQ(0, query(self->fd, buf, &q));
 	EXPECT_EQ(GMEM_ACCEL_PREFER_NONE, q.location);
 	EXPECT_EQ(GMEM_ACCEL_DRM_ATOMIC_UNDEFINED, q.atomic);
 	EXPECT_EQ(0, q.start);
+	munmap(buf, HUGE);
+	closed_gives_back(_metadata, self);
 }
 
 /* Two attributes set over overlapping ranges read back each with the range that has both. */
 TEST_F(attrs, query_gives_each_range_its_attributes)
 {
+	uint8_t *buf = map_2m(HUGE);
 	struct gmem_accel_drm_mem_attrs q;
-	uintptr_t b = (uintptr_t)self->buf;
+	uintptr_t b = (uintptr_t)buf;
 
-	ASSERT_EQ(0, madvise_attr(self->fd, self->buf, 2 * PAGE,
+	ASSERT_NE(NULL, buf);
+	memset(buf, 0, HUGE);
+	ASSERT_EQ(0, madvise_attr(self->fd, buf, 2 * PAGE,
 				  GMEM_ACCEL_DRM_ATTR_PREFERRED_LOC, GMEM_ACCEL_PREFER_DEVICE));
-	ASSERT_EQ(0, madvise_attr(self->fd, self->buf + PAGE, 2 * PAGE,
+	ASSERT_EQ(0, madvise_attr(self->fd, buf + PAGE, 2 * PAGE,
 				  GMEM_ACCEL_DRM_ATTR_ATOMIC, GMEM_ACCEL_DRM_ATOMIC_GLOBAL));
-	ASSERT_EQ(0, query(self->fd, self->buf, &q));
+	ASSERT_EQ(0, query(self->fd, buf, &q));
 	EXPECT_EQ(b, q.start);
 	EXPECT_EQ(b + PAGE, q.end);
 	EXPECT_EQ(GMEM_ACCEL_PREFER_DEVICE, q.location);
 	EXPECT_EQ(GMEM_ACCEL_DRM_ATOMIC_UNDEFINED, q.atomic);
-	ASSERT_EQ(0, query(self->fd, self->buf + PAGE + 5, &q));
+	ASSERT_EQ(0, query(self->fd, buf + PAGE + 5, &q));
 	EXPECT_EQ(b + PAGE, q.start);
 	EXPECT_EQ(b + 2 * PAGE, q.end);
 	EXPECT_EQ(GMEM_ACCEL_PREFER_DEVICE, q.location);
 	EXPECT_EQ(GMEM_ACCEL_DRM_ATOMIC_GLOBAL, q.atomic);
-	ASSERT_EQ(0, query(self->fd, self->buf + 2 * PAGE, &q));
+	ASSERT_EQ(0, query(self->fd, buf + 2 * PAGE, &q));
 	EXPECT_EQ(b + 2 * PAGE, q.start);
 	EXPECT_EQ(b + 3 * PAGE, q.end);
 	EXPECT_EQ(GMEM_ACCEL_PREFER_NONE, q.location);
 	EXPECT_EQ(GMEM_ACCEL_DRM_ATOMIC_GLOBAL, q.atomic);
-	ASSERT_EQ(0, query(self->fd, self->buf + 3 * PAGE, &q));
+	ASSERT_EQ(0, query(self->fd, buf + 3 * PAGE, &q));
 	EXPECT_EQ(b + 3 * PAGE, q.start);
 	EXPECT_EQ(GMEM_ACCEL_PREFER_NONE, q.location);
 	EXPECT_EQ(GMEM_ACCEL_DRM_ATOMIC_UNDEFINED, q.atomic);
 	/* back to the defaults: one range again */
-	ASSERT_EQ(0, madvise_attr(self->fd, self->buf, 4 * PAGE, GMEM_ACCEL_DRM_ATTR_ATOMIC,
+	ASSERT_EQ(0, madvise_attr(self->fd, buf, 4 * PAGE, GMEM_ACCEL_DRM_ATTR_ATOMIC,
 				  GMEM_ACCEL_DRM_ATOMIC_UNDEFINED));
-	ASSERT_EQ(0, madvise_attr(self->fd, self->buf, 4 * PAGE,
+	ASSERT_EQ(0, madvise_attr(self->fd, buf, 4 * PAGE,
 				  GMEM_ACCEL_DRM_ATTR_PREFERRED_LOC, GMEM_ACCEL_PREFER_NONE));
-	ASSERT_EQ(0, query(self->fd, self->buf + PAGE, &q));
+	ASSERT_EQ(0, query(self->fd, buf + PAGE, &q));
 	EXPECT_GT(b, q.start);
 	EXPECT_LT(b + 4 * PAGE, q.end);
+	munmap(buf, HUGE);
+	closed_gives_back(_metadata, self);
 }
 
 /* CPU: the device's atomics fail, also where it maps the pages already; its writes do not. */
 TEST_F(attrs, cpu_atomics_refuse_the_device)
 {
-	ASSERT_EQ(0, dev_atomic_add(self->fd, self->buf, 8, 5));
-	EXPECT_EQ(5, *word(self, 7));
-	ASSERT_EQ(0, madvise_attr(self->fd, self->buf, HUGE, GMEM_ACCEL_DRM_ATTR_ATOMIC,
+	uint8_t *buf = map_2m(HUGE);
+
+	ASSERT_NE(NULL, buf);
+	memset(buf, 0, HUGE);
+	ASSERT_EQ(0, dev_atomic_add(self->fd, buf, 8, 5));
+	EXPECT_EQ(5, *word(buf, 7));
+	ASSERT_EQ(0, madvise_attr(self->fd, buf, HUGE, GMEM_ACCEL_DRM_ATTR_ATOMIC,
 				  GMEM_ACCEL_DRM_ATOMIC_CPU));
-	EXPECT_EQ(-EPERM, dev_atomic_add(self->fd, self->buf, 8, 5));
+	EXPECT_EQ(-EPERM, dev_atomic_add(self->fd, buf, 8, 5));
 	for (unsigned long i = 0; i < 8; i++) {
-		EXPECT_EQ(5, *word(self, i)) TH_LOG("page %lu", i);
+		EXPECT_EQ(5, *word(buf, i)) TH_LOG("page %lu", i);
 	}
 	/* writes are not atomics */
-	ASSERT_EQ(0, dev_fill(self->fd, self->buf, 0x0707070707070707ull, PAGE));
-	EXPECT_EQ(0x07070707u, *word(self, 0));
-	ASSERT_EQ(0, madvise_attr(self->fd, self->buf, HUGE, GMEM_ACCEL_DRM_ATTR_ATOMIC,
+	ASSERT_EQ(0, dev_fill(self->fd, buf, 0x0707070707070707ull, PAGE));
+	EXPECT_EQ(0x07070707u, *word(buf, 0));
+	ASSERT_EQ(0, madvise_attr(self->fd, buf, HUGE, GMEM_ACCEL_DRM_ATTR_ATOMIC,
 				  GMEM_ACCEL_DRM_ATOMIC_DEVICE));
-	ASSERT_EQ(0, dev_atomic_add(self->fd, self->buf, 8, 1));
-	EXPECT_EQ(0x07070708u, *word(self, 0));
-	EXPECT_EQ(6, *word(self, 7));
+	ASSERT_EQ(0, dev_atomic_add(self->fd, buf, 8, 1));
+	EXPECT_EQ(0x07070708u, *word(buf, 0));
+	EXPECT_EQ(6, *word(buf, 7));
+	munmap(buf, HUGE);
+	closed_gives_back(_metadata, self);
 }
 
 /* One CPU page inside a 2 MiB range: only its atomics fail, the pages around it add. */
 TEST_F(attrs, one_cpu_page_in_a_range)
 {
-	ASSERT_EQ(0, madvise_attr(self->fd, self->buf + 100 * PAGE, PAGE,
+	uint8_t *buf = map_2m(HUGE);
+
+	ASSERT_NE(NULL, buf);
+	memset(buf, 0, HUGE);
+	ASSERT_EQ(0, madvise_attr(self->fd, buf + 100 * PAGE, PAGE,
 				  GMEM_ACCEL_DRM_ATTR_ATOMIC, GMEM_ACCEL_DRM_ATOMIC_CPU));
-	ASSERT_EQ(0, dev_atomic_add(self->fd, self->buf, 100, 3));
-	ASSERT_EQ(0, dev_atomic_add(self->fd, self->buf + 101 * PAGE, 411, 4));
-	EXPECT_EQ(-EPERM, dev_atomic_add(self->fd, self->buf + 100 * PAGE, 1, 9));
-	EXPECT_EQ(3, *word(self, 0));
-	EXPECT_EQ(3, *word(self, 99));
-	EXPECT_EQ(0, *word(self, 100));
-	EXPECT_EQ(4, *word(self, 101));
-	EXPECT_EQ(4, *word(self, 511));
+	ASSERT_EQ(0, dev_atomic_add(self->fd, buf, 100, 3));
+	ASSERT_EQ(0, dev_atomic_add(self->fd, buf + 101 * PAGE, 411, 4));
+	EXPECT_EQ(-EPERM, dev_atomic_add(self->fd, buf + 100 * PAGE, 1, 9));
+	EXPECT_EQ(3, *word(buf, 0));
+	EXPECT_EQ(3, *word(buf, 99));
+	EXPECT_EQ(0, *word(buf, 100));
+	EXPECT_EQ(4, *word(buf, 101));
+	EXPECT_EQ(4, *word(buf, 511));
+	munmap(buf, HUGE);
+	closed_gives_back(_metadata, self);
 }
 
 /* DEVICE: the device's atomics run where the pages are, in system memory here. */
 TEST_F(attrs, device_atomics_run_in_place)
 {
+	uint8_t *buf = map_2m(HUGE);
 	int64_t in0, in;
 
-	ASSERT_EQ(0, gmem_debugfs_stat(DEV, "drm_to_hbm", &in0));
-	ASSERT_EQ(0, madvise_attr(self->fd, self->buf, HUGE, GMEM_ACCEL_DRM_ATTR_ATOMIC,
+	ASSERT_NE(NULL, buf);
+	memset(buf, 0, HUGE);
+	ASSERT_EQ(0, gmem_debugfs_stat(DRM_DEV, "drm_to_hbm", &in0));
+	ASSERT_EQ(0, madvise_attr(self->fd, buf, HUGE, GMEM_ACCEL_DRM_ATTR_ATOMIC,
 				  GMEM_ACCEL_DRM_ATOMIC_DEVICE));
 	for (int round = 0; round < 3; round++)
-		ASSERT_EQ(0, dev_atomic_add(self->fd, self->buf, 512, 2));
-	EXPECT_EQ(0, hbm_pages(self->fd, self->buf, HUGE));
+		ASSERT_EQ(0, dev_atomic_add(self->fd, buf, 512, 2));
+	EXPECT_EQ(0, hbm_pages(self->fd, buf, HUGE));
 	for (unsigned long i = 0; i < 512; i++) {
-		ASSERT_EQ(6, *word(self, i)) TH_LOG("page %lu", i);
+		ASSERT_EQ(6, *word(buf, i)) TH_LOG("page %lu", i);
 	}
-	ASSERT_EQ(0, gmem_debugfs_stat(DEV, "drm_to_hbm", &in));
+	ASSERT_EQ(0, gmem_debugfs_stat(DRM_DEV, "drm_to_hbm", &in));
 	EXPECT_EQ(in0, in);
+	munmap(buf, HUGE);
+	closed_gives_back(_metadata, self);
 }
 
 /*
@@ -250,28 +220,33 @@ TEST_F(attrs, device_atomics_run_in_place)
  */
 TEST_F(attrs, global_atomics_move_the_range_to_hbm)
 {
+	uint8_t *buf = map_2m(HUGE);
 	int64_t in0, in;
 
-	ASSERT_EQ(0, gmem_debugfs_stat(DEV, "drm_to_hbm", &in0));
-	ASSERT_EQ(0, dev_fill(self->fd, self->buf, 0x0101010101010101ull, HUGE));
-	ASSERT_EQ(0, madvise_attr(self->fd, self->buf, HUGE, GMEM_ACCEL_DRM_ATTR_ATOMIC,
+	ASSERT_NE(NULL, buf);
+	memset(buf, 0, HUGE);
+	ASSERT_EQ(0, gmem_debugfs_stat(DRM_DEV, "drm_to_hbm", &in0));
+	ASSERT_EQ(0, dev_fill(self->fd, buf, 0x0101010101010101ull, HUGE));
+	ASSERT_EQ(0, madvise_attr(self->fd, buf, HUGE, GMEM_ACCEL_DRM_ATTR_ATOMIC,
 				  GMEM_ACCEL_DRM_ATOMIC_GLOBAL));
-	ASSERT_EQ(0, dev_fill(self->fd, self->buf, 0x0202020202020202ull, HUGE));
-	EXPECT_EQ(0, hbm_pages(self->fd, self->buf, HUGE));
-	ASSERT_EQ(0, dev_atomic_add(self->fd, self->buf, 512, 0x10));
-	EXPECT_EQ(HUGE / PAGE, hbm_pages(self->fd, self->buf, HUGE));
-	ASSERT_EQ(0, gmem_debugfs_stat(DEV, "drm_to_hbm", &in));
+	ASSERT_EQ(0, dev_fill(self->fd, buf, 0x0202020202020202ull, HUGE));
+	EXPECT_EQ(0, hbm_pages(self->fd, buf, HUGE));
+	ASSERT_EQ(0, dev_atomic_add(self->fd, buf, 512, 0x10));
+	EXPECT_EQ(HUGE / PAGE, hbm_pages(self->fd, buf, HUGE));
+	ASSERT_EQ(0, gmem_debugfs_stat(DRM_DEV, "drm_to_hbm", &in));
 	EXPECT_LE(in0 + (int64_t)(HUGE / PAGE), in);
 	/* the CPU's read brings the sums home */
 	for (unsigned long i = 0; i < 512; i++) {
-		ASSERT_EQ(0x02020212u, *word(self, i)) TH_LOG("page %lu", i);
+		ASSERT_EQ(0x02020212u, *word(buf, i)) TH_LOG("page %lu", i);
 	}
-	EXPECT_EQ(0x02020202u, *(uint32_t *)(self->buf + 4));
-	EXPECT_EQ(0, hbm_pages(self->fd, self->buf, HUGE));
+	EXPECT_EQ(0x02020202u, *(uint32_t *)(buf + 4));
+	EXPECT_EQ(0, hbm_pages(self->fd, buf, HUGE));
 	/* and in again for the next atomic */
-	ASSERT_EQ(0, dev_atomic_add(self->fd, self->buf, 512, 1));
-	EXPECT_EQ(HUGE / PAGE, hbm_pages(self->fd, self->buf, HUGE));
-	EXPECT_EQ(0x02020213u, *word(self, 511));
+	ASSERT_EQ(0, dev_atomic_add(self->fd, buf, 512, 1));
+	EXPECT_EQ(HUGE / PAGE, hbm_pages(self->fd, buf, HUGE));
+	EXPECT_EQ(0x02020213u, *word(buf, 511));
+	munmap(buf, HUGE);
+	closed_gives_back(_metadata, self);
 }
 
 struct churn {
@@ -305,14 +280,17 @@ static void *churn_attrs(void *arg)
  */
 TEST_F_TIMEOUT(attrs, attributes_racing_atomics_lose_nothing, 900)
 {
-	struct churn c = { .fd = self->fd, .buf = self->buf };
+	uint8_t *buf = map_2m(HUGE);
+	struct churn c = { .fd = self->fd, .buf = buf };
 	unsigned int done[64] = { 0 }, refused = 0;
 	pthread_t t;
 	void *ret;
 
+	ASSERT_NE(NULL, buf);
+	memset(buf, 0, HUGE);
 	ASSERT_EQ(0, pthread_create(&t, NULL, churn_attrs, &c));
 	for (unsigned int i = 0; i < 1024; i++) {
-		int err = dev_atomic_add(self->fd, self->buf + (i % 64) * PAGE, 1, 1);
+		int err = dev_atomic_add(self->fd, buf + (i % 64) * PAGE, 1, 1);
 
 		if (err == -EPERM) {
 			refused++;
@@ -325,9 +303,11 @@ TEST_F_TIMEOUT(attrs, attributes_racing_atomics_lose_nothing, 900)
 	ASSERT_EQ(0, pthread_join(t, &ret));
 	EXPECT_EQ(NULL, ret);
 	for (unsigned long i = 0; i < 64; i++) {
-		EXPECT_EQ(done[i], *word(self, i)) TH_LOG("page %lu", i);
+		EXPECT_EQ(done[i], *word(buf, i)) TH_LOG("page %lu", i);
 	}
 	TH_LOG("%u of 1024 atomics refused (CPU attribute)", refused);
+	munmap(buf, HUGE);
+	closed_gives_back(_metadata, self);
 }
 
 TEST_HARNESS_MAIN
