@@ -80,6 +80,7 @@ int gmem_drm_mem_snapshot(struct gmem_ctx *ctx, struct gmem_accel_snapshot *snap
 #define GMEM_DRM_INTERCONNECT_PEER	(DRM_INTERCONNECT_DRIVER + 2)
 int gmem_dpm_dev_init(struct gmem_accel *g);
 struct drm_pagemap *gmem_dpm_get(struct gmem_accel *g);
+bool gmem_dpm_shared(struct drm_pagemap *dpagemap, u64 off, unsigned long npages);
 void gmem_dpm_put(struct drm_pagemap *dpagemap);
 int gmem_dpm_obj_take(struct drm_pagemap *dpagemap, unsigned int npages, u64 *off);
 void gmem_dpm_obj_give(struct drm_pagemap *dpagemap, u64 off, unsigned int npages);

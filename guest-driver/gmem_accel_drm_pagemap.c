@@ -145,6 +145,20 @@ static void gmem_dpm_destroy(struct drm_pagemap *dpagemap, bool is_atomic_or_rec
 	schedule_work(&gmem_dpm_reap_work);
 }
 
+/* Is a page of [off, off + npages pages) of the HBM mapped by more than one process? */
+bool gmem_dpm_shared(struct drm_pagemap *dpagemap, u64 off, unsigned long npages)
+{
+	struct gmem_dpm *dpm = to_dpm(dpagemap);
+
+	for (unsigned long i = 0; i < npages; i++) {
+		struct page *page = pfn_to_page(dpm->pfn_first + (off >> PAGE_SHIFT) + i);
+
+		if (folio_mapcount(page_folio(page)) > 1)
+			return true;
+	}
+	return false;
+}
+
 /* The device itself reaches its HBM by its offset, another device peer to peer. */
 static struct drm_pagemap_addr gmem_dpm_device_map(struct drm_pagemap *dpagemap,
 						    struct device *dev, struct page *page,

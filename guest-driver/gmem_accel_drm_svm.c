@@ -247,6 +247,24 @@ static bool gmem_drm_range_in_hbm(struct drm_gpusvm_range *r)
 }
 
 /*
+ * Is a page of @r in the device's HBM mapped by more than one process (shared after fork())?
+ * hmm_range_fault() gives the owner's device pages as they are, read-only ones too (the CPU
+ * would break the COW on its write fault, which hmm does not make for them): such a page is
+ * no page to write. Under drm_gpusvm's notifier lock, pages valid.
+ */
+static bool gmem_drm_range_hbm_shared(struct gmem_drm_svm *svm, struct drm_gpusvm_range *r)
+{
+	struct drm_pagemap_addr *addr = to_range(r)->pages.dma_addr;
+	unsigned long npages = gmem_drm_range_pages(r);
+
+	for (unsigned long i = 0, j = 0; i < npages; i += 1ul << addr[j].order, j++)
+		if (addr[j].proto == GMEM_DRM_INTERCONNECT_HBM &&
+		    gmem_dpm_shared(svm->mem.dpagemap, addr[j].addr, 1ul << addr[j].order))
+			return true;
+	return false;
+}
+
+/*
  * Forget range @r at once (svm->lock held): the device's leaves, its DMA mappings, the range.
  * For a range made for a VMA that mprotect() has split since: faulting it whole asks more
  * of part of it than that part now gives, so it is made again to fit.
@@ -428,6 +446,13 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 			usleep_range(50 << min(raced, 6), 100 << min(raced, 6));
 			raced++;
 			moved = false;
+			continue;
+		}
+		if (write && gmem_drm_range_hbm_shared(svm, r)) {
+			/* home, where the write fault breaks the COW, then mapped there */
+			drm_gpusvm_notifier_unlock(gpusvm);
+			drm_gpusvm_range_evict(gpusvm, r);
+			last = -EBUSY;
 			continue;
 		}
 		mutex_lock(&ctx->lock);

@@ -253,7 +253,7 @@ static void *touch_pages(void *arg)
 TEST_F_TIMEOUT(devmem, unbind_races_cpu_faults_on_hbm, 900)
 {
 	size_t len = 128ul << 20;
-	uint8_t *p = map_aligned(len), *ref = malloc(len);
+	uint8_t *p = map_2m(len), *ref = malloc(len);
 	volatile bool go = false;
 	struct toucher t[2];
 	pthread_t th[2];
