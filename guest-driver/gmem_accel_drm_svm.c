@@ -46,12 +46,16 @@ struct gmem_drm_svm {
  * @doomed: queued for removal, or being removed (under drm_gpusvm's notifier lock): never
  * queued again, as a range the collector took off its list and is removing is still in
  * drm_gpusvm's tree for the next munmap's invalidation to find.
+ * @writable: its pages were faulted in for writing (set by the fault server, cleared when an
+ * invalidation takes them); else a device read faulted them in for reading only, as the own
+ * front end does, so that memory nobody wrote maps the zero page rather than being allocated.
  */
 struct gmem_drm_range {
 	struct drm_gpusvm_range base;
 	struct drm_gpusvm_pages pages;
 	struct list_head gc_link;
 	bool doomed;
+	bool writable;
 };
 
 static const unsigned long gmem_drm_chunk_sizes[] = { SZ_2M, SZ_64K, SZ_4K };
@@ -120,6 +124,7 @@ static void gmem_drm_invalidate(struct drm_gpusvm *gpusvm, struct drm_gpusvm_not
 		struct gmem_drm_range *range = to_range(r);
 
 		drm_gpusvm_unmap_pages(gpusvm, &range->pages, gmem_drm_range_pages(r), &gctx);
+		WRITE_ONCE(range->writable, false);
 		/*
 		 * Collected once: another munmap() in the range may come while the collector,
 		 * having taken it off its list, has yet to remove it.
@@ -264,6 +269,27 @@ static bool gmem_drm_range_hbm_shared(struct gmem_drm_svm *svm, struct drm_gpusv
 	return false;
 }
 
+/* Does range @r have DMA-mapped pages (only an invalidation takes them from under us)? */
+static bool gmem_drm_range_mapped(struct drm_gpusvm_range *r)
+{
+	struct drm_gpusvm_pages_flags flags = {
+		.__flags = READ_ONCE(to_range(r)->pages.flags.__flags),
+	};
+
+	return flags.has_dma_mapping;
+}
+
+/* Forget range @r's pages (svm->lock held): the device's leaves, then the DMA mappings. */
+static void gmem_drm_range_unmap(struct gmem_drm_svm *svm, struct drm_gpusvm_range *r)
+{
+	struct drm_gpusvm_ctx gctx = {};
+
+	mutex_lock(&svm->ctx->lock);
+	gmem_pt_zap(svm->ctx, drm_gpusvm_range_start(r), drm_gpusvm_range_end(r));
+	mutex_unlock(&svm->ctx->lock);
+	drm_gpusvm_unmap_pages(&svm->gpusvm, &to_range(r)->pages, gmem_drm_range_pages(r), &gctx);
+}
+
 /*
  * Forget range @r at once (svm->lock held): the device's leaves, its DMA mappings, the range.
  * For a range made for a VMA that mprotect() has split since: faulting it whole asks more
@@ -272,7 +298,6 @@ static bool gmem_drm_range_hbm_shared(struct gmem_drm_svm *svm, struct drm_gpusv
 static void gmem_drm_range_drop(struct gmem_drm_svm *svm, struct drm_gpusvm_range *r)
 {
 	struct gmem_drm_range *range = to_range(r);
-	struct drm_gpusvm_ctx gctx = {};
 
 	/* (no invalidation queues it from here on: it is removed here) */
 	drm_gpusvm_notifier_lock(&svm->gpusvm);
@@ -281,10 +306,7 @@ static void gmem_drm_range_drop(struct gmem_drm_svm *svm, struct drm_gpusvm_rang
 	spin_lock(&svm->gc_lock);
 	list_del_init(&range->gc_link);
 	spin_unlock(&svm->gc_lock);
-	mutex_lock(&svm->ctx->lock);
-	gmem_pt_zap(svm->ctx, drm_gpusvm_range_start(r), drm_gpusvm_range_end(r));
-	mutex_unlock(&svm->ctx->lock);
-	drm_gpusvm_unmap_pages(&svm->gpusvm, &range->pages, gmem_drm_range_pages(r), &gctx);
+	gmem_drm_range_unmap(svm, r);
 	drm_gpusvm_range_remove(&svm->gpusvm, r);
 }
 
@@ -335,7 +357,7 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 	unsigned long bound = 0;	/* the largest range size to make; 0: any */
 	unsigned int loc = prefetch ? GMEM_ACCEL_PREFER_DEVICE : gmem_drm_mem_pref(&svm->mem, va);
 	unsigned int atomic = gmem_drm_mem_atomic(&svm->mem, va), lost = 0;
-	bool write = perm & GMEM_PTE_WRITE, moved = false;
+	bool write = perm & GMEM_PTE_WRITE, moved = false, vma_ro;
 	/* a device atomic where only HBM gives it (gmem_drm_mem_atomic_ok()) */
 	bool need_hbm = (perm & GMEM_PTE_ATOMIC) && atomic == GMEM_ACCEL_DRM_ATOMIC_GLOBAL;
 
@@ -373,12 +395,13 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 		mmap_read_lock(ctx->mm);
 		vma = vma_lookup(ctx->mm, va);
 		/* As xe's read-only VMAs: the whole range is mapped read-only, or writable. */
-		gctx.read_only = vma && !(vma->vm_flags & VM_WRITE);
+		vma_ro = vma && !(vma->vm_flags & VM_WRITE);
+		gctx.read_only = vma_ro;
 		noaccess = vma && !(vma->vm_flags & VM_READ);
 		mmap_read_unlock(ctx->mm);
 		if (!vma || noaccess)
 			return -EFAULT;
-		if (write && gctx.read_only)
+		if (write && vma_ro)
 			return -EPERM;
 		gmem_drm_gc(svm);
 		r = drm_gpusvm_range_find_or_insert(gpusvm, va, bound ? ALIGN_DOWN(va, bound) : 0,
@@ -394,6 +417,15 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 		start = drm_gpusvm_range_start(r);
 		end = drm_gpusvm_range_end(r);
 		*next = end;
+		/*
+		 * A read faults the pages in for reading only, unless the range has them for
+		 * writing already; a write to a range that has them for reading only gives them
+		 * back first, so that they are faulted in again for writing.
+		 */
+		if (!write && !READ_ONCE(to_range(r)->writable))
+			gctx.read_only = true;
+		if (write && !READ_ONCE(to_range(r)->writable) && gmem_drm_range_mapped(r))
+			gmem_drm_range_unmap(svm, r);
 		/* (once a fault: a range that cannot move is mapped where it is) */
 		if (to_hbm && gctx.devmem_possible && r->flags.migrate_devmem && !moved) {
 			moved = true;
@@ -420,6 +452,8 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 		}
 		if (ret)
 			return ret;
+		/* (a stale true only makes a later read fault its pages in for writing) */
+		WRITE_ONCE(to_range(r)->writable, !gctx.read_only);
 		/* Page-table pages are allocated here, never under the locks below. */
 		ret = gmem_pt_reserve(ctx, start, end);
 		if (ret)

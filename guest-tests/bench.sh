@@ -34,11 +34,13 @@ has_thp_bench() {
 	/usr/libexec/gmem-accel/hmm-tests -l 2>&1 | grep -q benchmark_thp_migration
 }
 most="faults migration concurrent device-faults dma oversubscription"
-"$bench" gmem-accel /dev/gmem_dmirror"$dev" "$dev" $most || exit 1
+# The test_hmm workloads on the device's own commands, run the same on either front end.
+device="device-concurrent device-migration device-oversubscription"
+"$bench" gmem-accel /dev/gmem_dmirror"$dev" "$dev" $most $device || exit 1
 # The same device's own commands on its DRM accel front end (Linux 7.3: drm_gpusvm).
 drm=""
 [ ! -d /sys/class/accel ] || drm=1
-[ -z "$drm" ] || "$bench" gmem-drm accel "$dev" device-faults || exit 1
+[ -z "$drm" ] || "$bench" gmem-drm accel "$dev" device-faults $device || exit 1
 if has_thp_bench; then
 	ln -sfn gmem_dmirror"$dev" /dev/hmm_dmirror0
 	thp_bench gmem-accel

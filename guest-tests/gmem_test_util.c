@@ -727,6 +727,56 @@ int64_t gmem_monitor_page_size(int n, unsigned int ctx, uint64_t va)
 	return f.result;
 }
 
+struct gmem_view_fill {
+	uint64_t va;
+	size_t npages;
+	uint8_t *out;
+	int runs;
+};
+
+/* One run of the monitor's page table, as SNAPSHOT's GMEM_ACCEL_PAGE_* of each of its pages. */
+static bool gmem_view_of_run(const char *run, void *opaque)
+{
+	struct gmem_view_fill *f = opaque;
+	unsigned long long rva, rsize, ps;
+	uint8_t flags = 0;
+
+	if (!gmem_json_u64(run, "va", &rva) || !gmem_json_u64(run, "size", &rsize))
+		return true;
+	if (strstr(run, "\"error\"") || !gmem_json_u64(run, "page-size", &ps)) {
+		f->runs = -EIO;		/* a malformed entry: the test fails */
+		return false;
+	}
+	flags |= strstr(run, "\"read\": true") ? GMEM_ACCEL_PAGE_READ : 0;
+	flags |= strstr(run, "\"write\": true") ? GMEM_ACCEL_PAGE_WRITE : 0;
+	flags |= ps == 2ull << 20 ? GMEM_ACCEL_PAGE_2M : 0;
+	flags |= ps == 64ull << 10 ? GMEM_ACCEL_PAGE_64K : 0;
+	flags |= strstr(run, "\"target-in\": \"hbm\"") ? GMEM_ACCEL_PAGE_HBM : 0;
+	for (uint64_t a = rva; a < rva + rsize; a += 4096)
+		if (a >= f->va && a < f->va + f->npages * 4096)
+			f->out[(a - f->va) / 4096] = flags;
+	f->runs++;
+	return true;
+}
+
+int gmem_monitor_view(int n, unsigned int ctx, uint64_t va, size_t npages, uint8_t *out)
+{
+	static char reply[1 << 20];
+	struct gmem_view_fill f = { .va = va, .npages = npages, .out = out };
+	char property[32];
+	int ret;
+
+	memset(out, 0, npages);
+	snprintf(property, sizeof(property), "page-table[%u]", ctx);
+	ret = gmem_qom(n, "get", property, NULL, reply, sizeof(reply));
+	if (ret)
+		return ret;
+	if (!strstr(reply, "\"dump\": \"complete\""))
+		return -E2BIG;		/* (a truncated dump) */
+	gmem_json_objects(reply, gmem_view_of_run, &f);
+	return f.runs;
+}
+
 struct gmem_hbm_find {
 	uint64_t hbm;
 	struct gmem_hbm_use *out;

@@ -127,6 +127,14 @@ int gmem_inject(int n, const char *what);
  */
 int64_t gmem_monitor_page_size(int n, unsigned int ctx, uint64_t va);
 
+/*
+ * The QEMU monitor's view of context @ctx of device @n's pages [@va, +@npages pages), as
+ * SNAPSHOT gives the driver's: GMEM_ACCEL_PAGE_* of each page in @out (0: not mapped). The
+ * number of runs the dump had, or -errno if the host cannot say (-E2BIG: it was truncated,
+ * -EIO: it has a malformed entry).
+ */
+int gmem_monitor_view(int n, unsigned int ctx, uint64_t va, size_t npages, uint8_t *out);
+
 /* One run of a context's over HBM, as the monitor's hbm-map shows it. */
 struct gmem_hbm_use {
 	uint64_t hbm, size, page_size, va;

@@ -9,9 +9,13 @@
  * device's own commands faulting over fresh memory, the DMA engine copying between HBM and
  * system memory and a working set 4x the HBM (test_hmm has no fixed device memory to
  * oversubscribe). NODE "accel" runs only the device's own commands, on its DRM accel front
- * end (given to it for the run). BENCH names the only benchmarks to run (to profile one):
- * latency, faults, migration, concurrent, device-faults, device-latency, dma,
- * oversubscription. Every figure is a median of
+ * end (given to it for the run). The device-* workloads are the test_hmm ones run through the
+ * device's own commands, the same on either front end (metrics named device_*): one-page
+ * faults from 1-32 processes, moves by advice (PREFER_DEVICE and a device read in,
+ * PREFER_SYSTEM home), the 4x working set by advice. BENCH names the only benchmarks to run
+ * (to profile one): latency, faults, migration, concurrent, device-faults, device-latency,
+ * dma, oversubscription, device-concurrent, device-migration, device-oversubscription. Every
+ * figure is a median of
  * REPS runs (latencies: of LAT_SAMPLES samples); a run whose result is wrong (bytes, cpages,
  * faults) aborts.
  */
@@ -39,6 +43,17 @@
 static const char *name;
 /* NODE "accel": the device's DRM accel front end (its own commands only) */
 static bool accel;
+/* Put before every metric's name: "device_" while a test_hmm workload runs on device commands */
+static const char *prefix = "";
+
+/*
+ * What a workload drives: a test_hmm node (its dmirror commands), or with @path NULL device
+ * @dev's own commands, on whichever front end has the device (accel).
+ */
+struct node {
+	const char *path;
+	int dev;
+};
 
 static double now_us(void)
 {
@@ -64,7 +79,7 @@ static double percentile(double *v, int n, int pct)
 
 static void report(const char *metric, double value, const char *unit)
 {
-	printf("BENCH %s %s %.3f %s\n", name, metric, value, unit);
+	printf("BENCH %s %s%s %.3f %s\n", name, prefix, metric, value, unit);
 	fflush(stdout);
 }
 
@@ -215,22 +230,81 @@ static void bench_fault_throughput(int fd, size_t size, bool write, bool small)
 	report(metric, percentile(runs, REPS, 50), "MiB/s");
 }
 
+/* Device @dev's node for its own commands: /dev/gmem_accelN, or its accel node. */
+static int open_device(int dev)
+{
+	return accel ? gmem_open_accel(dev, O_RDWR) : gmem_open(dev, O_RDWR);
+}
+
+static int node_open(const struct node *nd)
+{
+	return nd->path ? open(nd->path, O_RDWR) : open_device(nd->dev);
+}
+
+/* ADVISE on either front end's file: [@addr, +@size)'s preferred @location. */
+static void advise(int fd, void *addr, size_t size, unsigned int location)
+{
+	struct gmem_accel_advise a = { .addr = (uintptr_t)addr, .size = size,
+				       .location = location };
+
+	if (ioctl(fd, gmem_ioc(fd, GMEM_ACCEL_IOC_ADVISE), &a))
+		die("advise");
+}
+
+/* Does the device map the page at @addr in HBM (SNAPSHOT, on either front end)? */
+static bool in_hbm(int fd, void *addr)
+{
+	uint8_t v = 0;
+	struct gmem_accel_snapshot s = { .addr = (uintptr_t)addr & ~(PAGE - 1), .npages = 1,
+					 .out = (uintptr_t)&v };
+
+	if (ioctl(fd, gmem_ioc(fd, GMEM_ACCEL_IOC_SNAPSHOT), &s))
+		die("snapshot");
+	return v & GMEM_ACCEL_PAGE_HBM;
+}
+
+/*
+ * Move @size of @buf to device memory, reading it into @mirror (test_hmm's MIGRATE_TO_DEV;
+ * on device commands: PREFER_DEVICE, then the device reads it), or home (MIGRATE_TO_SYS;
+ * PREFER_SYSTEM, which brings the range's HBM pages home at once).
+ */
+static void node_move(const struct node *nd, int fd, char *buf, char *mirror, size_t size,
+		      bool to_device)
+{
+	if (nd->path) {
+		dmirror(fd, to_device ? HMM_DMIRROR_MIGRATE_TO_DEV : HMM_DMIRROR_MIGRATE_TO_SYS,
+			buf, mirror, size / PAGE);
+		return;
+	}
+	advise(fd, buf, size, to_device ? GMEM_ACCEL_PREFER_DEVICE : GMEM_ACCEL_PREFER_SYSTEM);
+	if (to_device && dev_copy(fd, mirror, buf, size))
+		die("device read of a PREFER_DEVICE range");
+	if (in_hbm(fd, buf + size / 2) != to_device) {
+		errno = EIO;
+		die(to_device ? "the device read moved nothing to HBM" :
+				"PREFER_SYSTEM left the pages in HBM");
+	}
+}
+
 /*
  * @size of CPU-written memory to device memory (test_hmm's MIGRATE_TO_DEV, which also reads
  * it back to the mirror), back by CPU faults (a load per page), and to device memory and
- * back again by MIGRATE_TO_SYS.
+ * back again (MIGRATE_TO_SYS); node_move() says how on the device's own commands.
  */
-static void bench_migration(int fd, size_t size)
+static void bench_migration(const struct node *nd, size_t size)
 {
 	double to_dev[REPS], cpu_back[REPS], to_sys[REPS];
+	int fd = node_open(nd);
 
+	if (fd < 0)
+		die("migration: open");
 	for (int r = 0; r < REPS; r++) {
 		char *buf = map_touched(size, 0x77), *mirror = map_touched(size, 0);
 		volatile char *v = buf;
 		unsigned int sum = 0;
 		double t0 = now_us();
 
-		dmirror(fd, HMM_DMIRROR_MIGRATE_TO_DEV, buf, mirror, size / PAGE);
+		node_move(nd, fd, buf, mirror, size, true);
 		to_dev[r] = mibps(size, now_us() - t0);
 		t0 = now_us();
 		for (size_t off = 0; off < size; off += PAGE)
@@ -240,9 +314,9 @@ static void bench_migration(int fd, size_t size)
 			errno = EIO;
 			die("migration: wrong data");
 		}
-		dmirror(fd, HMM_DMIRROR_MIGRATE_TO_DEV, buf, mirror, size / PAGE);
+		node_move(nd, fd, buf, mirror, size, true);
 		t0 = now_us();
-		dmirror(fd, HMM_DMIRROR_MIGRATE_TO_SYS, buf, mirror, size / PAGE);
+		node_move(nd, fd, buf, mirror, size, false);
 		to_sys[r] = mibps(size, now_us() - t0);
 		sum = 0;
 		for (size_t off = 0; off < size; off += PAGE)
@@ -257,12 +331,7 @@ static void bench_migration(int fd, size_t size)
 	report("migrate_to_device", percentile(to_dev, REPS, 50), "MiB/s");
 	report("cpu_fault_back", percentile(cpu_back, REPS, 50), "MiB/s");
 	report("migrate_to_system", percentile(to_sys, REPS, 50), "MiB/s");
-}
-
-/* Device @dev's node for its own commands: /dev/gmem_accelN, or its accel node. */
-static int open_device(int dev)
-{
-	return accel ? gmem_open_accel(dev, O_RDWR) : gmem_open(dev, O_RDWR);
+	close(fd);
 }
 
 /* gmem-accel's DMA engine: @size between a buffer in HBM and one in system memory. */
@@ -387,23 +456,69 @@ static void bench_device_latency(int dev)
 #define CONC_FAULTS	64
 
 /*
+ * @n pages for one-page faults, every @stride bytes from the return: for test_hmm's commands
+ * the small pages of fresh_block(); for the device's own commands @n one-page VMAs the CPU
+ * wrote (@n, so that none is faulted in with another: a drm_gpusvm range is as large as its
+ * VMA allows and faults in whole). *@map, *@len: what to munmap.
+ */
+static char *fault_pages(const struct node *nd, int n, size_t *stride, char **map, size_t *len)
+{
+	if (nd->path) {
+		*stride = PAGE;
+		*len = 2 * TWO_MiB;
+		return fresh_block(map);
+	}
+	*stride = 2 * PAGE;
+	*len = n * 2 * PAGE;
+	*map = map_touched(*len, 0);
+	for (int i = 0; i < n; i++) {	/* (PROT_NONE between: no two pages merge into a VMA) */
+		memset(*map + i * 2 * PAGE, i + 1, PAGE);
+		if (mprotect(*map + i * 2 * PAGE + PAGE, PAGE, PROT_NONE))
+			die("mprotect");
+	}
+	return *map;
+}
+
+/* A one-page device fault on @page into @mirror; its round trip in us. */
+static double node_fault(const struct node *nd, int fd, char *page, char *mirror)
+{
+	double t0, us;
+
+	if (nd->path)
+		return timed_fault(fd, page, mirror);
+	t0 = now_us();
+	if (dev_copy(fd, mirror, page, PAGE))
+		die("device fault: copy");
+	us = now_us() - t0;
+	if (mirror[PAGE - 1] != page[PAGE - 1]) {
+		errno = EIO;
+		die("device fault: wrong data");
+	}
+	return us;
+}
+
+/*
  * One process of bench_concurrent_faults(): its own mirror (a context of its own on
  * gmem-accel), CONC_FAULTS single-page device faults on fresh memory once @go closes, each
  * timed into @lat.
  */
-static void __attribute__((noreturn)) concurrent_child(const char *node, int ready, int go,
+static void __attribute__((noreturn)) concurrent_child(const struct node *nd, int ready, int go,
 							double *lat)
 {
-	char *map, *buf = fresh_block(&map);
+	size_t stride, len;
+	char *map, *buf = fault_pages(nd, CONC_FAULTS, &stride, &map, &len);
 	char *mirror = map_touched(PAGE, 0x5a);
-	int fd = open(node, O_RDWR);
+	int fd = node_open(nd);
 
 	if (fd < 0)
 		die("concurrent faults: open");
+	/* (the device maps the mirror from now on) */
+	if (!nd->path && dev_copy(fd, mirror, mirror + PAGE / 2, PAGE / 2))
+		die("concurrent faults: warm-up copy");
 	if (write(ready, "r", 1) != 1 || read(go, mirror, 1) != 0)
 		die("concurrent faults: start");
 	for (int i = 0; i < CONC_FAULTS; i++)
-		lat[i] = timed_fault(fd, buf + i * PAGE, mirror);
+		lat[i] = node_fault(nd, fd, buf + i * stride, mirror);
 	_exit(0);
 }
 
@@ -427,7 +542,7 @@ static unsigned long long context_switches(void)
  * per second of all of them together, the p99 of every fault's round trip, and the guest's
  * context switches per fault (a fault that sleeps costs two).
  */
-static void bench_concurrent_faults(const char *node, int nproc)
+static void bench_concurrent_faults(const struct node *nd, int nproc)
 {
 	unsigned long long ctxt;
 	size_t n = (size_t)nproc * CONC_FAULTS;
@@ -447,7 +562,7 @@ static void bench_concurrent_faults(const char *node, int nproc)
 		if (!pid) {
 			close(ready[0]);
 			close(go[1]);
-			concurrent_child(node, ready[1], go[0], lat + (size_t)i * CONC_FAULTS);
+			concurrent_child(nd, ready[1], go[0], lat + (size_t)i * CONC_FAULTS);
 		}
 	}
 	close(ready[1]);
@@ -489,54 +604,73 @@ static int64_t dev_stat(int dev, const char *stat)
  * A working set 4x gmem-accel's HBM, moved to the device a sixteenth at a time: each move
  * evicts the least recently used chunks, then the CPU reads it all back. The figures: the
  * moves' MiB/s, the read-back's, and the device's MMU-notifier invalidations per page moved
- * either way (what makes room costs; see docs/performance.md).
+ * either way (what makes room costs; see docs/performance.md). The moves are MIGRATE, or
+ * with @advice (the device's own commands, on either front end) PREFER_DEVICE and a device
+ * read of each sixteenth.
  */
-static void bench_oversubscription(int dev)
+static void bench_oversubscription(int dev, bool advice)
 {
+	/* The front end's counters of pages moved each way */
+	const char *to_dev = accel ? "drm_to_hbm" : "migrated_to_device";
+	const char *to_sys = accel ? "drm_to_ram" : "migrated_to_system";
 	struct gmem_accel_info info = { 0 };
-	int64_t inv, moved, evictions;
-	int fd = gmem_open(dev, O_RDWR);
+	int64_t inv, moved, moved_in, evicted;
+	int fd = advice ? open_device(dev) : gmem_open(dev, O_RDWR);
 	size_t len, step;
 	volatile char *v;
 	unsigned long sum = 0;
-	char *buf;
+	char *buf, *mirror;
 	double t0;
 
-	if (fd < 0 || ioctl(fd, GMEM_ACCEL_IOC_GET_INFO, &info))
-		die("open /dev/gmem_accelN");
+	if (fd < 0 || ioctl(fd, gmem_ioc(fd, GMEM_ACCEL_IOC_GET_INFO), &info))
+		die("open the device");
 	len = 4 * (info.hbm_size & ~(TWO_MiB - 1));
 	step = len / 16;
 	buf = map_anon(len, PROT_READ | PROT_WRITE);
 	if (!buf || madvise(buf, len, MADV_NOHUGEPAGE))
 		die("mmap");
+	mirror = map_touched(step, 0);
 	for (size_t off = 0; off < len; off += PAGE)
 		buf[off] = (char)(off / PAGE);
+	if (advice)
+		advise(fd, buf, len, GMEM_ACCEL_PREFER_DEVICE);
 	inv = dev_stat(dev, "invalidations");
-	moved = dev_stat(dev, "migrated_to_device") + dev_stat(dev, "migrated_to_system");
-	evictions = dev_stat(dev, "evictions");
+	moved = dev_stat(dev, to_dev) + dev_stat(dev, to_sys);
+	evicted = dev_stat(dev, "evictions");
+	moved_in = dev_stat(dev, to_dev);
 	t0 = now_us();
-	for (size_t off = 0; off < len; off += step)
-		if (dev_migrate(fd, buf + off, step, GMEM_ACCEL_TO_DEVICE) != (long)(step / PAGE))
-			die("oversubscription: migrate");
+	for (size_t off = 0; off < len; off += step) {
+		if (advice ? dev_copy(fd, mirror, buf + off, step) :
+			     dev_migrate(fd, buf + off, step, GMEM_ACCEL_TO_DEVICE) != (long)(step / PAGE))
+			die("oversubscription: move");
+	}
 	report("oversub_migrate", mibps(len, now_us() - t0), "MiB/s");
 	v = buf;
 	t0 = now_us();
 	for (size_t off = 0; off < len; off += PAGE)
 		sum += (unsigned char)v[off] == (unsigned char)(off / PAGE);
 	report("oversub_cpu_back", mibps(len, now_us() - t0), "MiB/s");
-	if (sum != len / PAGE) {
+	if (sum != len / PAGE ||
+	    (advice && mirror[step - PAGE] != (char)((len - PAGE) / PAGE))) {
 		errno = EIO;
 		die("oversubscription: wrong data");
 	}
-	evictions = dev_stat(dev, "evictions") - evictions;
-	if (evictions < (int64_t)(3 * (info.hbm_size / TWO_MiB))) {
+	/*
+	 * MIGRATE evicts what it makes room with; a fault under advice may instead map the
+	 * page where it is (the own front end's remote mapping while HBM is oversubscribed).
+	 */
+	evicted = dev_stat(dev, "evictions") - evicted;
+	if (!advice && evicted < (int64_t)(3 * (info.hbm_size / TWO_MiB))) {
 		errno = EIO;
 		die("oversubscription: fewer evictions than the working set needs");
 	}
-	moved = dev_stat(dev, "migrated_to_device") + dev_stat(dev, "migrated_to_system") - moved;
+	report("oversub_moved_in_per_page", (double)(dev_stat(dev, to_dev) - moved_in) / (len / PAGE),
+	       "per-page");
+	moved = dev_stat(dev, to_dev) + dev_stat(dev, to_sys) - moved;
 	inv = dev_stat(dev, "invalidations") - inv;
 	report("oversub_invalidations_per_page", moved ? (double)inv / moved : 0, "per-page");
 	munmap(buf, len);
+	munmap(mirror, step);
 	close(fd);
 }
 
@@ -551,9 +685,28 @@ static bool wanted(int argc, char **argv, const char *what)
 	return false;
 }
 
+/*
+ * The test_hmm workloads through device @dev's own commands, on the front end that has it:
+ * metrics device_*, so that the two front ends compare on the same work.
+ */
+static void device_workloads(int dev, int argc, char **argv)
+{
+	struct node nd = { .dev = dev };
+
+	prefix = "device_";
+	for (int n = 1; n <= 32 && wanted(argc, argv, "device-concurrent"); n *= n < 2 ? 2 : 4)
+		bench_concurrent_faults(&nd, n);
+	if (wanted(argc, argv, "device-migration"))
+		bench_migration(&nd, 64 * MiB);
+	if (wanted(argc, argv, "device-oversubscription"))
+		bench_oversubscription(dev, true);
+	prefix = "";
+}
+
 int main(int argc, char **argv)
 {
 	bool gmem = argc > 3 && strcmp(argv[3], "-");
+	struct node nd = { .path = argv[2], .dev = -1 };
 	int fd;
 
 	if (argc < 3) {
@@ -572,6 +725,7 @@ int main(int argc, char **argv)
 			bench_device_faults(dev, 64 * MiB);
 		if (wanted(argc, argv, "device-latency"))
 			bench_device_latency(dev);
+		device_workloads(dev, argc, argv);
 		if (gmem_set_frontend(dev, "gmem"))
 			die("give the device back");
 		return 0;
@@ -589,11 +743,11 @@ int main(int argc, char **argv)
 		bench_fault_throughput(fd, 64 * MiB, false, true);
 		bench_fault_throughput(fd, 64 * MiB, true, true);
 	}
-	if (wanted(argc, argv, "migration"))
-		bench_migration(fd, 64 * MiB);
 	close(fd);
+	if (wanted(argc, argv, "migration"))
+		bench_migration(&nd, 64 * MiB);
 	for (int n = 1; n <= 32 && wanted(argc, argv, "concurrent"); n *= n < 2 ? 2 : 4)
-		bench_concurrent_faults(argv[2], n);
+		bench_concurrent_faults(&nd, n);
 	if (gmem && wanted(argc, argv, "device-faults"))
 		bench_device_faults(atoi(argv[3]), 64 * MiB);
 	if (gmem && wanted(argc, argv, "device-latency"))
@@ -601,6 +755,8 @@ int main(int argc, char **argv)
 	if (gmem && wanted(argc, argv, "dma"))
 		bench_dma(atoi(argv[3]), 64 * MiB);
 	if (gmem && wanted(argc, argv, "oversubscription"))
-		bench_oversubscription(atoi(argv[3]));
+		bench_oversubscription(atoi(argv[3]), false);
+	if (gmem)
+		device_workloads(atoi(argv[3]), argc, argv);
 	return 0;
 }
