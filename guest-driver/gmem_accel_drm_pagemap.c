@@ -17,6 +17,7 @@
  * MEMORY_DEVICE_COHERENT: drm_pagemap moves device-private pages only.
  */
 #include <linux/bitmap.h>
+#include <linux/delay.h>
 #include <linux/dma-fence.h>
 #include <linux/dma-mapping.h>
 #include <linux/llist.h>
@@ -655,6 +656,16 @@ void gmem_dpm_unplug(struct gmem_accel *g)
 	g->dpm_hold->dpagemap = drm_pagemap_get_from_cache_if_active(cache);
 }
 
+static size_t gmem_dpm_nr_blocks(struct gmem_dpm *dpm)
+{
+	size_t n;
+
+	spin_lock(&dpm->lock);
+	n = list_count_nodes(&dpm->blocks);
+	spin_unlock(&dpm->lock);
+	return n;
+}
+
 /* Unbind (its contexts shut down): every HBM page goes home while the DMA engine runs. */
 void gmem_dpm_unbind(struct gmem_accel *g)
 {
@@ -666,11 +677,21 @@ void gmem_dpm_unbind(struct gmem_accel *g)
 		return;		/* (unused: no page of it is anywhere) */
 	dpm = to_dpm(dpagemap);
 	/* each at most once: one that cannot move stays until its pages are freed */
-	spin_lock(&dpm->lock);
-	n = list_count_nodes(&dpm->blocks);
-	spin_unlock(&dpm->lock);
+	n = gmem_dpm_nr_blocks(dpm);
 	while (n-- && gmem_dpm_evict_one(dpm, NULL))
 		;
+	/*
+	 * A CPU fault bringing an allocation home meanwhile holds its pages, which the eviction
+	 * then passes by: its copy runs on queue 0 until this returns. So, while allocations go
+	 * (seconds without one going: those cannot move), wait and evict again.
+	 */
+	for (unsigned long deadline = jiffies + 5 * HZ; (n = gmem_dpm_nr_blocks(dpm)) &&
+	     time_before(jiffies, deadline);) {
+		msleep(20);
+		gmem_dpm_evict_one(dpm, NULL);
+		if (gmem_dpm_nr_blocks(dpm) < n)
+			deadline = jiffies + 5 * HZ;
+	}
 }
 
 /* Module unload: the pagemaps and allocations whose last reference went are freed. */
