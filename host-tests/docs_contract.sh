@@ -7,9 +7,11 @@
 . "$(dirname "$0")/../scripts/lib/tap.sh"
 : "${REPO:?set REPO to the checkout}"
 
-out=$(/usr/bin/python3 - "$REPO" <<'PY'
+# (the kernel's files the front ends' table counts: the 7.3 tree the guest kernel is built from)
+ksrc=$("$REPO/scripts/build-kernel.sh" --kernel 7.3 --print-source 2>/dev/null) || ksrc=""
+out=$(/usr/bin/python3 - "$REPO" "$ksrc" <<'PY'
 import glob, os, re, sys
-repo = sys.argv[1]
+repo, ksrc = sys.argv[1], sys.argv[2]
 def read(p):
     return open(os.path.join(repo, p), encoding="utf-8").read()
 def result(ok, desc, why=""):
@@ -184,6 +186,35 @@ for p, text in docs.items():
             if num(m.group(1)) != want:
                 bad.append(f"{p}: '{m.group(0)}' (the header: {want})")
 result(not bad, "the documents' counts of DMA engines and contexts are the header's", short(bad, 4))
+
+# The front ends' table: each number is the lines (wc -l) of the files its cell names since
+# the number before; `_x.c` is the driver's gmem_accel_x.c, "the kernel's" a file of drm/.
+def lines(path):
+    return sum(1 for _ in open(path, encoding="utf-8", errors="replace"))
+table = arch.split("takes from the kernel (lines, `wc -l`):")[-1].split("\n\n")[1]
+bad, counted = [], 0
+for cell in (c for row in table.splitlines()[2:] for c in row.split("|")[2:-1]):
+    names = []
+    for m in re.finditer(r"(the kernel's )?`([\w.*]+)`|\b(\d+)\b", cell):
+        if m.group(2):
+            if m.group(1):
+                names.append(os.path.join(ksrc, "drivers/gpu/drm", m.group(2)) if ksrc else None)
+            else:
+                f = m.group(2)
+                names.append(os.path.join(repo, "guest-driver",
+                                          "gmem_accel" + f if f.startswith("_") else f))
+            continue
+        files = [g for n in names if n for g in glob.glob(n)]
+        if None in names or not names:
+            names = []
+            continue
+        have = sum(lines(f) for f in files)
+        counted += 1
+        if len(files) < len(names) or have != int(m.group(3)):
+            bad.append(f"{' + '.join(os.path.basename(n) for n in names)}: {m.group(3)}, wc -l {have}")
+        names = []
+result(counted and not bad, f"the front ends' table gives each file's lines ({counted} counts checked)",
+       short(bad, 4) or "no count found")
 
 # --- references, not diaries --------------------------------------------------------------
 dated = [f"{p}: {m.group(0)}" for p, t in docs.items() if p != "docs/benchmarks.md"
