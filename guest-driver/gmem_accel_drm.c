@@ -170,53 +170,24 @@ static int gmem_drm_stats(struct drm_device *drm, void *data, struct drm_file *f
 	return 0;
 }
 
-static int gmem_drm_snapshot(struct drm_device *drm, void *data, struct drm_file *file)
-{
-	struct gmem_ctx *ctx = gmem_drm_enter(file);
-	int ret;
-
-	if (IS_ERR(ctx))
-		return PTR_ERR(ctx);
-	ret = gmem_drm_mem_snapshot(ctx, data);
-	gmem_drm_exit(file);
-	return ret;
+/* An ioctl that is @fn(ctx, data) on the caller's context, between _enter() and _exit(). */
+#define GMEM_DRM_CTX_IOCTL(name, fn)						\
+static int gmem_drm_##name(struct drm_device *drm, void *data, struct drm_file *file)	\
+{										\
+	struct gmem_ctx *ctx = gmem_drm_enter(file);				\
+	int ret;								\
+										\
+	if (IS_ERR(ctx))							\
+		return PTR_ERR(ctx);						\
+	ret = fn(ctx, data);							\
+	gmem_drm_exit(file);							\
+	return ret;								\
 }
 
-static int gmem_drm_advise(struct drm_device *drm, void *data, struct drm_file *file)
-{
-	struct gmem_ctx *ctx = gmem_drm_enter(file);
-	int ret;
-
-	if (IS_ERR(ctx))
-		return PTR_ERR(ctx);
-	ret = gmem_drm_mem_advise(ctx, data);
-	gmem_drm_exit(file);
-	return ret;
-}
-
-static int gmem_drm_madvise(struct drm_device *drm, void *data, struct drm_file *file)
-{
-	struct gmem_ctx *ctx = gmem_drm_enter(file);
-	int ret;
-
-	if (IS_ERR(ctx))
-		return PTR_ERR(ctx);
-	ret = gmem_drm_mem_madvise(ctx, data);
-	gmem_drm_exit(file);
-	return ret;
-}
-
-static int gmem_drm_query_mem_attrs(struct drm_device *drm, void *data, struct drm_file *file)
-{
-	struct gmem_ctx *ctx = gmem_drm_enter(file);
-	int ret;
-
-	if (IS_ERR(ctx))
-		return PTR_ERR(ctx);
-	ret = gmem_drm_mem_query(ctx, data);
-	gmem_drm_exit(file);
-	return ret;
-}
+GMEM_DRM_CTX_IOCTL(snapshot, gmem_drm_mem_snapshot)
+GMEM_DRM_CTX_IOCTL(advise, gmem_drm_mem_advise)
+GMEM_DRM_CTX_IOCTL(madvise, gmem_drm_mem_madvise)
+GMEM_DRM_CTX_IOCTL(query_mem_attrs, gmem_drm_mem_query)
 
 /* FENCE_EXPORT: as GMEM_ACCEL_IOC_FENCE_EXPORT; the fd is the process's once installed. */
 static int gmem_drm_fence_export(struct drm_device *drm, void *data, struct drm_file *file)
