@@ -54,30 +54,43 @@ run_child() {
 	return "$st"
 }
 
-# Debian's linux-source-VERSION, unpacked once per package version (and set of patches) into
+# Debian's linux-source-VERSION, unpacked once per package version and set of patches into
 # the cache, with images/patches/linux-VERSION/*.patch applied: fixes of kernel bugs the guest
-# suite finds, each explained in its header, until the kernel has them.
+# suite finds, each explained in its header, until the kernel has them. Each set of patches has
+# a tree of its own, so that checkouts with different sets (branches, worktrees) never unpack
+# over a tree another's build or module is using; a tree is named in cache keys by its
+# canonical place ($tree_name), whichever directory holds it.
 pkgver=""
+tree_name=""
 debian_source() {
-	local tarball=/usr/src/linux-source-$kver.tar.xz dir="$GMEM_CACHE/src/linux" p
+	local tarball=/usr/src/linux-source-$kver.tar.xz dir="$GMEM_CACHE/src/linux" p tmp
 	local patches=("$repo/images/patches/linux-$kver/"*.patch)
 	[ -f "${patches[0]}" ] || patches=()
 	[ -f "$tarball" ] || die "$tarball is missing: apt-get install linux-source-$kver (scripts/setup-host.sh does), or set GMEM_KERNEL_SRC."
 	pkgver=$(dpkg-query -W -f='${Version}' "linux-source-$kver")
 	[ ${#patches[@]} = 0 ] || pkgver="$pkgver+gmem$(hash_of "${patches[@]}")"
-	if [ "$(cat "$dir/linux-source-$kver/.gmem-unpacked" 2>/dev/null)" != "$pkgver" ]; then
-		step "unpacking linux-source-$kver $pkgver into $dir" >&2
-		rm -rf "$dir/linux-source-$kver"
+	# (a tree unpacked where all sets once shared one place keeps serving its own set there)
+	local tree="$dir/linux-source-$kver"
+	[ "$(cat "$tree/.gmem-unpacked" 2>/dev/null)" = "$pkgver" ] ||
+		tree="$dir/$pkgver/linux-source-$kver"
+	if [ "$(cat "$tree/.gmem-unpacked" 2>/dev/null)" != "$pkgver" ]; then
+		step "unpacking linux-source-$kver $pkgver into ${tree%/*}" >&2
 		mkdir -p "$dir"
-		tar -C "$dir" -xf "$tarball" "linux-source-$kver"
+		tmp=$(mktemp -d "$dir/.unpack.XXXXXX")
+		tar -C "$tmp" -xf "$tarball" "linux-source-$kver"
 		for p in "${patches[@]}"; do
 			note "applying ${p#"$repo"/}" >&2
-			patch -s -p1 -d "$dir/linux-source-$kver" <"$p" >&2 ||
-				die "${p#"$repo"/} does not apply to linux-source-$kver $pkgver: refresh or drop it."
+			patch -s -p1 -d "$tmp/linux-source-$kver" <"$p" >&2 ||
+				{ rm -rf "$tmp"; die "${p#"$repo"/} does not apply to linux-source-$kver $pkgver: refresh or drop it."; }
 		done
-		echo "$pkgver" >"$dir/linux-source-$kver/.gmem-unpacked"
+		echo "$pkgver" >"$tmp/linux-source-$kver/.gmem-unpacked"
+		# (whole or not at all: a concurrent unpack of the same set loses the race harmlessly)
+		rm -rf "$tree"
+		mkdir -p "${tree%/*}"
+		mv -T "$tmp/linux-source-$kver" "$tree" 2>/dev/null || true
+		rm -rf "$tmp"
 	fi
-	echo "$dir/linux-source-$kver"
+	echo "$tree"
 }
 
 src=""
@@ -93,6 +106,7 @@ if [ -z "$src" ]; then
 	user_tree=0
 	src=$(debian_source)
 	pkgver=$(cat "$src/.gmem-unpacked")
+	tree_name="$GMEM_CACHE/src/linux/linux-source-$kver"
 fi
 if [ "${1:-}" = --print-source ]; then
 	echo "$src"
@@ -101,7 +115,7 @@ fi
 # The kernel's uAPI headers (make headers), which user space built for it includes before the
 # host's (the guest tests and the kernel's own selftests: kselftest's KHDR_INCLUDES).
 if [ "${1:-}" = --print-uapi ]; then
-	hdr="$GMEM_CACHE/uapi-$kver-$(hash_of "$src" "$pkgver")"
+	hdr="$GMEM_CACHE/uapi-$kver-$(hash_of "${tree_name:-$src}" "$pkgver")"
 	if [ ! -f "$hdr/.gmem-headers" ] || [ "$user_tree" = 1 ]; then
 		step "installing the uAPI headers of Linux $kver into $hdr" >&2
 		mkdir -p "$hdr"
@@ -114,7 +128,7 @@ if [ "${1:-}" = --print-uapi ]; then
 fi
 
 version=$(make -s -C "$src" kernelversion)
-key=$(hash_of "$src" "$version" "${fragments[@]}" "$pkgver")
+key=$(hash_of "${tree_name:-$src}" "$version" "${fragments[@]}" "$pkgver")
 out="$GMEM_CACHE/linux-$version${variant:+-$variant}-$key"
 # A kernel tree of the user's may change under us: always run make there; ours is immutable.
 install_outputs() {
