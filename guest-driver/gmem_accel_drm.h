@@ -80,7 +80,8 @@ int gmem_drm_mem_snapshot(struct gmem_ctx *ctx, struct gmem_accel_snapshot *snap
 #define GMEM_DRM_INTERCONNECT_PEER	(DRM_INTERCONNECT_DRIVER + 2)
 int gmem_dpm_dev_init(struct gmem_accel *g);
 struct drm_pagemap *gmem_dpm_get(struct gmem_accel *g);
-bool gmem_dpm_shared(struct drm_pagemap *dpagemap, u64 off, unsigned long npages);
+bool gmem_dpm_shared(struct drm_pagemap *dpagemap, struct device *dev,
+		     const struct drm_pagemap_addr *addr);
 void gmem_dpm_put(struct drm_pagemap *dpagemap);
 int gmem_dpm_obj_take(struct drm_pagemap *dpagemap, unsigned int npages, u64 *off);
 void gmem_dpm_obj_give(struct drm_pagemap *dpagemap, u64 off, unsigned int npages);
@@ -100,6 +101,7 @@ struct drm_pagemap_addr gmem_dpm_peer_map(struct gmem_accel *g, struct device *d
 void gmem_dpm_peer_unmap(struct gmem_accel *g, struct device *dev,
 			 const struct drm_pagemap_addr *addr);
 void gmem_dpm_peer_copied(struct gmem_accel *g, unsigned long pages, int err);
+u64 gmem_dpm_peer_offset(struct gmem_accel *g, struct device *dev, dma_addr_t addr);
 #else
 static inline int gmem_drm_add(struct gmem_accel *g)
 {

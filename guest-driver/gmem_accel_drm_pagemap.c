@@ -146,11 +146,22 @@ static void gmem_dpm_destroy(struct drm_pagemap *dpagemap, bool is_atomic_or_rec
 	schedule_work(&gmem_dpm_reap_work);
 }
 
-/* Is a page of [off, off + npages pages) of the HBM mapped by more than one process? */
-bool gmem_dpm_shared(struct drm_pagemap *dpagemap, u64 off, unsigned long npages)
+/*
+ * Is an HBM page that device @dev maps at @addr (device_map() below: an offset in this
+ * device's HBM, or another device's address of it, peer to peer) mapped by more than one
+ * process? One not found in the HBM is taken as shared: its range goes home.
+ */
+bool gmem_dpm_shared(struct drm_pagemap *dpagemap, struct device *dev,
+		     const struct drm_pagemap_addr *addr)
 {
 	struct gmem_dpm *dpm = to_dpm(dpagemap);
+	unsigned long npages = 1ul << addr->order;
+	u64 off = addr->addr;
 
+	if (addr->proto == GMEM_DRM_INTERCONNECT_PEER)
+		off = gmem_dpm_peer_offset(dpm->g, dev, addr->addr);
+	if (off == U64_MAX || (off >> PAGE_SHIFT) + npages > dpm->npages)
+		return true;
 	for (unsigned long i = 0; i < npages; i++) {
 		struct page *page = pfn_to_page(dpm->pfn_first + (off >> PAGE_SHIFT) + i);
 

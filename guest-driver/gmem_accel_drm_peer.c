@@ -20,6 +20,7 @@
  * The mapping of a peer's BAR2 is the core's (gmem_peer_map_hbm(), gmem_accel_peer.c), as
  * the other front end's device-to-device migration uses it.
  */
+#include <linux/iommu.h>
 #include <linux/slab.h>
 #include <drm/drm_pagemap.h>
 #include <drm/drm_pagemap_util.h>
@@ -100,6 +101,21 @@ struct drm_pagemap_addr gmem_dpm_peer_map(struct gmem_accel *g, struct device *d
 	trace_gmem_accel_drm_peer_map(dev_name(dev), dev_name(&g->dev), off, order,
 				      addr != DMA_MAPPING_ERROR);
 	return drm_pagemap_addr_encode(addr, GMEM_DRM_INTERCONNECT_PEER, order, dir);
+}
+
+/*
+ * The offset in @g's HBM of the page another device @dev maps at @addr (gmem_dpm_peer_map()):
+ * BAR2's physical address again, through @dev's IOMMU domain (without one, the bus address
+ * is the physical one). U64_MAX if it is not in @g's HBM.
+ */
+u64 gmem_dpm_peer_offset(struct gmem_accel *g, struct device *dev, dma_addr_t addr)
+{
+	struct iommu_domain *domain = iommu_get_domain_for_dev(dev);
+	phys_addr_t phys = domain ? iommu_iova_to_phys(domain, addr) : addr;
+
+	if (phys < g->hbm_bar || phys - g->hbm_bar >= g->info.hbm_size)
+		return U64_MAX;
+	return phys - g->hbm_bar;
 }
 
 void gmem_dpm_peer_unmap(struct gmem_accel *g, struct device *dev,

@@ -252,19 +252,22 @@ static bool gmem_drm_range_in_hbm(struct drm_gpusvm_range *r)
 }
 
 /*
- * Is a page of @r in the device's HBM mapped by more than one process (shared after fork())?
- * hmm_range_fault() gives the owner's device pages as they are, read-only ones too (the CPU
- * would break the COW on its write fault, which hmm does not make for them): such a page is
- * no page to write. Under drm_gpusvm's notifier lock, pages valid.
+ * Is a page of @r in HBM (the device's, or a peer's it maps in place) mapped by more than one
+ * process (shared after fork())? hmm_range_fault() gives the owner's device pages as they
+ * are, read-only ones too (the CPU would break the COW on its write fault, which hmm does
+ * not make for them): such a page is no page to write. Under drm_gpusvm's notifier lock,
+ * pages valid (so all of them are of pages.dpagemap).
  */
 static bool gmem_drm_range_hbm_shared(struct gmem_drm_svm *svm, struct drm_gpusvm_range *r)
 {
-	struct drm_pagemap_addr *addr = to_range(r)->pages.dma_addr;
+	struct drm_gpusvm_pages *pages = &to_range(r)->pages;
+	struct drm_pagemap_addr *addr = pages->dma_addr;
 	unsigned long npages = gmem_drm_range_pages(r);
 
 	for (unsigned long i = 0, j = 0; i < npages; i += 1ul << addr[j].order, j++)
-		if (addr[j].proto == GMEM_DRM_INTERCONNECT_HBM &&
-		    gmem_dpm_shared(svm->mem.dpagemap, addr[j].addr, 1ul << addr[j].order))
+		if ((addr[j].proto == GMEM_DRM_INTERCONNECT_HBM ||
+		     addr[j].proto == GMEM_DRM_INTERCONNECT_PEER) &&
+		    gmem_dpm_shared(pages->dpagemap, pages->drm->dev, &addr[j]))
 			return true;
 	return false;
 }

@@ -7,7 +7,9 @@
  * its pages); with PREFER_DEVICE on B the range moves from A's HBM straight into B's (A's
  * DMA engine copies into B's BAR2: A's drm_to_peer, never drm_to_ram). Every byte either
  * device or the CPU reads is checked. A unbound while B maps its pages: B's commands succeed
- * on the pages gone home or fail EFAULT, nothing is lost. A killed process leaves nothing.
+ * on the pages gone home or fail EFAULT, nothing is lost. Parent and child after fork()
+ * writing A's HBM pages through B at once each see their own bytes only. A killed process
+ * leaves nothing.
  * Every leak gauge of both devices comes back to where it was.
  */
 #define _GNU_SOURCE
@@ -390,6 +392,58 @@ TEST_F_TIMEOUT(peers, killed_while_sharing, 900)
 		close(pipefd[0]);
 		close(pipefd[1]);
 	}
+	gauges_back(_metadata, self);
+}
+
+/*
+ * A's HBM pages shared after fork(): parent and child have device B write their copies at
+ * the same time, B mapping the pages where they are (no advice on B). Each process reads
+ * only its own bytes: B's write breaks the COW, as the CPU's does, and never reaches A's
+ * page the other process maps.
+ */
+TEST_F_TIMEOUT(peers, fork_parent_and_child_write_through_b_at_once, 600)
+{
+	uint8_t *buf = map_aligned(LEN);
+	int go[2], status;
+	long bad = -1;
+	pid_t pid;
+	char c;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, pipe(go));
+	in_a_hbm(_metadata, self, buf, 0xa0);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int fd = gmem_open_accel(B, O_RDWR);
+
+		if (fd < 0 || read(go[0], &c, 1) != 1)
+			_exit(1);
+		for (int r = 0; r < 4; r++) {
+			if (dev_fill(fd, buf, 0x0101010101010101ull * (0xc0 + r), LEN))
+				_exit(2);
+			bad = first_not(buf, LEN, 0xc0 + r);
+			if (bad != -1) {
+				printf("# child, round %d: byte %ld is %#x\n", r, bad, buf[bad]);
+				fflush(stdout);
+				_exit(3);
+			}
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	for (int r = 0; r < 4 && bad == -1; r++) {
+		ASSERT_EQ(0, dev_fill(self->fd[B], buf, 0x0101010101010101ull * (0xb0 + r), LEN));
+		bad = first_not(buf, LEN, 0xb0 + r);
+		if (bad != -1)
+			TH_LOG("parent, round %d: byte %ld is %#x", r, bad, buf[bad]);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	close(go[0]);
+	close(go[1]);
+	EXPECT_EQ(-1, bad);
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
+	munmap(buf, LEN);
 	gauges_back(_metadata, self);
 }
 

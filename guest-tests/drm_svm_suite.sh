@@ -52,7 +52,6 @@ mirror_test thp_is_2m_on_device skip $write
 mm_events_test invalidations_elsewhere_pass_the_device_by skip $windows
 mm_events_test window_mapped_again_keeps_its_device_mappings skip $windows
 mm_events_test unmapped_windows_give_back_their_notifiers bug device page-table pages of unmapped ranges stay until close
-mm_events_test madv_cold_and_free bug a device write to a MADV_FREE page is lost at reclaim: drm_gpusvm maps it writable without dirtying the folio
 hostile_test own_migration_races_its_faults skip needs GMEM_ACCEL_IOC_MIGRATE and the gmem core's fault-pass injection
 hostile_test killed_during_a_huge_fault_ahead skip $dmirror
 hostile_test dmirror_snapshot_of_a_huge_hole skip $dmirror

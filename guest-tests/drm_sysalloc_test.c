@@ -5,9 +5,9 @@
  * and allocated again at the same address (the device sees the new memory, never the old);
  * file-backed and shared mappings; mremap of device-written memory; partial munmap of
  * memory in HBM; fork with a file in parent and child; threads submitting on one file over
- * one buffer; a munmap racing a copy in flight; and eviction, PREFER_DEVICE buffers larger
- * together than HBM. Each checks the bytes, the errnos and the device's gauges back at
- * their baseline.
+ * one buffer; a munmap racing a copy in flight; eviction, PREFER_DEVICE buffers larger
+ * together than HBM; and a device write after MADV_FREE through reclaim. Each checks the
+ * bytes, the errnos and the device's gauges back at their baseline.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -460,6 +460,63 @@ TEST_F_TIMEOUT(sysalloc, eviction_under_pressure, 1800)
 	}
 	free(b);
 	munmap(out, blen);
+	closed_gives_back(_metadata, self);
+}
+
+/*
+ * A device write after MADV_FREE keeps the page, as a CPU write does: the device fills
+ * every other page of a range freed lazily, reclaim (MADV_PAGEOUT, until it has freed some
+ * of the pages the device did not write again) leaves the written ones, and the CPU and
+ * the device read the device's bytes there. drm_gpusvm must dirty the pages it maps for
+ * writing: the device sets no dirty bit in the CPU's page table.
+ */
+TEST_F_TIMEOUT(sysalloc, device_write_after_madv_free_survives_reclaim, 300)
+{
+	size_t npages = 64, len = npages * PAGE, freed = 0, lost = 0;
+	uint8_t *buf = map_2m(len), *out = map_2m(len);
+	unsigned char vec[64];
+	int tries;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, out);
+	/* (4 KiB folios: a partly written 2 MiB folio would be split or kept whole) */
+	ASSERT_EQ(0, madvise(buf, len, MADV_NOHUGEPAGE));
+	memset(buf, 0x11, len);
+	ASSERT_EQ(0, dev_fill(self->fd, buf, word_of(0x22), len));
+	ASSERT_EQ(-1, first_not(buf, len, 0x22));
+
+	ASSERT_EQ(0, madvise(buf, len, MADV_FREE));
+	for (size_t i = 1; i < npages; i += 2) {
+		ASSERT_EQ(0, dev_fill(self->fd, buf + i * PAGE, word_of(0x33), PAGE))
+			TH_LOG("page %zu", i);
+	}
+	/* Reclaim: a freed page is no longer resident (mincore), without touching it. */
+	for (tries = 0; tries < 100 && !freed; tries++) {
+		if (tries)
+			usleep(20 * 1000);
+		ASSERT_EQ(0, madvise(buf, len, MADV_PAGEOUT));
+		ASSERT_EQ(0, mincore(buf, len, vec));
+		for (size_t i = 0; i < npages; i += 2)
+			freed += !(vec[i] & 1);
+	}
+	TH_LOG("reclaim freed %zu of the %zu pages not written again, after %d MADV_PAGEOUT",
+	       freed, npages / 2, tries);
+	ASSERT_LT(0, freed) TH_LOG("reclaim freed no page: the case proves nothing");
+
+	for (size_t i = 1; i < npages; i += 2)
+		lost += first_not(buf + i * PAGE, PAGE, 0x33) != -1;
+	EXPECT_EQ(0, lost) TH_LOG("the device's write after MADV_FREE lost in %zu of %zu pages",
+				  lost, npages / 2);
+	/* The others: the device's first bytes, or zeros where reclaim freed them. */
+	for (size_t i = 0; i < npages; i += 2) {
+		uint8_t want = buf[i * PAGE] ? 0x22 : 0;
+
+		EXPECT_EQ(-1, first_not(buf + i * PAGE, PAGE, want)) TH_LOG("page %zu", i);
+	}
+	ASSERT_EQ(0, dev_copy(self->fd, out, buf, len));
+	EXPECT_EQ(0, memcmp(out, buf, len)) TH_LOG("the device reads other bytes than the CPU");
+	munmap(buf, len);
+	munmap(out, len);
 	closed_gives_back(_metadata, self);
 }
 
