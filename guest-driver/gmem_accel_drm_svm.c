@@ -151,12 +151,33 @@ static const struct drm_gpusvm_ops gmem_drm_svm_ops = {
 	.invalidate = gmem_drm_invalidate,
 };
 
-/* Remove the ranges whose memory was unmapped; svm->lock held. */
+/*
+ * A range of the 2 MiB window at @start went: the window's table of 4 KiB device entries goes
+ * too (the core's gmem_pt_drop_window(), as for the own front end's unmapped windows) once
+ * nothing in the window is mapped, so that a process that maps and unmaps memory all over its
+ * address space does not grow its page table. svm->lock held: no fault maps meanwhile.
+ */
+static void gmem_drm_window_gc(struct gmem_drm_svm *svm, u64 start)
+{
+	DECLARE_BITMAP(map, GMEM_WINDOW_PAGES);
+	struct gmem_ctx *ctx = svm->ctx;
+	bool empty;
+
+	mutex_lock(&ctx->lock);
+	gmem_pt_window_mapped(ctx, start, map);
+	empty = bitmap_empty(map, GMEM_WINDOW_PAGES);
+	mutex_unlock(&ctx->lock);
+	if (empty)
+		gmem_pt_drop_window(ctx, start);
+}
+
+/* Remove the ranges whose memory was unmapped, and the tables they leave empty; svm->lock held. */
 static void gmem_drm_gc(struct gmem_drm_svm *svm)
 {
 	lockdep_assert_held(&svm->lock);
 	for (;;) {
 		struct gmem_drm_range *range;
+		u64 window;
 
 		spin_lock(&svm->gc_lock);
 		range = list_first_entry_or_null(&svm->gc_list, struct gmem_drm_range, gc_link);
@@ -165,7 +186,10 @@ static void gmem_drm_gc(struct gmem_drm_svm *svm)
 		spin_unlock(&svm->gc_lock);
 		if (!range)
 			return;
+		/* (a range lies in one window: chunks are at most 2 MiB, and aligned) */
+		window = ALIGN_DOWN(drm_gpusvm_range_start(&range->base), GMEM_HUGE_SIZE);
 		drm_gpusvm_range_remove(&svm->gpusvm, &range->base);
+		gmem_drm_window_gc(svm, window);
 	}
 }
 
