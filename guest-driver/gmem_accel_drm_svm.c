@@ -15,6 +15,7 @@
  * collector, before mmap_lock; drm_gpusvm's notifier_lock is taken before gmem_ctx.lock.
  */
 #include <linux/delay.h>
+#include <linux/hmm.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -275,6 +276,18 @@ static bool gmem_drm_range_in_hbm(struct drm_gpusvm_range *r)
 	return true;
 }
 
+/* How many of @r's pages are in the device's HBM? Under drm_gpusvm's notifier lock, pages valid. */
+static unsigned long gmem_drm_range_hbm_count(struct drm_gpusvm_range *r)
+{
+	struct drm_pagemap_addr *addr = to_range(r)->pages.dma_addr;
+	unsigned long npages = gmem_drm_range_pages(r), n = 0;
+
+	for (unsigned long i = 0, j = 0; i < npages; i += 1ul << addr[j].order, j++)
+		if (addr[j].proto == GMEM_DRM_INTERCONNECT_HBM)
+			n += 1ul << addr[j].order;
+	return n;
+}
+
 /*
  * Is a page of @r in the device's HBM mapped by more than one process (shared after fork())?
  * hmm_range_fault() gives the owner's device pages as they are, read-only ones too (the CPU
@@ -381,7 +394,7 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 	unsigned long bound = 0;	/* the largest range size to make; 0: any */
 	unsigned int loc = prefetch ? GMEM_ACCEL_PREFER_DEVICE : gmem_drm_mem_pref(&svm->mem, va);
 	unsigned int atomic = gmem_drm_mem_atomic(&svm->mem, va), lost = 0;
-	bool write = perm & GMEM_PTE_WRITE, moved = false, vma_ro;
+	bool write = perm & GMEM_PTE_WRITE, moved = false, migrated = false, vma_ro;
 	/* a device atomic where only HBM gives it (gmem_drm_mem_atomic_ok()) */
 	bool need_hbm = (perm & GMEM_PTE_ATOMIC) && atomic == GMEM_ACCEL_DRM_ATOMIC_GLOBAL;
 
@@ -454,6 +467,7 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 		if (to_hbm && gctx.devmem_possible && r->flags.migrate_devmem && !moved) {
 			moved = true;
 			move_err = gmem_dpm_migrate_range(&svm->mem, r, ctx->mm);
+			migrated |= move_err > 0;
 		}
 		ret = drm_gpusvm_get_pages(gpusvm, &to_range(r)->pages, ctx->mm,
 					   &r->notifier->notifier, start, end, &gctx);
@@ -516,6 +530,11 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 		mutex_lock(&ctx->lock);
 		ret = gmem_drm_map_range(svm, r, !gctx.read_only);
 		mutex_unlock(&ctx->lock);
+		/* (STATS: the pages this context moved, as the core counts its migrations) */
+		if (migrated && ret >= 0) {
+			gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_DEVICE, gmem_drm_range_hbm_count(r));
+			migrated = false;
+		}
 		drm_gpusvm_notifier_unlock(gpusvm);
 		if (ret > 0 || ret == -EAGAIN)
 			gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
@@ -654,7 +673,49 @@ int gmem_drm_svm_prefetch(struct gmem_ctx *ctx, u64 start, u64 end)
 	return ret;
 }
 
-/* Bring the HBM pages of every range that meets [start, end) home (PREFER_SYSTEM advice). */
+/*
+ * How many of range @r's pages are in device memory of the file's owner (this device's HBM or
+ * a peer's): a look at the CPU's page table, nothing faulted. svm->lock held.
+ */
+static unsigned long gmem_drm_range_devmem_pages(struct gmem_drm_svm *svm,
+						 struct drm_gpusvm_range *r)
+{
+	unsigned long npages = gmem_drm_range_pages(r), n = 0, *pfns;
+	struct hmm_range hr = {
+		.notifier = &r->notifier->notifier,
+		.start = drm_gpusvm_range_start(r),
+		.end = drm_gpusvm_range_end(r),
+		.dev_private_owner = svm->mem.owner,
+	};
+	int ret = -EBUSY;
+
+	pfns = kvcalloc(npages, sizeof(*pfns), GFP_KERNEL);
+	if (!pfns || !mmget_not_zero(svm->ctx->mm)) {
+		kvfree(pfns);
+		return 0;
+	}
+	hr.hmm_pfns = pfns;
+	for (int tries = 0; ret == -EBUSY && tries < 8; tries++) {
+		hr.notifier_seq = mmu_interval_read_begin(hr.notifier);
+		mmap_read_lock(svm->ctx->mm);
+		ret = hmm_range_fault(&hr);
+		mmap_read_unlock(svm->ctx->mm);
+	}
+	mmput(svm->ctx->mm);
+	for (unsigned long i = 0; !ret && i < npages; i++) {
+		struct page *page = (pfns[i] & HMM_PFN_VALID) ? hmm_pfn_to_page(pfns[i]) : NULL;
+
+		n += page && is_device_private_page(page) &&
+		     page_pgmap(page)->owner == svm->mem.owner;
+	}
+	kvfree(pfns);
+	return n;
+}
+
+/*
+ * Bring the HBM pages of every range that meets [start, end) home (PREFER_SYSTEM advice),
+ * counted as the context's moves home.
+ */
 void gmem_drm_svm_evict(struct gmem_ctx *ctx, u64 start, u64 end)
 {
 	struct gmem_drm_svm *svm = ctx->hook_data;
@@ -664,8 +725,12 @@ void gmem_drm_svm_evict(struct gmem_ctx *ctx, u64 start, u64 end)
 	drm_gpusvm_for_each_notifier_safe(notifier, next, &svm->gpusvm, start, end) {
 		struct drm_gpusvm_range *r, *rnext;
 
-		drm_gpusvm_for_each_range_safe(r, rnext, notifier, start, end)
-			drm_gpusvm_range_evict(&svm->gpusvm, r);
+		drm_gpusvm_for_each_range_safe(r, rnext, notifier, start, end) {
+			unsigned long n = gmem_drm_range_devmem_pages(svm, r);
+
+			if (!drm_gpusvm_range_evict(&svm->gpusvm, r) && n)
+				gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_SYSTEM, n);
+		}
 	}
 	mutex_unlock(&svm->lock);
 }
