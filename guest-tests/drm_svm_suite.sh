@@ -44,7 +44,6 @@ windows="counts the gmem core's notifier windows; drm_gpusvm's notifiers are its
 dmirror="needs test_hmm's /dev/gmem_dmirrorN, which the DRM front end has not"
 hbm="counts the gmem core's HBM allocator (hbm_pages_now, hbm_chunks_now); drm_pagemap's HBM is drm_hbm_pages_now"
 evict="asserts the gmem core's eviction (its LRU of 2 MiB chunks, evictions, evictions_ahead); drm_pagemap evicts the oldest ranges (drm_evictions)"
-stats="STATS migrated_to_device and migrated_to_system stay 0: the DRM front end counts its moves per device only (drm_to_hbm, drm_to_ram)"
 coherent="(not run: it WARNs) a page in a coherent device's HBM of the gmem front end reaches drm_gpusvm_get_pages(), which takes it for drm_pagemap's (drm_WARN_ON(!dpagemap)): the DRM device's fault or PREFETCH there fails with EBUSY"
 cat >/tmp/drm_svm_suite.cases <<EOT
 mirror_test processes_fault_at_once_each_on_its_own_queue skip $grain
@@ -76,8 +75,6 @@ hbm_test eviction_invalidates_ranges_not_pages skip $evict
 hbm_test eviction_worker_makes_room_beside_a_migration skip $evict
 hbm_test eviction_finds_pages_mremap_moved skip $evict
 hbm_test random_interleavings skip $evict
-hbm_test private.explicit_round_trip bug $stats
-hbm_test private.advise_device_migrates_on_fault bug $stats
 signal_test obj_alloc_evicting_through_signals skip GEM objects are never evicted here (as GMEM_ACCEL_OBJ_PINNED): the second object finds no room (ENOSPC)
 EOT
 
