@@ -435,7 +435,8 @@ static const struct drm_pagemap_ops gmem_dpm_ops = {
 /*
  * Move drm_gpusvm range @r of the file whose memory is @mem into HBM unless it is there
  * (drm_gpusvm's lock held, not mmap_lock); best effort: a range that cannot move is mapped
- * where it is. If some of it is in HBM already, it goes home first and moves whole.
+ * where it is. If some of it is in HBM already, it goes home first and moves whole. 1 if it
+ * moved, 0 if it was there, else -errno.
  */
 int gmem_dpm_migrate_range(struct gmem_drm_mem *mem, struct drm_gpusvm_range *r,
 			   struct mm_struct *mm)
@@ -459,7 +460,7 @@ int gmem_dpm_migrate_range(struct gmem_drm_mem *mem, struct drm_gpusvm_range *r,
 	}
 	if (ret)
 		gmem_dev_count(dpm->g, GMEM_DEV_DRM_MIGRATE_FAILS, 1);
-	return ret;
+	return ret ?: 1;
 }
 
 /* The file whose memory is @owner is closed: its allocations go home. */

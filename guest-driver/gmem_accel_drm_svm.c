@@ -15,6 +15,7 @@
  * collector, before mmap_lock; drm_gpusvm's notifier_lock is taken before gmem_ctx.lock.
  */
 #include <linux/delay.h>
+#include <linux/hmm.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -151,12 +152,33 @@ static const struct drm_gpusvm_ops gmem_drm_svm_ops = {
 	.invalidate = gmem_drm_invalidate,
 };
 
-/* Remove the ranges whose memory was unmapped; svm->lock held. */
+/*
+ * A range of the 2 MiB window at @start went: the window's table of 4 KiB device entries goes
+ * too (the core's gmem_pt_drop_window(), as for the own front end's unmapped windows) once
+ * nothing in the window is mapped, so that a process that maps and unmaps memory all over its
+ * address space does not grow its page table. svm->lock held: no fault maps meanwhile.
+ */
+static void gmem_drm_window_gc(struct gmem_drm_svm *svm, u64 start)
+{
+	DECLARE_BITMAP(map, GMEM_WINDOW_PAGES);
+	struct gmem_ctx *ctx = svm->ctx;
+	bool empty;
+
+	mutex_lock(&ctx->lock);
+	gmem_pt_window_mapped(ctx, start, map);
+	empty = bitmap_empty(map, GMEM_WINDOW_PAGES);
+	mutex_unlock(&ctx->lock);
+	if (empty)
+		gmem_pt_drop_window(ctx, start);
+}
+
+/* Remove the ranges whose memory was unmapped, and the tables they leave empty; svm->lock held. */
 static void gmem_drm_gc(struct gmem_drm_svm *svm)
 {
 	lockdep_assert_held(&svm->lock);
 	for (;;) {
 		struct gmem_drm_range *range;
+		u64 window;
 
 		spin_lock(&svm->gc_lock);
 		range = list_first_entry_or_null(&svm->gc_list, struct gmem_drm_range, gc_link);
@@ -165,7 +187,10 @@ static void gmem_drm_gc(struct gmem_drm_svm *svm)
 		spin_unlock(&svm->gc_lock);
 		if (!range)
 			return;
+		/* (a range lies in one window: chunks are at most 2 MiB, and aligned) */
+		window = ALIGN_DOWN(drm_gpusvm_range_start(&range->base), GMEM_HUGE_SIZE);
 		drm_gpusvm_range_remove(&svm->gpusvm, &range->base);
+		gmem_drm_window_gc(svm, window);
 	}
 }
 
@@ -249,6 +274,18 @@ static bool gmem_drm_range_in_hbm(struct drm_gpusvm_range *r)
 		if (addr[j].proto != GMEM_DRM_INTERCONNECT_HBM)
 			return false;
 	return true;
+}
+
+/* How many of @r's pages are in the device's HBM? Under drm_gpusvm's notifier lock, pages valid. */
+static unsigned long gmem_drm_range_hbm_count(struct drm_gpusvm_range *r)
+{
+	struct drm_pagemap_addr *addr = to_range(r)->pages.dma_addr;
+	unsigned long npages = gmem_drm_range_pages(r), n = 0;
+
+	for (unsigned long i = 0, j = 0; i < npages; i += 1ul << addr[j].order, j++)
+		if (addr[j].proto == GMEM_DRM_INTERCONNECT_HBM)
+			n += 1ul << addr[j].order;
+	return n;
 }
 
 /*
@@ -360,7 +397,7 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 	unsigned long bound = 0;	/* the largest range size to make; 0: any */
 	unsigned int loc = prefetch ? GMEM_ACCEL_PREFER_DEVICE : gmem_drm_mem_pref(&svm->mem, va);
 	unsigned int atomic = gmem_drm_mem_atomic(&svm->mem, va), lost = 0;
-	bool write = perm & GMEM_PTE_WRITE, moved = false, vma_ro;
+	bool write = perm & GMEM_PTE_WRITE, moved = false, migrated = false, vma_ro;
 	/* a device atomic where only HBM gives it (gmem_drm_mem_atomic_ok()) */
 	bool need_hbm = (perm & GMEM_PTE_ATOMIC) && atomic == GMEM_ACCEL_DRM_ATOMIC_GLOBAL;
 
@@ -433,6 +470,7 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 		if (to_hbm && gctx.devmem_possible && r->flags.migrate_devmem && !moved) {
 			moved = true;
 			move_err = gmem_dpm_migrate_range(&svm->mem, r, ctx->mm);
+			migrated |= move_err > 0;
 		}
 		ret = drm_gpusvm_get_pages(gpusvm, &to_range(r)->pages, ctx->mm,
 					   &r->notifier->notifier, start, end, &gctx);
@@ -495,6 +533,11 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 		mutex_lock(&ctx->lock);
 		ret = gmem_drm_map_range(svm, r, !gctx.read_only);
 		mutex_unlock(&ctx->lock);
+		/* (STATS: the pages this context moved, as the core counts its migrations) */
+		if (migrated && ret >= 0) {
+			gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_DEVICE, gmem_drm_range_hbm_count(r));
+			migrated = false;
+		}
 		drm_gpusvm_notifier_unlock(gpusvm);
 		if (ret > 0 || ret == -EAGAIN)
 			gmem_tlb_invalidate(ctx->g, ctx->id, start, end - start);
@@ -633,7 +676,49 @@ int gmem_drm_svm_prefetch(struct gmem_ctx *ctx, u64 start, u64 end)
 	return ret;
 }
 
-/* Bring the HBM pages of every range that meets [start, end) home (PREFER_SYSTEM advice). */
+/*
+ * How many of range @r's pages are in device memory of the file's owner (this device's HBM or
+ * a peer's): a look at the CPU's page table, nothing faulted. svm->lock held.
+ */
+static unsigned long gmem_drm_range_devmem_pages(struct gmem_drm_svm *svm,
+						 struct drm_gpusvm_range *r)
+{
+	unsigned long npages = gmem_drm_range_pages(r), n = 0, *pfns;
+	struct hmm_range hr = {
+		.notifier = &r->notifier->notifier,
+		.start = drm_gpusvm_range_start(r),
+		.end = drm_gpusvm_range_end(r),
+		.dev_private_owner = svm->mem.owner,
+	};
+	int ret = -EBUSY;
+
+	pfns = kvcalloc(npages, sizeof(*pfns), GFP_KERNEL);
+	if (!pfns || !mmget_not_zero(svm->ctx->mm)) {
+		kvfree(pfns);
+		return 0;
+	}
+	hr.hmm_pfns = pfns;
+	for (int tries = 0; ret == -EBUSY && tries < 8; tries++) {
+		hr.notifier_seq = mmu_interval_read_begin(hr.notifier);
+		mmap_read_lock(svm->ctx->mm);
+		ret = hmm_range_fault(&hr);
+		mmap_read_unlock(svm->ctx->mm);
+	}
+	mmput(svm->ctx->mm);
+	for (unsigned long i = 0; !ret && i < npages; i++) {
+		struct page *page = (pfns[i] & HMM_PFN_VALID) ? hmm_pfn_to_page(pfns[i]) : NULL;
+
+		n += page && is_device_private_page(page) &&
+		     page_pgmap(page)->owner == svm->mem.owner;
+	}
+	kvfree(pfns);
+	return n;
+}
+
+/*
+ * Bring the HBM pages of every range that meets [start, end) home (PREFER_SYSTEM advice),
+ * counted as the context's moves home.
+ */
 void gmem_drm_svm_evict(struct gmem_ctx *ctx, u64 start, u64 end)
 {
 	struct gmem_drm_svm *svm = ctx->hook_data;
@@ -643,8 +728,12 @@ void gmem_drm_svm_evict(struct gmem_ctx *ctx, u64 start, u64 end)
 	drm_gpusvm_for_each_notifier_safe(notifier, next, &svm->gpusvm, start, end) {
 		struct drm_gpusvm_range *r, *rnext;
 
-		drm_gpusvm_for_each_range_safe(r, rnext, notifier, start, end)
-			drm_gpusvm_range_evict(&svm->gpusvm, r);
+		drm_gpusvm_for_each_range_safe(r, rnext, notifier, start, end) {
+			unsigned long n = gmem_drm_range_devmem_pages(svm, r);
+
+			if (!drm_gpusvm_range_evict(&svm->gpusvm, r) && n)
+				gmem_ctx_count(ctx, GMEM_CTX_MIGRATED_TO_SYSTEM, n);
+		}
 	}
 	mutex_unlock(&svm->lock);
 }

@@ -42,6 +42,9 @@ grain="drm_gpusvm faults a whole chunk (2 MiB, 64 KiB or 4 KiB), the gmem core a
 write="a device read maps a range for reading until the device writes it (the gmem core maps what the CPU page table allows)"
 windows="counts the gmem core's notifier windows; drm_gpusvm's notifiers are its own"
 dmirror="needs test_hmm's /dev/gmem_dmirrorN, which the DRM front end has not"
+hbm="counts the gmem core's HBM allocator (hbm_pages_now, hbm_chunks_now); drm_pagemap's HBM is drm_hbm_pages_now"
+evict="asserts the gmem core's eviction (its LRU of 2 MiB chunks, evictions, evictions_ahead); drm_pagemap evicts the oldest ranges (drm_evictions)"
+coherent="(not run: it WARNs) a page in a coherent device's HBM of the gmem front end reaches drm_gpusvm_get_pages(), which takes it for drm_pagemap's (drm_WARN_ON(!dpagemap)): the DRM device's fault or PREFETCH there fails with EBUSY"
 cat >/tmp/drm_svm_suite.cases <<EOT
 mirror_test processes_fault_at_once_each_on_its_own_queue skip $grain
 mirror_test fault_populates_only_the_faulting_page skip $grain
@@ -51,12 +54,27 @@ mirror_test zero_page_read skip counts the gmem core's DMA mappings (dma_mapped_
 mirror_test thp_is_2m_on_device skip $write
 mm_events_test invalidations_elsewhere_pass_the_device_by skip $windows
 mm_events_test window_mapped_again_keeps_its_device_mappings skip $windows
-mm_events_test unmapped_windows_give_back_their_notifiers bug device page-table pages of unmapped ranges stay until close
-hostile_test own_migration_races_its_faults skip needs GMEM_ACCEL_IOC_MIGRATE and the gmem core's fault-pass injection
+hostile_test own_migration_races_its_faults skip needs the gmem core's fault-pass injection
+hostile_test contention_on_shared_windows_throttles skip known bug $coherent
 hostile_test killed_during_a_huge_fault_ahead skip $dmirror
 hostile_test dmirror_snapshot_of_a_huge_hole skip $dmirror
 hostile_test dmirror_snapshot_without_buffer skip $dmirror
 hbm_test bad_advise_args skip a range past user space is EINVAL here (docs/uapi.md), EFAULT to GMEM_ACCEL_IOC_ADVISE
+hbm_test migrate_between_devices skip known bug $coherent
+hbm_test to_device_then_cpu_access skip PREFETCH maps HBM for reading (the device's write faults), MIGRATE writable; and $hbm, cpu_faults
+hbm_test contiguous_pages_map_as_64k skip drm_gpusvm maps a range's HBM 4 KiB or 2 MiB a leaf, never as 64 KiB CONT groups
+hbm_test close_brings_pages_home skip $hbm
+hbm_test munmap_returns_chunks skip $hbm
+hbm_test device_write_to_readonly_hbm skip $hbm
+hbm_test device_write_keeps_hbm_after_protection_change skip $hbm
+hbm_test device_write_with_hbm_full_evicts_nothing skip $hbm
+hbm_test oversubscription skip $evict
+hbm_test eviction_spares_recently_used_chunk skip $evict
+hbm_test eviction_invalidates_ranges_not_pages skip $evict
+hbm_test eviction_worker_makes_room_beside_a_migration skip $evict
+hbm_test eviction_finds_pages_mremap_moved skip $evict
+hbm_test random_interleavings skip $evict
+signal_test obj_alloc_evicting_through_signals skip GEM objects are never evicted here (as GMEM_ACCEL_OBJ_PINNED): the second object finds no room (ENOSPC)
 EOT
 
 counts=/tmp/drm_svm_suite.counts

@@ -347,11 +347,6 @@ bool gmem_test_begin(int timeout_s)
 	return true;
 }
 
-static const char * const gmem_ioc_names[] = {
-	"GET_INFO", "SUBMIT", "WAIT", "SNAPSHOT", "STATS", "MIGRATE", "ADVISE", "OBJ_ALLOC",
-	"OBJ_FREE", "OBJ_QUERY", "OBJ_EXPORT", "OBJ_IMPORT", "FENCE_EXPORT",
-};
-
 unsigned long gmem_ioc(int fd, unsigned long cmd)
 {
 	if (!gmem_fd_is_accel(fd))
@@ -370,10 +365,6 @@ unsigned long gmem_ioc(int fd, unsigned long cmd)
 	case GMEM_ACCEL_IOC_ADVISE:
 		return DRM_IOCTL_GMEM_ACCEL_ADVISE;
 	}
-	if (gmem_frontend_drm())
-		printf("# " GMEM_ADAPTER_NO_DRM " GMEM_ACCEL_IOC_%s\n",
-		       _IOC_NR(cmd) < sizeof(gmem_ioc_names) / sizeof(gmem_ioc_names[0]) ?
-		       gmem_ioc_names[_IOC_NR(cmd)] : "(unknown)");
 	return cmd;	/* not a DRM number: drm_ioctl() answers ENOTTY */
 }
 
