@@ -429,7 +429,9 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 		/* (once a fault: a range that cannot move is mapped where it is) */
 		if (to_hbm && gctx.devmem_possible && r->flags.migrate_devmem && !moved) {
 			moved = true;
-			move_err = gmem_dpm_migrate_range(&svm->mem, r, ctx->mm);
+			/* (a fault's move may leave it: HBM oversubscribed, as the own one's) */
+			move_err = gmem_dpm_migrate_range(&svm->mem, r, ctx,
+							  !prefetch && !need_hbm);
 		}
 		ret = drm_gpusvm_get_pages(gpusvm, &to_range(r)->pages, ctx->mm,
 					   &r->notifier->notifier, start, end, &gctx);
