@@ -110,15 +110,23 @@ static void gmem_drm_invalidate(struct drm_gpusvm *gpusvm, struct drm_gpusvm_not
 	unsigned long end = min(drm_gpusvm_notifier_end(notifier), mmu_range->end);
 	struct gmem_ctx *ctx = svm->ctx;
 	struct drm_gpusvm_range *r, *first;
+	u64 zap_start, zap_end = 0;
 	bool queued = false;
 
 	first = drm_gpusvm_range_find(notifier, start, end);
 	if (!first)
 		return;
-	mutex_lock(&ctx->lock);
+	/*
+	 * One zap from the first range's start to the last one's end, one device TLB
+	 * invalidation for all: a process's exit or a large munmap() meets many ranges. What
+	 * lies between them (an object's leaves) the device faults in again.
+	 */
+	zap_start = drm_gpusvm_range_start(first);
 	r = first;
 	drm_gpusvm_for_each_range(r, notifier, start, end)
-		gmem_pt_zap(ctx, drm_gpusvm_range_start(r), drm_gpusvm_range_end(r));
+		zap_end = drm_gpusvm_range_end(r);
+	mutex_lock(&ctx->lock);
+	gmem_pt_zap(ctx, zap_start, zap_end);
 	mutex_unlock(&ctx->lock);
 	r = first;
 	drm_gpusvm_for_each_range(r, notifier, start, end) {
