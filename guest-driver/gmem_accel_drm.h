@@ -86,7 +86,7 @@ void gmem_dpm_put(struct drm_pagemap *dpagemap);
 int gmem_dpm_obj_take(struct drm_pagemap *dpagemap, unsigned int npages, u64 *off);
 void gmem_dpm_obj_give(struct drm_pagemap *dpagemap, u64 off, unsigned int npages);
 int gmem_dpm_migrate_range(struct gmem_drm_mem *mem, struct drm_gpusvm_range *r,
-			   struct mm_struct *mm);
+			   struct gmem_ctx *ctx, bool may_stay);
 void gmem_dpm_evict_owner(struct drm_pagemap *dpagemap, const void *owner);
 void gmem_dpm_unplug(struct gmem_accel *g);
 void gmem_dpm_unbind(struct gmem_accel *g);

@@ -8,7 +8,10 @@
  * allocation (struct gmem_dpm_block) holds the HBM of one drm_gpusvm range, aligned to its
  * size; drm_pagemap moves the range in (populate_mm), home on a CPU touch (migrate_to_ram)
  * and home on eviction, calling the copies here, which run on the device's DMA engine
- * (queue 0, gmem_kernel_run()). Out of HBM, the oldest allocation is evicted to make room.
+ * (queue 0, gmem_kernel_run()). Out of HBM, the oldest allocation is evicted to make room;
+ * once that evicts what the current burst of HBM use filled, HBM is oversubscribed and a
+ * device fault maps a range where its pages are instead, as the own front end's faults do
+ * (gmem_accel_oversub.c).
  * A file's allocations go home when it is closed, every one when the device is unbound.
  *
  * The device reaches its own HBM by an HBM offset (GMEM_DRM_INTERCONNECT_HBM); another
@@ -32,6 +35,7 @@
 
 #include "gmem_accel.h"
 #include "gmem_accel_drm.h"
+#include "gmem_accel_oversub.h"
 #include "gmem_accel_queue.h"
 
 /* A device's HBM as drm_pagemap pages. */
@@ -43,9 +47,11 @@ struct gmem_dpm {
 	struct resource *res;		/* the pages' physical addresses, as requested */
 	bool mapped;			/* pagemap is the device's devres */
 	unsigned long pfn_first, npages;
-	spinlock_t lock;		/* busy, blocks */
+	spinlock_t lock;		/* busy, blocks, burst_ns, busy_ns */
 	unsigned long *busy;		/* HBM pages of live allocations */
 	struct list_head blocks;	/* live allocations, oldest first: eviction's order */
+	/* the current burst of HBM use: its start, its last fill (gmem_oversub_use()) */
+	u64 burst_ns, busy_ns;
 	struct llist_node dead;		/* destroyed, to be freed by gmem_dpm_reap() */
 };
 
@@ -58,6 +64,8 @@ struct gmem_dpm_block {
 	bool released;
 	const void *owner;		/* the file's gmem_drm_mem that moved it; NULL once gone */
 	unsigned long first, npages;	/* its HBM pages */
+	unsigned long va;		/* where its range began in its process */
+	u64 used_ns;			/* filled (gmem_oversub_use()) */
 	struct llist_node dead;
 };
 
@@ -328,10 +336,13 @@ static const struct drm_pagemap_devmem_ops gmem_dpm_devmem_ops = {
 /*
  * Evict the oldest allocation (of @owner's only, unless NULL) to system memory; false if
  * there is none. One that cannot move now goes to the back of the list, owned by nobody.
+ * @for_room: to make room in HBM; evicting what this burst of use filled then means that
+ * HBM is oversubscribed.
  */
-static bool gmem_dpm_evict_one(struct gmem_dpm *dpm, const void *owner)
+static bool gmem_dpm_evict_one(struct gmem_dpm *dpm, const void *owner, bool for_room)
 {
 	struct gmem_dpm_block *b, *victim = NULL;
+	bool in_burst = false;
 	int ret;
 
 	spin_lock(&dpm->lock);
@@ -343,9 +354,14 @@ static bool gmem_dpm_evict_one(struct gmem_dpm *dpm, const void *owner)
 			break;
 		}
 	}
+	if (victim && for_room) {
+		gmem_oversub_use(&dpm->burst_ns, &dpm->busy_ns);
+		in_burst = victim->used_ns >= dpm->burst_ns;
+	}
 	spin_unlock(&dpm->lock);
 	if (!victim)
 		return false;
+	gmem_oversub_evicting_va(dpm->g, victim->va, in_burst);
 	ret = drm_pagemap_evict_to_ram(&victim->devmem);
 	if (!ret)
 		gmem_dev_count(dpm->g, GMEM_DEV_DRM_EVICTIONS, 1);
@@ -363,8 +379,9 @@ static bool gmem_dpm_evict_one(struct gmem_dpm *dpm, const void *owner)
  * HBM for @npages (a range: 2 MiB, 64 KiB or 4 KiB, aligned to its size), evicting the
  * oldest allocations while none is free; -ENOMEM if nothing more can be evicted.
  */
-static struct gmem_dpm_block *gmem_dpm_alloc(struct gmem_dpm *dpm, unsigned long npages,
-					     struct mm_struct *mm, const void *owner)
+static struct gmem_dpm_block *gmem_dpm_alloc(struct gmem_dpm *dpm, unsigned long va,
+					     unsigned long npages, struct mm_struct *mm,
+					     const void *owner)
 {
 	struct gmem_dpm_block *b = kzalloc(sizeof(*b), GFP_KERNEL);
 	unsigned long align = roundup_pow_of_two(npages) - 1, first;
@@ -378,13 +395,14 @@ static struct gmem_dpm_block *gmem_dpm_alloc(struct gmem_dpm *dpm, unsigned long
 		if (first < dpm->npages) {
 			bitmap_set(dpm->busy, first, npages);
 			list_add_tail(&b->link, &dpm->blocks);
+			b->used_ns = gmem_oversub_use(&dpm->burst_ns, &dpm->busy_ns);
 			spin_unlock(&dpm->lock);
 			break;
 		}
 		spin_unlock(&dpm->lock);
 		/* (each eviction frees at least one allocation's pages, unless it raced) */
 		if (fatal_signal_pending(current) || evicted++ > dpm->npages / npages + 16 ||
-		    !gmem_dpm_evict_one(dpm, NULL)) {
+		    !gmem_dpm_evict_one(dpm, NULL, true)) {
 			kfree(b);
 			return ERR_PTR(-ENOMEM);
 		}
@@ -394,6 +412,7 @@ static struct gmem_dpm_block *gmem_dpm_alloc(struct gmem_dpm *dpm, unsigned long
 	b->owner = owner;
 	b->first = first;
 	b->npages = npages;
+	b->va = va;
 	mmgrab(mm);
 	drm_pagemap_devmem_init(&b->devmem, dpm->dpagemap.drm->dev, mm, &gmem_dpm_devmem_ops,
 				&dpm->dpagemap, npages << PAGE_SHIFT, NULL);
@@ -411,7 +430,7 @@ static int gmem_dpm_populate(struct gmem_dpm *dpm, unsigned long start, unsigned
 
 	if (!drm_dev_enter(dpm->dpagemap.drm, &idx))
 		return -ENODEV;
-	b = gmem_dpm_alloc(dpm, (end - start) >> PAGE_SHIFT, mm, owner);
+	b = gmem_dpm_alloc(dpm, start, (end - start) >> PAGE_SHIFT, mm, owner);
 	ret = PTR_ERR_OR_ZERO(b);
 	if (!ret)	/* (drm_pagemap takes over the allocation's first reference) */
 		ret = drm_pagemap_migrate_to_devmem(&b->devmem, mm, start, end, &md);
@@ -432,21 +451,42 @@ static const struct drm_pagemap_ops gmem_dpm_ops = {
 	.destroy = gmem_dpm_destroy,
 };
 
+/* Is a free stretch of HBM there for @npages, aligned to their size? */
+static bool gmem_dpm_room(struct gmem_dpm *dpm, unsigned long npages)
+{
+	unsigned long align = roundup_pow_of_two(npages) - 1;
+	bool room;
+
+	spin_lock(&dpm->lock);
+	room = bitmap_find_next_zero_area(dpm->busy, dpm->npages, 0, npages, align) <
+	       dpm->npages;
+	spin_unlock(&dpm->lock);
+	return room;
+}
+
 /*
- * Move drm_gpusvm range @r of the file whose memory is @mem into HBM unless it is there
+ * Move drm_gpusvm range @r of context @ctx, whose memory is @mem, into HBM unless it is there
  * (drm_gpusvm's lock held, not mmap_lock); best effort: a range that cannot move is mapped
- * where it is. If some of it is in HBM already, it goes home first and moves whole. 1 if it
- * moved, 0 if it was there, else -errno.
+ * where it is. If some of it is in HBM already, it goes home first and moves whole.
+ * @may_stay: a device fault's move, which HBM oversubscribed and full leaves where it is
+ * (gmem_oversub_active()), as the own front end's faults do; else a move asked for. 1 if it
+ * moved, 0 if it was there or stays, else -errno.
  */
 int gmem_dpm_migrate_range(struct gmem_drm_mem *mem, struct drm_gpusvm_range *r,
-			   struct mm_struct *mm)
+			   struct gmem_ctx *ctx, bool may_stay)
 {
 	struct gmem_dpm *dpm = to_dpm(mem->dpagemap);
 	unsigned long start = drm_gpusvm_range_start(r), end = drm_gpusvm_range_end(r);
+	struct mm_struct *mm = ctx->mm;
 	int ret = 0;
 
 	if (drm_gpusvm_scan_mm(r, mem->owner, &dpm->pagemap) == DRM_GPUSVM_SCAN_EQUAL)
 		return 0;
+	if (may_stay && gmem_oversub_active(dpm->g, ctx->id, start) &&
+	    !gmem_dpm_room(dpm, (end - start) >> PAGE_SHIFT)) {
+		gmem_oversub_mapped_remote(dpm->g, ctx->id, start);
+		return 0;
+	}
 	for (int tries = 0; tries < 2; tries++) {
 		if (!mmget_not_zero(mm))
 			return -EFAULT;
@@ -468,7 +508,7 @@ void gmem_dpm_evict_owner(struct drm_pagemap *dpagemap, const void *owner)
 {
 	struct gmem_dpm *dpm = to_dpm(dpagemap);
 
-	while (gmem_dpm_evict_one(dpm, owner))
+	while (gmem_dpm_evict_one(dpm, owner, false))
 		;
 }
 
@@ -557,7 +597,7 @@ int gmem_dpm_obj_take(struct drm_pagemap *dpagemap, unsigned int npages, u64 *of
 		}
 		spin_unlock(&dpm->lock);
 		if (fatal_signal_pending(current) || evicted++ > dpm->npages / npages + 16 ||
-		    !gmem_dpm_evict_one(dpm, NULL))
+		    !gmem_dpm_evict_one(dpm, NULL, true))
 			return -ENOSPC;
 	}
 	*off = (u64)first << PAGE_SHIFT;
@@ -690,7 +730,7 @@ void gmem_dpm_unbind(struct gmem_accel *g)
 	dpm = to_dpm(dpagemap);
 	/* each at most once: one that cannot move stays until its pages are freed */
 	n = gmem_dpm_nr_blocks(dpm);
-	while (n-- && gmem_dpm_evict_one(dpm, NULL))
+	while (n-- && gmem_dpm_evict_one(dpm, NULL, false))
 		;
 	/*
 	 * A CPU fault bringing an allocation home meanwhile holds its pages, which the eviction
@@ -700,7 +740,7 @@ void gmem_dpm_unbind(struct gmem_accel *g)
 	for (unsigned long deadline = jiffies + 5 * HZ; (n = gmem_dpm_nr_blocks(dpm)) &&
 	     time_before(jiffies, deadline);) {
 		msleep(20);
-		gmem_dpm_evict_one(dpm, NULL);
+		gmem_dpm_evict_one(dpm, NULL, false);
 		if (gmem_dpm_nr_blocks(dpm) < n)
 			deadline = jiffies + 5 * HZ;
 	}

@@ -110,15 +110,23 @@ static void gmem_drm_invalidate(struct drm_gpusvm *gpusvm, struct drm_gpusvm_not
 	unsigned long end = min(drm_gpusvm_notifier_end(notifier), mmu_range->end);
 	struct gmem_ctx *ctx = svm->ctx;
 	struct drm_gpusvm_range *r, *first;
+	u64 zap_start, zap_end = 0;
 	bool queued = false;
 
 	first = drm_gpusvm_range_find(notifier, start, end);
 	if (!first)
 		return;
-	mutex_lock(&ctx->lock);
+	/*
+	 * One zap from the first range's start to the last one's end, one device TLB
+	 * invalidation for all: a process's exit or a large munmap() meets many ranges. What
+	 * lies between them (an object's leaves) the device faults in again.
+	 */
+	zap_start = drm_gpusvm_range_start(first);
 	r = first;
 	drm_gpusvm_for_each_range(r, notifier, start, end)
-		gmem_pt_zap(ctx, drm_gpusvm_range_start(r), drm_gpusvm_range_end(r));
+		zap_end = drm_gpusvm_range_end(r);
+	mutex_lock(&ctx->lock);
+	gmem_pt_zap(ctx, zap_start, zap_end);
 	mutex_unlock(&ctx->lock);
 	r = first;
 	drm_gpusvm_for_each_range(r, notifier, start, end) {
@@ -309,6 +317,42 @@ static bool gmem_drm_range_hbm_shared(struct gmem_drm_svm *svm, struct drm_gpusv
 	return false;
 }
 
+/*
+ * Does the CPU map every page of range @r writable now (a look, faulting nothing in; @pfns:
+ * room for the range's pages)? A device read then maps them writable, as the own front end
+ * maps what the CPU page table allows: a later device write to memory the CPU wrote needs
+ * no second fault and DMA mapping. Memory nobody wrote (the zero page), shared after fork()
+ * or write-protected stays read-only until the device writes it.
+ */
+static bool gmem_drm_range_cpu_writable(struct gmem_drm_svm *svm, struct drm_gpusvm_range *r,
+					unsigned long *pfns)
+{
+	struct hmm_range hr = {
+		.notifier = &r->notifier->notifier,
+		.start = drm_gpusvm_range_start(r),
+		.end = drm_gpusvm_range_end(r),
+		.hmm_pfns = pfns,
+		.dev_private_owner = svm->mem.owner,
+	};
+	unsigned long npages = gmem_drm_range_pages(r);
+	struct mm_struct *mm = svm->ctx->mm;
+	int ret;
+
+	if (!pfns || npages > GMEM_WINDOW_PAGES || !mmget_not_zero(mm))
+		return false;
+	hr.notifier_seq = mmu_interval_read_begin(hr.notifier);
+	mmap_read_lock(mm);
+	ret = hmm_range_fault(&hr);
+	mmap_read_unlock(mm);
+	mmput(mm);
+	if (ret)
+		return false;
+	for (unsigned long i = 0; i < npages; i++)
+		if (!(pfns[i] & HMM_PFN_WRITE))
+			return false;
+	return true;
+}
+
 /* Does range @r have DMA-mapped pages (only an invalidation takes them from under us)? */
 static bool gmem_drm_range_mapped(struct drm_gpusvm_range *r)
 {
@@ -386,10 +430,10 @@ static bool gmem_drm_range_shrink(struct gmem_drm_svm *svm, struct drm_gpusvm_ra
  * Serve a device fault at @va (@perm: the permissions beyond READ its access needs) through
  * drm_gpusvm; 0 or an errno the batch may fail with (docs/uapi.md: EFAULT, EPERM, EBUSY,
  * ENOSPC). @prefetch: as if the range preferred the device. The end of the range it made in
- * *@next.
+ * *@next. @pfns: scratch for a range's pages (NULL: a read maps for reading only).
  */
 static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool prefetch,
-			      u64 *next)
+			      unsigned long *pfns, u64 *next)
 {
 	struct drm_gpusvm *gpusvm = &svm->gpusvm;
 	struct gmem_ctx *ctx = svm->ctx;
@@ -459,17 +503,21 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 		*next = end;
 		/*
 		 * A read faults the pages in for reading only, unless the range has them for
-		 * writing already; a write to a range that has them for reading only gives them
-		 * back first, so that they are faulted in again for writing.
+		 * writing already or the CPU maps them all writable; a write to a range that has
+		 * them for reading only gives them back first, so that they are faulted in again
+		 * for writing.
 		 */
-		if (!write && !READ_ONCE(to_range(r)->writable))
+		if (!write && !READ_ONCE(to_range(r)->writable) && !gctx.read_only &&
+		    !gmem_drm_range_cpu_writable(svm, r, pfns))
 			gctx.read_only = true;
 		if (write && !READ_ONCE(to_range(r)->writable) && gmem_drm_range_mapped(r))
 			gmem_drm_range_unmap(svm, r);
 		/* (once a fault: a range that cannot move is mapped where it is) */
 		if (to_hbm && gctx.devmem_possible && r->flags.migrate_devmem && !moved) {
 			moved = true;
-			move_err = gmem_dpm_migrate_range(&svm->mem, r, ctx->mm);
+			/* (a fault's move may leave it: HBM oversubscribed, as the own one's) */
+			move_err = gmem_dpm_migrate_range(&svm->mem, r, ctx,
+							  !prefetch && !need_hbm);
 			migrated |= move_err > 0;
 		}
 		ret = drm_gpusvm_get_pages(gpusvm, &to_range(r)->pages, ctx->mm,
@@ -523,7 +571,7 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 			moved = false;
 			continue;
 		}
-		if (write && gmem_drm_range_hbm_shared(svm, r)) {
+		if (!gctx.read_only && gmem_drm_range_hbm_shared(svm, r)) {
 			/* home, where the write fault breaks the COW, then mapped there */
 			drm_gpusvm_notifier_unlock(gpusvm);
 			drm_gpusvm_range_evict(gpusvm, r);
@@ -566,7 +614,8 @@ static int gmem_drm_fault_hook(struct gmem_ctx *ctx, const struct gmem_fault *f,
 		/* In a mapping of a GEM object: the core maps its pages (not hmm's). */
 		ret = gmem_obj_fault(ctx, f[i].va & PAGE_MASK, perm & GMEM_PTE_WRITE, &start, &end);
 		if (ret == -ENOENT)
-			ret = gmem_drm_fault_one(svm, f[i].va & PAGE_MASK, perm, false, &end);
+			ret = gmem_drm_fault_one(svm, f[i].va & PAGE_MASK, perm, false, pfns,
+						 &end);
 	}
 	mutex_unlock(&svm->lock);
 	return ret ? ret : GMEM_FAULT_HOOK_ALL;
@@ -668,7 +717,7 @@ int gmem_drm_svm_prefetch(struct gmem_ctx *ctx, u64 start, u64 end)
 		return -ENODEV;
 	mutex_lock(&svm->lock);
 	for (va = start; va < end && !ret; va = max(next, va + PAGE_SIZE)) {
-		ret = gmem_drm_fault_one(svm, va, 0, true, &next);
+		ret = gmem_drm_fault_one(svm, va, 0, true, NULL, &next);
 		if (!ret && fatal_signal_pending(current))
 			ret = -EINTR;
 	}

@@ -15,7 +15,8 @@
  * system memory comes to HBM by access-counter migration when that is on (the hot regions)
  * or by an explicit MIGRATE. UVM has no such policy: its closest,
  * uvm_perf_map_remote_on_eviction, maps evicted pages remotely, only with access-counter
- * migration on, and leaves device faults to migrate.
+ * migration on, and leaves device faults to migrate. The DRM front end's HBM (its
+ * drm_pagemap allocations, gmem_accel_drm_pagemap.c) follows the same rule.
  */
 #include <linux/moduleparam.h>
 
@@ -56,12 +57,21 @@ static bool gmem_oversub_renew(struct gmem_accel *g, u64 now)
  */
 u64 gmem_oversub_busy(struct gmem_hbm *hbm)
 {
+	lockdep_assert_held(&hbm->lock);
+	return gmem_oversub_use(&hbm->burst_ns, &hbm->busy_ns);
+}
+
+/*
+ * The same for HBM of another allocator (the DRM front end's drm_pagemap), whose burst is
+ * *@burst_ns to *@busy_ns, under that allocator's lock.
+ */
+u64 gmem_oversub_use(u64 *burst_ns, u64 *busy_ns)
+{
 	u64 now = ktime_get_ns();
 
-	lockdep_assert_held(&hbm->lock);
-	if (!hbm->busy_ns || now - hbm->busy_ns > gmem_oversub_epoch_ns())
-		hbm->burst_ns = now;
-	hbm->busy_ns = now;
+	if (!*busy_ns || now - *busy_ns > gmem_oversub_epoch_ns())
+		*burst_ns = now;
+	*busy_ns = now;
 	return now;
 }
 
@@ -72,12 +82,48 @@ u64 gmem_oversub_busy(struct gmem_hbm *hbm)
  */
 void gmem_oversub_evicting(struct gmem_accel *g, unsigned long pfn, bool in_burst)
 {
+	if (in_burst)
+		gmem_oversub_evicting_va(g, gmem_hbm_va(&g->hbm, pfn), in_burst);
+}
+
+/* The same for HBM whose data had address @va (the DRM front end's allocations). */
+void gmem_oversub_evicting_va(struct gmem_accel *g, u64 va, bool in_burst)
+{
 	if (!READ_ONCE(gmem_perf_oversub_enable) || !in_burst)
 		return;
 	if (gmem_oversub_renew(g, ktime_get_ns())) {
 		gmem_dev_count(g, GMEM_DEV_OVERSUB_EPISODES, 1);
-		trace_gmem_accel_oversub_enter(0, gmem_hbm_va(&g->hbm, pfn));
+		trace_gmem_accel_oversub_enter(0, va);
 	}
+}
+
+/*
+ * Is device @g's HBM oversubscribed, as a device fault of context @ctx_id at @va asks before
+ * it would migrate? An epoch without pressure ends the episode here. The caller then maps
+ * the fault's pages where they are if HBM has no room either (gmem_oversub_mapped_remote()).
+ */
+bool gmem_oversub_active(struct gmem_accel *g, u16 ctx_id, u64 va)
+{
+	s64 since = atomic64_read(&g->oversub_ns);
+	u64 now = ktime_get_ns();
+
+	if (!READ_ONCE(gmem_perf_oversub_enable) || !since)
+		return false;
+	if (now > since && now - since > gmem_oversub_epoch_ns()) {
+		/* An epoch without pressure: migration on fault resumes. */
+		if (atomic64_try_cmpxchg(&g->oversub_ns, &since, 0))
+			trace_gmem_accel_oversub_leave(ctx_id, va);
+		return false;
+	}
+	return true;
+}
+
+/* A fault at @va is mapped where its pages are, not migrated: the demand goes on. */
+void gmem_oversub_mapped_remote(struct gmem_accel *g, u16 ctx_id, u64 va)
+{
+	gmem_oversub_renew(g, ktime_get_ns());
+	gmem_dev_count(g, GMEM_DEV_OVERSUB_REMOTE_MAPS, 1);
+	trace_gmem_accel_oversub_remote(ctx_id, va);
 }
 
 /*
@@ -88,21 +134,9 @@ void gmem_oversub_evicting(struct gmem_accel *g, unsigned long pfn, bool in_burs
 bool gmem_oversub_remote(struct gmem_ctx *ctx, u64 va)
 {
 	struct gmem_accel *g = ctx->g;
-	s64 since = atomic64_read(&g->oversub_ns);
-	u64 now = ktime_get_ns();
 
-	if (!READ_ONCE(gmem_perf_oversub_enable) || !since)
+	if (!gmem_oversub_active(g, ctx->id, va) || gmem_hbm_has_free_chunk(g))
 		return false;
-	if (now > since && now - since > gmem_oversub_epoch_ns()) {
-		/* An epoch without pressure: migration on fault resumes. */
-		if (atomic64_try_cmpxchg(&g->oversub_ns, &since, 0))
-			trace_gmem_accel_oversub_leave(ctx->id, va);
-		return false;
-	}
-	if (gmem_hbm_has_free_chunk(g))
-		return false;
-	gmem_oversub_renew(g, now);
-	gmem_dev_count(g, GMEM_DEV_OVERSUB_REMOTE_MAPS, 1);
-	trace_gmem_accel_oversub_remote(ctx->id, va);
+	gmem_oversub_mapped_remote(g, ctx->id, va);
 	return true;
 }

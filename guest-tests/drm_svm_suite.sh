@@ -39,7 +39,6 @@ export GMEM_FRONTEND=drm
 # with the reason ("skip"); and the DRM front end's known bugs: run, a failure is a TODO
 # naming it ("bug"). BINARY CASE KIND REASON, one a line.
 grain="drm_gpusvm faults a whole chunk (2 MiB, 64 KiB or 4 KiB), the gmem core a page or a 64 KiB block"
-write="a device read maps a range for reading until the device writes it (the gmem core maps what the CPU page table allows)"
 windows="counts the gmem core's notifier windows; drm_gpusvm's notifiers are its own"
 dmirror="needs test_hmm's /dev/gmem_dmirrorN, which the DRM front end has not"
 hbm="counts the gmem core's HBM allocator (hbm_pages_now, hbm_chunks_now); drm_pagemap's HBM is drm_hbm_pages_now"
@@ -51,7 +50,6 @@ mirror_test fault_populates_only_the_faulting_page skip $grain
 mirror_test fault_maps_present_neighbours_in_64k_block skip $grain
 mirror_test fault_in_block_mapped_around_maps_its_page_alone skip $grain
 mirror_test zero_page_read skip counts the gmem core's DMA mappings (dma_mapped_pages_now); drm_gpusvm's are its own
-mirror_test thp_is_2m_on_device skip $write
 mm_events_test invalidations_elsewhere_pass_the_device_by skip $windows
 mm_events_test window_mapped_again_keeps_its_device_mappings skip $windows
 hostile_test own_migration_races_its_faults skip needs the gmem core's fault-pass injection

@@ -425,7 +425,8 @@ TEST_F_TIMEOUT(sysalloc, munmap_races_a_copy_in_flight, 600)
 
 /*
  * Eviction under pressure: PREFER_DEVICE buffers 1.5x the HBM together, each written by
- * the device in turn: the device evicts older buffers to make room (drm_evictions), HBM use
+ * the device in turn: the device evicts older buffers to make room (drm_evictions; once
+ * that finds HBM oversubscribed, the rest is mapped where it is, gmem_accel_oversub.c), HBM use
  * never passes its size, and every buffer reads back as the device wrote it, first by the
  * device (copying it out) and then by the CPU.
  */
