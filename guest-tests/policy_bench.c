@@ -6,13 +6,13 @@
  * pages in random order, a CPU/device ping-pong on one page set (thrashing mitigation), a
  * device reading one remote range over and over (access-counter migration), and a working set
  * 4x the HBM that the device streams through twice with PREFER_DEVICE advice (every policy at
- * its default, against every policy off), and managed memory the device and the CPU read in
+ * its default, against every policy off; and at the defaults in THPs), and managed memory the device and the CPU read in
  * turns (read duplication). One line a run:
  *   BENCH-POLICY <workload> <setting> <ms> <fault groups> <pages migrated> <evictions> <MiB/s>
  * A policy whose parameter the driver lacks is skipped (BENCH-POLICY-SKIP). Every run checks
  * its bytes. Parameters are restored at the end. WORKLOAD names the only ones to run (to
  * profile one): prefetch, replay, thrashing, access-counters, readdup, oversub (every policy
- * at its default), oversub-off (every one off).
+ * at its default, in 4 KiB pages and in THPs), oversub-off (every one off).
  *   policy-bench GMEM_DEVICE [WORKLOAD...]
  */
 #include <errno.h>
@@ -296,21 +296,32 @@ static void bench_hammer(int fd, const char *setting)
 	munmap(buf, 2 * MiB);
 }
 
-/* A working set 4x the HBM, preferring it, that the device reads through twice. */
-static void bench_oversub(int fd, const char *setting)
+/*
+ * A working set 4x the HBM, preferring it, that the device reads through twice: in 4 KiB
+ * pages, or (@thp) in THPs, as anonymous memory comes where THP is on, which the device
+ * maps and migrates 2 MiB at a time.
+ */
+static void bench_oversub(int fd, const char *setting, bool thp)
 {
 	struct gmem_accel_info info = { 0 };
 	size_t len;
-	char *buf;
+	char *map, *buf;
 
 	if (ioctl(fd, GMEM_ACCEL_IOC_GET_INFO, &info))
 		die("info");
 	len = 4 * (info.hbm_size & ~(2 * MiB - 1));
-	buf = fresh(len, true);
+	/* (2 MiB more, for a start on a THP boundary) */
+	map = map_anon(len + 2 * MiB, PROT_READ | PROT_WRITE);
+	if (!map)
+		die("mmap");
+	buf = (char *)(((uintptr_t)map + 2 * MiB - 1) & ~(2 * MiB - 1));
+	if (madvise(buf, len, thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE))
+		die("madvise");
+	pattern(buf, len, 7);
 	if (dev_advise(fd, buf, len, GMEM_ACCEL_PREFER_DEVICE, 0))
 		die("advise");
 	read_through(fd, buf, len, 2, "oversub4x", setting);
-	munmap(buf, len);
+	munmap(map, len + 2 * MiB);
 }
 
 /*
@@ -428,11 +439,13 @@ int main(int argc, char **argv)
 		bench_readdup(fd, true);
 		bench_readdup(fd, false);
 	}
-	if (wanted("oversub"))
-		bench_oversub(fd, "defaults");
+	if (wanted("oversub")) {
+		bench_oversub(fd, "defaults", false);
+		bench_oversub(fd, "defaults-thp", true);
+	}
 	if (wanted("oversub-off")) {
 		if (policies_off(true))
-			bench_oversub(fd, "all-off");
+			bench_oversub(fd, "all-off", false);
 		else
 			printf("BENCH-POLICY-SKIP all-off\n");
 		policies_off(false);
