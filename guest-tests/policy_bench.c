@@ -6,12 +6,14 @@
  * pages in random order, a CPU/device ping-pong on one page set (thrashing mitigation), a
  * device reading one remote range over and over (access-counter migration), and a working set
  * 4x the HBM that the device streams through twice with PREFER_DEVICE advice (every policy at
- * its default, against every policy off), and managed memory the device and the CPU read in
+ * its default, against every policy off; and at the defaults in THPs), and managed memory the device and the CPU read in
  * turns (read duplication). One line a run:
  *   BENCH-POLICY <workload> <setting> <ms> <fault groups> <pages migrated> <evictions> <MiB/s>
  * A policy whose parameter the driver lacks is skipped (BENCH-POLICY-SKIP). Every run checks
- * its bytes. Parameters are restored at the end.
- *   policy-bench GMEM_DEVICE
+ * its bytes. Parameters are restored at the end. WORKLOAD names the only ones to run (to
+ * profile one): prefetch, replay, thrashing, access-counters, readdup, oversub (every policy
+ * at its default, in 4 KiB pages and in THPs), oversub-off (every one off).
+ *   policy-bench GMEM_DEVICE [WORKLOAD...]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +35,7 @@
 #define SCRATCH (64 * 1024ul)
 
 static int dev;
+static char **only;	/* the workloads named on the command line; NULL: all */
 /* Where the device's reads land: a mapping of its own, away from the program's data. */
 static char *scratch;
 
@@ -293,21 +296,32 @@ static void bench_hammer(int fd, const char *setting)
 	munmap(buf, 2 * MiB);
 }
 
-/* A working set 4x the HBM, preferring it, that the device reads through twice. */
-static void bench_oversub(int fd, const char *setting)
+/*
+ * A working set 4x the HBM, preferring it, that the device reads through twice: in 4 KiB
+ * pages, or (@thp) in THPs, as anonymous memory comes where THP is on, which the device
+ * maps and migrates 2 MiB at a time.
+ */
+static void bench_oversub(int fd, const char *setting, bool thp)
 {
 	struct gmem_accel_info info = { 0 };
 	size_t len;
-	char *buf;
+	char *map, *buf;
 
 	if (ioctl(fd, GMEM_ACCEL_IOC_GET_INFO, &info))
 		die("info");
 	len = 4 * (info.hbm_size & ~(2 * MiB - 1));
-	buf = fresh(len, true);
+	/* (2 MiB more, for a start on a THP boundary) */
+	map = map_anon(len + 2 * MiB, PROT_READ | PROT_WRITE);
+	if (!map)
+		die("mmap");
+	buf = (char *)(((uintptr_t)map + 2 * MiB - 1) & ~(2 * MiB - 1));
+	if (madvise(buf, len, thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE))
+		die("madvise");
+	pattern(buf, len, 7);
 	if (dev_advise(fd, buf, len, GMEM_ACCEL_PREFER_DEVICE, 0))
 		die("advise");
 	read_through(fd, buf, len, 2, "oversub4x", setting);
-	munmap(buf, len);
+	munmap(map, len + 2 * MiB);
 }
 
 /*
@@ -356,23 +370,34 @@ static void bench_readdup(int fd, bool read_mostly)
 		die("free the managed object");
 }
 
+/* Is workload @what to run? */
+static bool wanted(const char *what)
+{
+	for (char **w = only; w && *w; w++)
+		if (!strcmp(*w, what))
+			return true;
+	return !only;
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const replay[] = { "block", "batch", "batch_flush", "once" };
 	int fd;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: policy-bench GMEM_DEVICE\n");
+	if (argc < 2) {
+		fprintf(stderr, "usage: policy-bench GMEM_DEVICE [WORKLOAD...]\n");
 		return 2;
 	}
 	dev = atoi(argv[1]);
+	if (argc > 2)
+		only = argv + 2;
 	fd = gmem_open(dev, O_RDWR);
 	if (fd < 0)
 		die("open /dev/gmem_accelN");
 	atexit(params_restore);
 	scratch = fresh(SCRATCH, true);
 
-	for (int on = 1; on >= 0; on--) {
+	for (int on = 1; on >= 0 && wanted("prefetch"); on--) {
 		if (!param_set("uvm_perf_prefetch_enable", on ? "1" : "0")) {
 			printf("BENCH-POLICY-SKIP prefetch\n");
 			break;
@@ -381,7 +406,7 @@ int main(int argc, char **argv)
 		bench_touch(fd, "random", on ? "prefetch" : "no-prefetch", true);
 	}
 	params_restore();
-	for (unsigned int i = 0; i < 4; i++) {
+	for (unsigned int i = 0; i < 4 && wanted("replay"); i++) {
 		char v[4];
 
 		snprintf(v, sizeof(v), "%u", i);
@@ -392,7 +417,7 @@ int main(int argc, char **argv)
 		bench_touch(fd, "stream", replay[i], false);
 	}
 	params_restore();
-	for (int on = 1; on >= 0; on--) {
+	for (int on = 1; on >= 0 && wanted("thrashing"); on--) {
 		if (!param_set("uvm_perf_thrashing_enable", on ? "1" : "0")) {
 			printf("BENCH-POLICY-SKIP thrashing\n");
 			break;
@@ -402,7 +427,7 @@ int main(int argc, char **argv)
 		bench_pingpong(fd, on ? "thrashing" : "no-thrashing");
 	}
 	params_restore();
-	for (int on = 1; on >= 0; on--) {
+	for (int on = 1; on >= 0 && wanted("access-counters"); on--) {
 		if (!param_set("uvm_perf_access_counter_migration_enable", on ? "1" : "0")) {
 			printf("BENCH-POLICY-SKIP access-counters\n");
 			break;
@@ -410,14 +435,21 @@ int main(int argc, char **argv)
 		bench_hammer(fd, on ? "access-counters" : "no-access-counters");
 	}
 	params_restore();
-	bench_readdup(fd, true);
-	bench_readdup(fd, false);
-	bench_oversub(fd, "defaults");
-	if (policies_off(true))
-		bench_oversub(fd, "all-off");
-	else
-		printf("BENCH-POLICY-SKIP all-off\n");
-	policies_off(false);
+	if (wanted("readdup")) {
+		bench_readdup(fd, true);
+		bench_readdup(fd, false);
+	}
+	if (wanted("oversub")) {
+		bench_oversub(fd, "defaults", false);
+		bench_oversub(fd, "defaults-thp", true);
+	}
+	if (wanted("oversub-off")) {
+		if (policies_off(true))
+			bench_oversub(fd, "all-off", false);
+		else
+			printf("BENCH-POLICY-SKIP all-off\n");
+		policies_off(false);
+	}
 	close(fd);
 	return 0;
 }

@@ -17,7 +17,7 @@ WORKLOADS = [
     ("readdup", "16 MiB of managed memory the device, then the CPU, reads, 10 rounds",
      ["read-mostly", "no-read-mostly"]),
     ("oversub4x", "a working set 4x the HBM preferring it, read through twice by the device",
-     ["defaults", "all-off"]),
+     ["defaults", "all-off", "defaults-thp"]),
 ]
 # (workload, with, without, what it shows)
 EFFECTS = [
