@@ -607,10 +607,26 @@ void gmem_drm_svm_unmap(struct gmem_ctx *ctx, u64 start, u64 end)
 	mutex_unlock(&ctx->lock);
 }
 
+/* The end of the GEM object mapping at @va of @mm, or 0 if @va is in none. */
+static u64 gmem_drm_obj_vma_end(struct mm_struct *mm, u64 va)
+{
+	struct vm_area_struct *vma;
+	u64 end = 0;
+
+	mmap_read_lock(mm);
+	vma = vma_lookup(mm, va);
+	if (vma && gmem_obj_vma(vma))
+		end = vma->vm_end;
+	mmap_read_unlock(mm);
+	return end;
+}
+
 /*
  * Move [start, end) into the device's HBM ahead of the device's faults, as xe's prefetch
  * bind does: each range made, migrated and mapped as a fault of a PREFER_DEVICE range would
- * be. -ENODEV if the device has no HBM for it, else as a fault (EFAULT: not mapped).
+ * be. A GEM object's mapping is passed by: its pages are the object's, which never move (as
+ * MIGRATE leaves pages that cannot move). -ENODEV if the device has no HBM for it, else as
+ * a fault (EFAULT: not mapped).
  */
 int gmem_drm_svm_prefetch(struct gmem_ctx *ctx, u64 start, u64 end)
 {
@@ -622,7 +638,9 @@ int gmem_drm_svm_prefetch(struct gmem_ctx *ctx, u64 start, u64 end)
 		return -ENODEV;
 	mutex_lock(&svm->lock);
 	for (va = start; va < end && !ret; va = max(next, va + PAGE_SIZE)) {
-		ret = gmem_drm_fault_one(svm, va, 0, true, &next);
+		next = gmem_drm_obj_vma_end(ctx->mm, va);
+		if (!next)
+			ret = gmem_drm_fault_one(svm, va, 0, true, &next);
 		if (!ret && fatal_signal_pending(current))
 			ret = -EINTR;
 	}
