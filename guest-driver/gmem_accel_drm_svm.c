@@ -595,6 +595,33 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 	}
 }
 
+/* May a GEM object's writable leaf [va, va + *size) do atomics (else 4 KiB leaves)? */
+static bool gmem_drm_hook_atomic(struct gmem_ctx *ctx, u64 va, u64 *size, bool hbm)
+{
+	struct gmem_drm_svm *svm = ctx->hook_data;
+
+	if (*size > PAGE_SIZE && !gmem_drm_mem_atomic_uniform(&svm->mem, va, *size))
+		*size = PAGE_SIZE;
+	return gmem_drm_mem_atomic_ok(&svm->mem, va, hbm);
+}
+
+/*
+ * A device atomic at @va in a GEM object's mapping, which gmem_obj_fault() mapped as the
+ * atomic access gives it (gmem_drm_hook_atomic()): it fails as on any memory where that
+ * refuses it, EPERM (CPU) or ENOSPC (GLOBAL: an object in system memory never moves).
+ */
+static int gmem_drm_obj_atomic(struct gmem_drm_svm *svm, u64 va, u64 perm)
+{
+	switch (gmem_drm_mem_atomic(&svm->mem, va)) {
+	case GMEM_ACCEL_DRM_ATOMIC_CPU:
+		return -EPERM;
+	case GMEM_ACCEL_DRM_ATOMIC_GLOBAL:
+		return gmem_pt_maps_all(svm->ctx, va, va + PAGE_SIZE, perm) ? 0 : -ENOSPC;
+	default:
+		return 0;
+	}
+}
+
 /* The context's fault hook: every fault of the group, through drm_gpusvm. */
 static int gmem_drm_fault_hook(struct gmem_ctx *ctx, const struct gmem_fault *f, unsigned int n,
 			       unsigned long *req, unsigned long *pfns)
@@ -613,6 +640,8 @@ static int gmem_drm_fault_hook(struct gmem_ctx *ctx, const struct gmem_fault *f,
 			continue;
 		/* In a mapping of a GEM object: the core maps its pages (not hmm's). */
 		ret = gmem_obj_fault(ctx, f[i].va & PAGE_MASK, perm & GMEM_PTE_WRITE, &start, &end);
+		if (!ret && (perm & GMEM_PTE_ATOMIC))
+			ret = gmem_drm_obj_atomic(svm, f[i].va & PAGE_MASK, perm);
 		if (ret == -ENOENT)
 			ret = gmem_drm_fault_one(svm, f[i].va & PAGE_MASK, perm, false, pfns,
 						 &end);
@@ -646,6 +675,7 @@ static void gmem_drm_svm_fini(struct gmem_ctx *ctx)
 	mutex_unlock(&svm->lock);
 	gmem_drm_mem_fini(&svm->mem);
 	ctx->fault_hook = NULL;
+	ctx->hook_atomic = NULL;
 	ctx->hook_fini = NULL;
 	ctx->hook_data = NULL;
 	mutex_destroy(&svm->lock);
@@ -682,6 +712,7 @@ int gmem_drm_svm_init(struct gmem_ctx *ctx, struct drm_device *drm)
 	drm_gpusvm_driver_set_lock(&svm->gpusvm, &svm->lock);
 	ctx->hook_data = svm;
 	ctx->hook_fini = gmem_drm_svm_fini;
+	ctx->hook_atomic = gmem_drm_hook_atomic;
 	ctx->fault_hook = gmem_drm_fault_hook;
 	return 0;
 }
@@ -702,10 +733,26 @@ void gmem_drm_svm_unmap(struct gmem_ctx *ctx, u64 start, u64 end)
 	mutex_unlock(&ctx->lock);
 }
 
+/* The end of the GEM object mapping at @va of @mm, or 0 if @va is in none. */
+static u64 gmem_drm_obj_vma_end(struct mm_struct *mm, u64 va)
+{
+	struct vm_area_struct *vma;
+	u64 end = 0;
+
+	mmap_read_lock(mm);
+	vma = vma_lookup(mm, va);
+	if (vma && gmem_obj_vma(vma))
+		end = vma->vm_end;
+	mmap_read_unlock(mm);
+	return end;
+}
+
 /*
  * Move [start, end) into the device's HBM ahead of the device's faults, as xe's prefetch
  * bind does: each range made, migrated and mapped as a fault of a PREFER_DEVICE range would
- * be. -ENODEV if the device has no HBM for it, else as a fault (EFAULT: not mapped).
+ * be. A GEM object's mapping is passed by: its pages are the object's, which never move (as
+ * MIGRATE leaves pages that cannot move). -ENODEV if the device has no HBM for it, else as
+ * a fault (EFAULT: not mapped).
  */
 int gmem_drm_svm_prefetch(struct gmem_ctx *ctx, u64 start, u64 end)
 {
@@ -717,7 +764,9 @@ int gmem_drm_svm_prefetch(struct gmem_ctx *ctx, u64 start, u64 end)
 		return -ENODEV;
 	mutex_lock(&svm->lock);
 	for (va = start; va < end && !ret; va = max(next, va + PAGE_SIZE)) {
-		ret = gmem_drm_fault_one(svm, va, 0, true, NULL, &next);
+		next = gmem_drm_obj_vma_end(ctx->mm, va);
+		if (!next)
+			ret = gmem_drm_fault_one(svm, va, 0, true, NULL, &next);
 		if (!ret && fatal_signal_pending(current))
 			ret = -EINTR;
 	}

@@ -311,7 +311,7 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 		}
 		for (u64 a = ws; a < we && ret >= 0;) {
 			u64 off = base + (a - ws), ps = obj->page_size;
-			u64 unit = addr[off / ps];
+			u64 unit = addr[off / ps], perm;
 			bool w = wr, h = hbm, dup = false;
 
 			if (managed)	/* where the page is now: system memory or its HBM copy */
@@ -319,8 +319,10 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 			/* A whole device page, aligned in VA and in memory: one leaf (or group). */
 			if (off % ps || !IS_ALIGNED(a, ps) || a + ps > we || !IS_ALIGNED(unit, ps))
 				ps = PAGE_SIZE;
-			ret = gmem_pt_map_obj(ctx, a, unit + off % obj->page_size, ps, h,
-					      w && wr ? GMEM_PTE_RW : 0, dup);
+			perm = w && wr ? GMEM_PTE_RW : 0;
+			if (perm && ctx->hook_atomic && !ctx->hook_atomic(ctx, a, &ps, h))
+				perm &= ~GMEM_PTE_ATOMIC;
+			ret = gmem_pt_map_obj(ctx, a, unit + off % obj->page_size, ps, h, perm, dup);
 			replaced |= ret > 0;
 			a += ps;
 		}

@@ -463,6 +463,9 @@ struct gmem_owner {
  * @hook_data: the hook's state
  * @hook_fini: frees it at shutdown, once the context has left the device and before its page
  *             table goes
+ * @hook_atomic: may a writable object leaf at @va, in HBM if @hbm, do atomics? NULL: yes.
+ *             *@size, the leaf's, becomes PAGE_SIZE where the answer is not the same over it
+ *             (the DRM front end's atomic attribute, gmem_accel_drm_mem.c)
  * @fault_mutex: held by the server of one of its fault groups (one at a time: its queue
  *             stalls on one group anyway), which uses the scratch below
  * @fault_req, @fault_pfns: hmm input flags and results, one 2 MiB window each
@@ -500,6 +503,7 @@ struct gmem_ctx {
 	gmem_fault_hook_fn fault_hook;
 	void *hook_data;
 	void (*hook_fini)(struct gmem_ctx *ctx);
+	bool (*hook_atomic)(struct gmem_ctx *ctx, u64 va, u64 *size, bool hbm);
 	struct mutex fault_mutex;	/* one fault server at a time, and its scratch */
 	unsigned long *fault_req;
 	unsigned long *fault_pfns;

@@ -55,24 +55,6 @@ static uint8_t *map_aligned(size_t len, size_t align)
 	return a;
 }
 
-/* SUBMIT of one command with @flags; the fence to *@fence. 0 or -errno. */
-static int submit1(int fd, struct gmem_accel_cmd *c, unsigned int flags, uint64_t *fence)
-{
-	struct gmem_accel_submit s = { .cmds = (uintptr_t)c, .count = 1, .flags = flags };
-	int ret = ioctl(fd, DRM_IOCTL_GMEM_ACCEL_SUBMIT, &s) ? -errno : 0;
-
-	if (fence)
-		*fence = s.fence;
-	return ret;
-}
-
-static int wait_fence(int fd, uint64_t fence)
-{
-	struct gmem_accel_wait w = { .fence = fence, .timeout_ms = 120000 };
-
-	return ioctl(fd, DRM_IOCTL_GMEM_ACCEL_WAIT, &w) ? -errno : 0;
-}
-
 static int copy_wait(int fd, void *dst, const void *src, size_t len)
 {
 	struct gmem_accel_cmd c = { .op = GMEM_ACCEL_OP_COPY, .dst = (uintptr_t)dst,

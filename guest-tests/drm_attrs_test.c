@@ -28,14 +28,6 @@
 
 DRM_FIXTURE(attrs);
 
-static int madvise_attr(int fd, void *addr, size_t len, unsigned int type, unsigned int value)
-{
-	struct gmem_accel_drm_madvise m = { .addr = (uintptr_t)addr, .size = len, .type = type,
-					    .value = value };
-
-	return ioctl(fd, DRM_IOCTL_GMEM_ACCEL_MADVISE, &m) ? -errno : 0;
-}
-
 static int query(int fd, void *addr, struct gmem_accel_drm_mem_attrs *q)
 {
 	memset(q, 0, sizeof(*q));

@@ -200,4 +200,64 @@ static inline long first_not(const uint8_t *p, size_t len, uint8_t v)
 	return -1;
 }
 
+/* A new GEM object: its handle (0 on failure, errno set) and mmap offset. */
+static inline uint32_t gem_create(int fd, uint64_t size, uint32_t flags, uint64_t *offset)
+{
+	struct gmem_accel_obj_alloc a = { .size = size, .flags = flags };
+
+	if (ioctl(fd, DRM_IOCTL_GMEM_ACCEL_GEM_CREATE, &a))
+		return 0;
+	if (offset)
+		*offset = a.mmap_offset;
+	return a.handle;
+}
+
+static inline int gem_close(int fd, uint32_t handle)
+{
+	struct drm_gem_close c = { .handle = handle };
+
+	return ioctl(fd, DRM_IOCTL_GEM_CLOSE, &c) ? -errno : 0;
+}
+
+/* GEM object @handle of @fd mapped read-write, shared, at its offset; NULL (errno) if not. */
+static inline uint8_t *gem_map(int fd, uint32_t handle, size_t len)
+{
+	struct drm_gmem_accel_gem_mmap_offset mo = { .handle = handle };
+	void *p;
+
+	if (ioctl(fd, DRM_IOCTL_GMEM_ACCEL_GEM_MMAP_OFFSET, &mo))
+		return NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, mo.offset);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* MADVISE of one attribute (@type, @value) of [addr, addr + len); 0 or -errno. */
+static inline int madvise_attr(int fd, void *addr, size_t len, unsigned int type,
+			       unsigned int value)
+{
+	struct gmem_accel_drm_madvise m = { .addr = (uintptr_t)addr, .size = len, .type = type,
+					    .value = value };
+
+	return ioctl(fd, DRM_IOCTL_GMEM_ACCEL_MADVISE, &m) ? -errno : 0;
+}
+
+/* SUBMIT of one command with @flags; the fence (as the call left it) to *@fence. 0 or -errno. */
+static inline int submit1(int fd, struct gmem_accel_cmd *c, unsigned int flags, uint64_t *fence)
+{
+	struct gmem_accel_submit s = { .cmds = (uintptr_t)c, .count = 1, .flags = flags };
+	int ret = ioctl(fd, DRM_IOCTL_GMEM_ACCEL_SUBMIT, &s) ? -errno : 0;
+
+	if (fence)
+		*fence = s.fence;
+	return ret;
+}
+
+/* WAIT for batch @fence (up to two minutes); 0 or -errno (the batch's, or the wait's). */
+static inline int wait_fence(int fd, uint64_t fence)
+{
+	struct gmem_accel_wait w = { .fence = fence, .timeout_ms = 120000 };
+
+	return ioctl(fd, DRM_IOCTL_GMEM_ACCEL_WAIT, &w) ? -errno : 0;
+}
+
 #endif

@@ -22,6 +22,7 @@
 #include "kselftest_harness.h"
 #include "gmem_accel_drm_uapi.h"
 #include "gmem_test_util.h"
+#include "drm_fixture.h"
 
 #define PAGE 4096ul
 #define DEV 1
@@ -56,7 +57,7 @@ FIXTURE_TEARDOWN(gem)
 		EXPECT_EQ(0, gmem_set_frontend(DEV, "gmem"));
 }
 
-static void closed_gives_back(struct __test_metadata *_metadata, FIXTURE_DATA(gem) *self)
+static void gem_gives_back(struct __test_metadata *_metadata, FIXTURE_DATA(gem) *self)
 {
 	if (self->fd >= 0)
 		close(self->fd);
@@ -65,36 +66,6 @@ static void closed_gives_back(struct __test_metadata *_metadata, FIXTURE_DATA(ge
 		EXPECT_EQ(self->base[i], gmem_wait_stat(DEV, gauges[i], self->base[i], 60000))
 			TH_LOG("%s", gauges[i]);
 	}
-}
-
-/* A new object: its handle (0 on failure, errno set) and mmap offset. */
-static uint32_t gem_create(int fd, uint64_t size, uint32_t flags, uint64_t *offset)
-{
-	struct gmem_accel_obj_alloc a = { .size = size, .flags = flags };
-
-	if (ioctl(fd, DRM_IOCTL_GMEM_ACCEL_GEM_CREATE, &a))
-		return 0;
-	if (offset)
-		*offset = a.mmap_offset;
-	return a.handle;
-}
-
-static int gem_close(int fd, uint32_t handle)
-{
-	struct drm_gem_close c = { .handle = handle };
-
-	return ioctl(fd, DRM_IOCTL_GEM_CLOSE, &c) ? -errno : 0;
-}
-
-static uint8_t *gem_map(int fd, uint32_t handle, size_t len)
-{
-	struct drm_gmem_accel_gem_mmap_offset mo = { .handle = handle };
-	void *p;
-
-	if (ioctl(fd, DRM_IOCTL_GMEM_ACCEL_GEM_MMAP_OFFSET, &mo))
-		return NULL;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, mo.offset);
-	return p == MAP_FAILED ? NULL : p;
 }
 
 static size_t count_wrong(const uint8_t *a, const uint8_t *b, size_t len)
@@ -163,7 +134,7 @@ TEST_F_TIMEOUT(gem, create_mmap_submit_readback, 300)
 	ASSERT_EQ(0, munmap(h, len));
 	free(ref);
 	/* the file's close frees the handles it still has */
-	closed_gives_back(_metadata, self);
+	gem_gives_back(_metadata, self);
 }
 
 /* Every field checked: unknown flags, sizes, handles, offsets; legacy names stay refused. */
@@ -236,7 +207,7 @@ TEST_F_TIMEOUT(gem, bad_input, 120)
 	EXPECT_EQ(EACCES, errno);
 	EXPECT_EQ(-EINVAL, gem_close(self->fd, h + 100));
 	EXPECT_EQ(0, gem_close(self->fd, h));
-	closed_gives_back(_metadata, self);
+	gem_gives_back(_metadata, self);
 }
 
 /* Shared with a child process by PRIME: both read each other's bytes, the device's too. */
@@ -295,7 +266,7 @@ TEST_F_TIMEOUT(gem, prime_share_between_processes, 300)
 	EXPECT_EQ(0, gem_close(self->fd, h));
 	ASSERT_EQ(0, munmap(p, len));
 	free(ref);
-	closed_gives_back(_metadata, self);
+	gem_gives_back(_metadata, self);
 }
 
 /* Exported by DRM PRIME, imported on device 0's /dev/gmem_accel0: the other front end. */
@@ -335,7 +306,7 @@ TEST_F_TIMEOUT(gem, prime_to_gmem_node, 300)
 	EXPECT_EQ(0, gem_close(self->fd, h));
 	munmap(p, len);
 out:
-	closed_gives_back(_metadata, self);
+	gem_gives_back(_metadata, self);
 }
 
 struct racer {
@@ -397,7 +368,7 @@ TEST_F_TIMEOUT(gem, close_racing_submit, 600)
 	EXPECT_EQ(0, r.other);
 	EXPECT_LT(0, r.ok);
 	free(dst);
-	closed_gives_back(_metadata, self);
+	gem_gives_back(_metadata, self);
 }
 
 /* Killed with objects mapped and a copy in flight: everything given back. */
@@ -431,7 +402,7 @@ TEST_F_TIMEOUT(gem, kill_while_mapped, 300)
 	kill(pid, SIGKILL);
 	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
 	close(pfd[0]);
-	closed_gives_back(_metadata, self);
+	gem_gives_back(_metadata, self);
 }
 
 /* Unbound with an object mapped: calls fail ENODEV; at close everything is given back. */
