@@ -60,6 +60,9 @@ unsigned long gmem_drm_gem_get_unmapped_area(struct file *filp, unsigned long ad
 /* gmem_accel_drm_svm.c: a context's shared virtual memory through drm_gpusvm */
 int gmem_drm_svm_init(struct gmem_ctx *ctx, struct drm_device *drm);
 struct gmem_drm_mem *gmem_drm_svm_mem(struct gmem_ctx *ctx);
+bool gmem_drm_hook_atomic(struct gmem_ctx *ctx, u64 va, u64 *size, bool hbm);
+int gmem_drm_obj_atomic(struct gmem_ctx *ctx, u64 va, u64 perm);
+u64 gmem_drm_obj_vma_end(struct mm_struct *mm, u64 va);
 void gmem_drm_svm_evict(struct gmem_ctx *ctx, u64 start, u64 end);
 void gmem_drm_svm_unmap(struct gmem_ctx *ctx, u64 start, u64 end);
 int gmem_drm_svm_prefetch(struct gmem_ctx *ctx, u64 start, u64 end);

@@ -8,6 +8,8 @@
  * /dev/gmem_accelN, an object's mmap offset is the core's (its id), its CPU mappings live in
  * the device's object address_space (the file's f_mapping), so eviction and unbind find them,
  * and a device fault in a mapping of it maps its pages: its CPU address is its device address.
+ * The SVM's attributes hold there too: a device atomic is refused or allowed as MADVISE says,
+ * and PREFETCH passes such a mapping by (its pages never move).
  */
 #include <linux/dma-buf.h>
 #include <linux/mm.h>
@@ -22,6 +24,7 @@
 #include "gmem_accel_drm.h"
 #include "gmem_accel_drm_uapi.h"
 #include "gmem_accel_obj.h"
+#include "gmem_accel_pt.h"
 
 struct gmem_drm_bo {
 	struct drm_gem_object base;
@@ -209,4 +212,45 @@ int gmem_drm_gem_open(struct inode *inode, struct file *filp)
 	file = filp->private_data;
 	filp->f_mapping = gmem_drm_to_g(file->minor->dev)->obj_inode->i_mapping;
 	return 0;
+}
+
+/* May a GEM object's writable leaf [va, va + *size) do atomics (else 4 KiB leaves)? */
+bool gmem_drm_hook_atomic(struct gmem_ctx *ctx, u64 va, u64 *size, bool hbm)
+{
+	struct gmem_drm_mem *mem = gmem_drm_svm_mem(ctx);
+
+	if (*size > PAGE_SIZE && !gmem_drm_mem_atomic_uniform(mem, va, *size))
+		*size = PAGE_SIZE;
+	return gmem_drm_mem_atomic_ok(mem, va, hbm);
+}
+
+/*
+ * A device atomic at @va in a GEM object's mapping, which gmem_obj_fault() mapped as the
+ * atomic access gives it (gmem_drm_hook_atomic()): it fails as on any memory where that
+ * refuses it, EPERM (CPU) or ENOSPC (GLOBAL: an object in system memory never moves).
+ */
+int gmem_drm_obj_atomic(struct gmem_ctx *ctx, u64 va, u64 perm)
+{
+	switch (gmem_drm_mem_atomic(gmem_drm_svm_mem(ctx), va)) {
+	case GMEM_ACCEL_DRM_ATOMIC_CPU:
+		return -EPERM;
+	case GMEM_ACCEL_DRM_ATOMIC_GLOBAL:
+		return gmem_pt_maps_all(ctx, va, va + PAGE_SIZE, perm) ? 0 : -ENOSPC;
+	default:
+		return 0;
+	}
+}
+
+/* The end of the GEM object mapping at @va of @mm, or 0 if @va is in none. */
+u64 gmem_drm_obj_vma_end(struct mm_struct *mm, u64 va)
+{
+	struct vm_area_struct *vma;
+	u64 end = 0;
+
+	mmap_read_lock(mm);
+	vma = vma_lookup(mm, va);
+	if (vma && gmem_obj_vma(vma))
+		end = vma->vm_end;
+	mmap_read_unlock(mm);
+	return end;
 }

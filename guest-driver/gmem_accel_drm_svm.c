@@ -595,33 +595,6 @@ static int gmem_drm_fault_one(struct gmem_drm_svm *svm, u64 va, u64 perm, bool p
 	}
 }
 
-/* May a GEM object's writable leaf [va, va + *size) do atomics (else 4 KiB leaves)? */
-static bool gmem_drm_hook_atomic(struct gmem_ctx *ctx, u64 va, u64 *size, bool hbm)
-{
-	struct gmem_drm_svm *svm = ctx->hook_data;
-
-	if (*size > PAGE_SIZE && !gmem_drm_mem_atomic_uniform(&svm->mem, va, *size))
-		*size = PAGE_SIZE;
-	return gmem_drm_mem_atomic_ok(&svm->mem, va, hbm);
-}
-
-/*
- * A device atomic at @va in a GEM object's mapping, which gmem_obj_fault() mapped as the
- * atomic access gives it (gmem_drm_hook_atomic()): it fails as on any memory where that
- * refuses it, EPERM (CPU) or ENOSPC (GLOBAL: an object in system memory never moves).
- */
-static int gmem_drm_obj_atomic(struct gmem_drm_svm *svm, u64 va, u64 perm)
-{
-	switch (gmem_drm_mem_atomic(&svm->mem, va)) {
-	case GMEM_ACCEL_DRM_ATOMIC_CPU:
-		return -EPERM;
-	case GMEM_ACCEL_DRM_ATOMIC_GLOBAL:
-		return gmem_pt_maps_all(svm->ctx, va, va + PAGE_SIZE, perm) ? 0 : -ENOSPC;
-	default:
-		return 0;
-	}
-}
-
 /* The context's fault hook: every fault of the group, through drm_gpusvm. */
 static int gmem_drm_fault_hook(struct gmem_ctx *ctx, const struct gmem_fault *f, unsigned int n,
 			       unsigned long *req, unsigned long *pfns)
@@ -641,7 +614,7 @@ static int gmem_drm_fault_hook(struct gmem_ctx *ctx, const struct gmem_fault *f,
 		/* In a mapping of a GEM object: the core maps its pages (not hmm's). */
 		ret = gmem_obj_fault(ctx, f[i].va & PAGE_MASK, perm & GMEM_PTE_WRITE, &start, &end);
 		if (!ret && (perm & GMEM_PTE_ATOMIC))
-			ret = gmem_drm_obj_atomic(svm, f[i].va & PAGE_MASK, perm);
+			ret = gmem_drm_obj_atomic(ctx, f[i].va & PAGE_MASK, perm);
 		if (ret == -ENOENT)
 			ret = gmem_drm_fault_one(svm, f[i].va & PAGE_MASK, perm, false, pfns,
 						 &end);
@@ -731,20 +704,6 @@ void gmem_drm_svm_unmap(struct gmem_ctx *ctx, u64 start, u64 end)
 	mutex_lock(&ctx->lock);
 	gmem_pt_zap(ctx, start, end);
 	mutex_unlock(&ctx->lock);
-}
-
-/* The end of the GEM object mapping at @va of @mm, or 0 if @va is in none. */
-static u64 gmem_drm_obj_vma_end(struct mm_struct *mm, u64 va)
-{
-	struct vm_area_struct *vma;
-	u64 end = 0;
-
-	mmap_read_lock(mm);
-	vma = vma_lookup(mm, va);
-	if (vma && gmem_obj_vma(vma))
-		end = vma->vm_end;
-	mmap_read_unlock(mm);
-	return end;
 }
 
 /*
