@@ -210,7 +210,7 @@ TEST_F(attrs, device_atomics_run_in_place)
  * GLOBAL: an atomic moves the range into HBM first (the device's atomics there are atomic
  * against the CPU's, whose access brings the pages home); plain writes leave it in place.
  */
-TEST_F(attrs, global_atomics_move_the_range_to_hbm)
+TEST_F_TIMEOUT(attrs, global_atomics_move_the_range_to_hbm, 300)
 {
 	uint8_t *buf = map_2m(HUGE);
 	int64_t in0, in;
