@@ -23,57 +23,33 @@
 
 int __real_ioctl(int fd, unsigned long req, ...);
 
-#define ADAPTER_PAGE	4096ul
 #ifndef ARRAY_SIZE
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #endif
 
-/* Pages of [addr, addr + size) the device maps in its HBM (SNAPSHOT); -1 if it cannot tell. */
-static long adapter_hbm_pages(int fd, uint64_t addr, uint64_t size)
-{
-	uint8_t view[4096];
-	long n = 0;
-
-	for (uint64_t off = 0; off < size; off += sizeof(view) * ADAPTER_PAGE) {
-		uint64_t left = (size - off + ADAPTER_PAGE - 1) / ADAPTER_PAGE;
-		struct gmem_accel_snapshot s = {
-			.addr = addr + off, .out = (uintptr_t)view,
-			.npages = left < sizeof(view) ? left : sizeof(view),
-		};
-
-		if (__real_ioctl(fd, DRM_IOCTL_GMEM_ACCEL_SNAPSHOT, &s))
-			return -1;
-		for (uint64_t i = 0; i < s.npages; i++)
-			n += !!(view[i] & GMEM_ACCEL_PAGE_HBM);
-	}
-	return n;
-}
-
 /*
  * MIGRATE as PREFETCH, which moves the range the same way but counts nothing (pages 0 in and
- * out): the pages that moved are those the device maps in HBM after and not before (to the
- * device: PREFETCH maps what it moved), or before and not after (home). Set on failure too,
- * as MIGRATE sets the pages moved before the failure.
+ * out): the pages that moved are those the context's STATS counted as moved meanwhile, on
+ * failure too, as MIGRATE gives the pages moved before the failure. (PREFETCH TO_SYSTEM
+ * brings whole drm_gpusvm ranges home: their pages count.)
  */
 static int adapter_migrate(int fd, unsigned long req, void *arg)
 {
+	struct gmem_accel_stats before = { 0 }, after = { 0 };
 	struct gmem_accel_migrate *m = arg, p;
-	long before, after;
 	int ret, err;
 
 	if (!m)
 		return __real_ioctl(fd, req, m);
 	p = *m;
 	p.pages = 0;
-	before = adapter_hbm_pages(fd, p.addr, p.size);
+	__real_ioctl(fd, DRM_IOCTL_GMEM_ACCEL_STATS, &before);
 	ret = __real_ioctl(fd, req, &p);
 	err = errno;
-	after = adapter_hbm_pages(fd, p.addr, p.size);
-	m->pages = 0;
-	if (before >= 0 && after >= 0)
-		m->pages = p.target == GMEM_ACCEL_TO_DEVICE ? after - before : before - after;
-	if ((int64_t)m->pages < 0)
-		m->pages = 0;
+	__real_ioctl(fd, DRM_IOCTL_GMEM_ACCEL_STATS, &after);
+	m->pages = p.target == GMEM_ACCEL_TO_DEVICE ?
+		   after.migrated_to_device - before.migrated_to_device :
+		   after.migrated_to_system - before.migrated_to_system;
 	errno = err;
 	return ret;
 }
