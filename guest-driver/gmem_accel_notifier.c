@@ -200,7 +200,11 @@ struct mmu_interval_notifier *gmem_notifier_get(struct gmem_ctx *ctx, u64 va)
 		ret = gmem_notifier_insert(ctx, ALIGN_DOWN(va, GMEM_HUGE_SIZE));
 	mutex_unlock(&ctx->notifier_mutex);
 	mmput(ctx->mm);
-	return ret ? ERR_PTR(ret) : gmem_notifier(ctx, va);
+	if (ret)
+		return ERR_PTR(ret);
+	/* Taken out again meanwhile by gmem_notifier_gc(): the window was unmapped. */
+	mni = gmem_notifier(ctx, va);
+	return mni ?: ERR_PTR(-EFAULT);
 }
 
 /*
