@@ -339,8 +339,13 @@ TEST_F_TIMEOUT(drm, killed_during_a_copy, 600)
 	gauges_back(_metadata, self);
 }
 
+/* (no file of its own: only for the time an unbind may take on a loaded debug kernel) */
+FIXTURE(bind) {};
+FIXTURE_SETUP(bind) {}
+FIXTURE_TEARDOWN(bind) {}
+
 /* A front end not known, or drm on a kernel without drm_gpusvm: the bind fails, saying why. */
-TEST(frontend_refused)
+TEST_F_TIMEOUT(bind, frontend_refused, 300)
 {
 	const char *param = "/sys/module/gmem_accel/parameters/frontend";
 	const char *bind = "/sys/bus/pci/drivers/gmem_accel/bind";
