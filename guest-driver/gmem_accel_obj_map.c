@@ -234,11 +234,10 @@ unsigned long gmem_obj_get_unmapped_area(struct file *file, unsigned long addr,
  */
 int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *end)
 {
-	struct mmu_interval_notifier *mni = gmem_notifier_get(ctx, va);
+	/* Inserted for an object's mapping only: the DRM front end's SVM has its own. */
+	struct mmu_interval_notifier *mni = gmem_notifier(ctx, va);
 	bool prepared = false;
 
-	if (IS_ERR(mni))
-		return PTR_ERR(mni);
 	for (unsigned int tries = 0; tries < 16; tries++) {
 		struct vm_area_struct *vma;
 		unsigned long seq;
@@ -249,12 +248,20 @@ int gmem_obj_fault(struct gmem_ctx *ctx, u64 va, bool write, u64 *start, u64 *en
 		const u64 *addr;
 		bool wr, hbm, managed;
 
-		seq = mmu_interval_read_begin(mni);
+		seq = mni ? mmu_interval_read_begin(mni) : 0;
 		mmap_read_lock(ctx->mm);
 		vma = vma_lookup(ctx->mm, va);
 		if (!vma || !gmem_obj_vma(vma)) {
 			mmap_read_unlock(ctx->mm);
 			return -ENOENT;
+		}
+		if (!mni) {
+			/* (inserted with the mmap lock not held) */
+			mmap_read_unlock(ctx->mm);
+			mni = gmem_notifier_get(ctx, va);
+			if (IS_ERR(mni))
+				return PTR_ERR(mni);
+			continue;
 		}
 		if (!prepared && vma->vm_ops == &gmem_managed_vm_ops) {
 			mmap_read_unlock(ctx->mm);

@@ -86,6 +86,28 @@ TEST_F_TIMEOUT(drm, malloc_free_reuse, 300)
 	closed_gives_back(_metadata, self);
 }
 
+/*
+ * drm_gpusvm's notifiers cover what the device reaches outside GEM mappings: the core's own
+ * notifier windows stay out of it, so a CPU change is invalidated once, not twice.
+ */
+TEST_F_TIMEOUT(drm, svm_faults_insert_no_core_notifier, 300)
+{
+	size_t len = 8ul << 20;
+	uint8_t *src = map_buf(len), *dst = map_buf(len);
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	pattern(src, len, 9);
+	memset(dst, 0, len);
+	ASSERT_EQ(0, dev_copy(self->fd, dst, src, len));
+	EXPECT_EQ(0, memcmp(dst, src, len));
+	EXPECT_LT(0, ctx_stats(self->fd).faults);
+	EXPECT_EQ(self->base[DRM_G_NOTIFIERS], stat_of("notifiers_now"));
+	munmap(src, len);
+	munmap(dst, len);
+	closed_gives_back(_metadata, self);
+}
+
 /* Unmapped and mapped again at the same address: the device reads the new memory. */
 TEST_F_TIMEOUT(drm, munmap_then_map_again, 300)
 {
