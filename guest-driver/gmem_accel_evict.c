@@ -291,15 +291,18 @@ static void gmem_evict_by_pfn(struct gmem_migration *m, unsigned long pfn, unsig
  * throughout with no munmap() in flight (gmem_mmap_read_lock_no_munmap()): its VMAs, and the
  * anon_vmas they keep, stay. @held: an mm the caller holds so already; any other is only
  * tried then (two processes evicting each other's pages must not wait for each other), and
- * skipped if busy. @ahead: the eviction worker's way, by address only. Not covered: a page
- * the owner no longer maps but a forked child still does (the child's munmap can free the
- * anon_vma); the kernel's migrate_device_range() would have to hold a reference on it, as
- * migrate_pages() does.
+ * skipped if busy. @ahead: the eviction worker's way, by address only. An owner whose last
+ * user is gone is not walked by address: exit_mmap() zaps it under the mmap lock for
+ * reading, which would share the mm with our migrate_vma, and its pages go with it; what
+ * others still map goes by page frame. Not covered: a page the owner no longer maps but a
+ * forked child still does (the child's munmap can free the anon_vma); the kernel's
+ * migrate_device_range() would have to hold a reference on it, as migrate_pages() does.
  */
 static void gmem_evict_owned(struct gmem_migration *m, unsigned long pfn, unsigned long npages,
 			     struct gmem_owner *owner, struct mm_struct *held, bool ahead)
 {
 	struct mm_struct *mm = owner->mm;	/* mmgrab'd: even exited, its lock is there */
+	bool live;
 
 	if (ahead) {
 		/*
@@ -314,16 +317,25 @@ static void gmem_evict_owned(struct gmem_migration *m, unsigned long pfn, unsign
 		mmput(mm);
 		return;
 	}
+	/* (@held: the caller keeps it, with mmget, and holds its lock) */
+	live = mm == held || mmget_not_zero(mm);
 	if (mm != held) {
-		if (!held)
+		if (!held) {
 			gmem_mmap_read_lock_no_munmap(mm);
-		else if (!gmem_mmap_read_trylock_no_munmap(mm))
+		} else if (!gmem_mmap_read_trylock_no_munmap(mm)) {
+			if (live)
+				mmput_async(mm);
 			return;
+		}
 	}
-	if (gmem_evict_by_va(m, mm, pfn, npages) < npages)
+	if (!live || gmem_evict_by_va(m, mm, pfn, npages) < npages)
 		gmem_evict_by_pfn(m, pfn, npages, owner);
-	if (mm != held)
+	if (mm != held) {
 		mmap_read_unlock(mm);
+		/* (our put may be its last: its teardown must not run under the caller's locks) */
+		if (live)
+			mmput_async(mm);
+	}
 }
 
 /*
